@@ -1,0 +1,936 @@
+// bench_cpu - pxl's CPU backend vs OpenCV and Halide on the twelve kernels of the
+// Nugteren "skeleton" paper (u8 images), timed in the same run, with a correctness check
+// of every peer against pxl's output.
+//
+//   bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]
+//             [--check-ref] [--peers pxl,opencv,halide]
+//
+// Sizes are N (N x N) or WxH. Per kernel and size: 2 warm-up runs (the first pxl run
+// JIT-compiles; Halide pipelines are compile_jit'ed once before any timing), then N timed
+// runs (default 10 up to 16 Mpixel, 5 above); the table shows the median. GB/s counts the
+// minimum traffic: every input pixel read once and every output element written once
+// (reductions: the input only). Speedup columns are peer ms / pxl ms (> 1: pxl faster).
+//
+// Check: each peer's output is compared with pxl's (or, without pxl / when pxl fails, with
+// a scalar reference): "ok", or per peer "<peer> diff D n=N" (max abs diff, mismatching
+// elements). --check-ref also compares pxl with the reference. The exit status is 1 when
+// a check fails (OpenCV's blur3 may differ by 1 from rounding: tolerated, still shown),
+// or when pxl fails on a kernel.
+//
+// Build with -DBENCH_NO_PXL to time the peers alone.
+
+#include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <Halide.h>
+#ifndef BENCH_HALIDE_VERSION
+#define BENCH_HALIDE_VERSION "?"
+#endif
+
+#ifndef BENCH_NO_PXL
+#include <pxl/pxl.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// ------------------------------------------------------------------------------------
+// Images and outputs
+
+enum class Kind { Image, Scalar, Hist };
+
+struct Image {
+  uint8_t *data = nullptr;
+  int w = 0, h = 0, esize = 1;  // esize: bytes per element (1 u8, 2 i16)
+  size_t pitch = 0;             // bytes, multiple of 64
+  Image() = default;
+  Image(int w_, int h_, int esize_) : w(w_), h(h_), esize(esize_) {
+    pitch = ((size_t)w * esize + 63) / 64 * 64;
+    data = static_cast<uint8_t *>(std::aligned_alloc(64, pitch * (size_t)h));
+    if (!data) {
+      std::fprintf(stderr, "bench_cpu: out of memory (%dx%d)\n", w, h);
+      std::exit(2);
+    }
+    std::memset(data, 0, pitch * (size_t)h);  // touch the pages outside the timings
+  }
+  Image(const Image &) = delete;
+  Image &operator=(const Image &) = delete;
+  Image(Image &&o) noexcept { *this = std::move(o); }
+  Image &operator=(Image &&o) noexcept {
+    std::swap(data, o.data);
+    w = o.w, h = o.h, esize = o.esize, pitch = o.pitch;
+    return *this;
+  }
+  ~Image() { std::free(data); }
+  uint8_t *row(int y) { return data + (size_t)y * pitch; }
+  const uint8_t *row(int y) const { return data + (size_t)y * pitch; }
+  int64_t at(int x, int y) const {  // element value (u8 or i16)
+    return esize == 1 ? (int64_t)row(y)[x] : (int64_t)((const int16_t *)row(y))[x];
+  }
+};
+
+struct Output {
+  Kind kind = Kind::Image;
+  Image img;
+  uint64_t scalar = 0;
+  std::vector<uint64_t> bins;
+  bool valid = false;
+};
+
+struct KernelDef {
+  const char *name;
+  Kind kind;
+  int out_esize;  // image outputs: 1 (u8) or 2 (i16)
+  bool transposed;
+};
+
+const KernelDef kKernels[] = {
+    {"binarize", Kind::Image, 1, false}, {"copy", Kind::Image, 1, false},
+    {"transpose", Kind::Image, 1, true}, {"blur3", Kind::Image, 1, false},
+    {"sobel3", Kind::Image, 2, false},   {"erode3", Kind::Image, 1, false},
+    {"dilate5", Kind::Image, 1, false},  {"gradient73", Kind::Image, 1, false},
+    {"sum", Kind::Scalar, 0, false},     {"min", Kind::Scalar, 0, false},
+    {"max", Kind::Scalar, 0, false},     {"hist256", Kind::Hist, 0, false},
+};
+
+Output make_output(const KernelDef &k, int w, int h) {
+  Output o;
+  o.kind = k.kind;
+  if (k.kind == Kind::Image)
+    o.img = k.transposed ? Image(h, w, k.out_esize) : Image(w, h, k.out_esize);
+  if (k.kind == Kind::Hist) o.bins.assign(256, 0);
+  return o;
+}
+
+// Deterministic random u8 input (xorshift64*, fixed seed).
+void fill_random(Image &im, uint64_t seed) {
+  uint64_t s = seed ? seed : 1;
+  for (int y = 0; y < im.h; y++) {
+    uint8_t *r = im.row(y);
+    for (int x = 0; x < im.w; x += 8) {
+      s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+      uint64_t v = s * 0x2545F4914F6CDD1DULL;
+      for (int i = 0; i < 8 && x + i < im.w; i++) r[x + i] = (uint8_t)(v >> (8 * i));
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------
+// Scalar reference (untimed; the check baseline when pxl is absent or fails)
+
+void reference(const std::string &k, const Image &in, Output &o) {
+  const int w = in.w, h = in.h;
+  auto px = [&](int x, int y) -> int {
+    x = x < 0 ? 0 : (x >= w ? w - 1 : x);
+    y = y < 0 ? 0 : (y >= h ? h - 1 : y);
+    return in.row(y)[x];
+  };
+  auto window = [&](int rx, int ry, bool want_max) {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int m = want_max ? 0 : 255;
+        for (int dy = -ry; dy <= ry; dy++)
+          for (int dx = -rx; dx <= rx; dx++)
+            m = want_max ? std::max(m, px(x + dx, y + dy)) : std::min(m, px(x + dx, y + dy));
+        o.img.row(y)[x] = (uint8_t)m;
+      }
+  };
+  if (k == "binarize") {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) o.img.row(y)[x] = in.row(y)[x] > 128 ? 255 : 0;
+  } else if (k == "copy") {
+    for (int y = 0; y < h; y++) std::memcpy(o.img.row(y), in.row(y), w);
+  } else if (k == "transpose") {
+    for (int y = 0; y < w; y++)
+      for (int x = 0; x < h; x++) o.img.row(y)[x] = in.row(x)[y];
+  } else if (k == "blur3") {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int s = 0;
+        for (int dy = -1; dy <= 1; dy++)
+          for (int dx = -1; dx <= 1; dx++) s += px(x + dx, y + dy);
+        o.img.row(y)[x] = (uint8_t)((s + 4) / 9);
+      }
+  } else if (k == "sobel3") {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int v = (px(x + 1, y - 1) + 2 * px(x + 1, y) + px(x + 1, y + 1)) -
+                (px(x - 1, y - 1) + 2 * px(x - 1, y) + px(x - 1, y + 1));
+        ((int16_t *)o.img.row(y))[x] = (int16_t)v;
+      }
+  } else if (k == "erode3") {
+    window(1, 1, false);
+  } else if (k == "dilate5") {
+    window(2, 2, true);
+  } else if (k == "gradient73") {
+    Image mx(w, h, 1);
+    window(3, 1, true);
+    std::swap(mx, o.img);
+    window(3, 1, false);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) o.img.row(y)[x] = (uint8_t)(mx.row(y)[x] - o.img.row(y)[x]);
+  } else if (k == "sum" || k == "min" || k == "max") {
+    uint64_t s = 0;
+    int mn = 255, mx = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int v = in.row(y)[x];
+        s += v, mn = std::min(mn, v), mx = std::max(mx, v);
+      }
+    o.scalar = k == "sum" ? s : k == "min" ? (uint64_t)mn : (uint64_t)mx;
+  } else if (k == "hist256") {
+    std::fill(o.bins.begin(), o.bins.end(), 0);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) o.bins[in.row(y)[x]]++;
+  }
+  o.valid = true;
+}
+
+struct Diff {
+  uint64_t mismatches = 0;
+  uint64_t maxdiff = 0;
+};
+
+Diff compare(const Output &a, const Output &b) {
+  Diff d;
+  auto upd = [&](int64_t x, int64_t y) {
+    if (x != y) d.mismatches++, d.maxdiff = std::max(d.maxdiff, (uint64_t)std::llabs(x - y));
+  };
+  if (a.kind == Kind::Image) {
+    for (int y = 0; y < a.img.h; y++)
+      for (int x = 0; x < a.img.w; x++) upd(a.img.at(x, y), b.img.at(x, y));
+  } else if (a.kind == Kind::Scalar) {
+    upd((int64_t)a.scalar, (int64_t)b.scalar);
+  } else {
+    for (size_t i = 0; i < a.bins.size(); i++) upd((int64_t)a.bins[i], (int64_t)b.bins[i]);
+  }
+  return d;
+}
+
+// ------------------------------------------------------------------------------------
+// Peers. A peer prepares (untimed) a run closure per kernel and size; after the timed
+// runs, finish() moves the result into the Output (untimed).
+
+struct Prepared {
+  std::function<void()> run;     // one timed run
+  std::function<void()> finish;  // optional: result -> Output, untimed
+  std::string error;             // non-empty: the peer cannot run this kernel
+};
+
+// ---- OpenCV ----
+
+cv::Mat cv_wrap(Image &im) {
+  return cv::Mat(im.h, im.w, im.esize == 1 ? CV_8UC1 : CV_16SC1, im.data, im.pitch);
+}
+
+Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
+  Prepared p;
+  cv::Mat src = cv_wrap(in);
+  if (o.kind == Kind::Image) {
+    cv::Mat dst = cv_wrap(o.img);  // preallocated: OpenCV writes in place (same size/type)
+    const uint8_t *dptr = o.img.data;
+    auto check_inplace = [dst, dptr]() {
+      if (dst.data != dptr) throw std::runtime_error("OpenCV reallocated the output");
+    };
+    if (k == "binarize")
+      p.run = [=]() mutable { cv::threshold(src, dst, 128, 255, cv::THRESH_BINARY); };
+    else if (k == "copy")
+      p.run = [=]() mutable { src.copyTo(dst); };
+    else if (k == "transpose")
+      p.run = [=]() mutable { cv::transpose(src, dst); };
+    else if (k == "blur3")
+      p.run = [=]() mutable {
+        cv::blur(src, dst, cv::Size(3, 3), cv::Point(-1, -1), cv::BORDER_REPLICATE);
+      };
+    else if (k == "sobel3")
+      p.run = [=]() mutable {
+        cv::Sobel(src, dst, CV_16S, 1, 0, 3, 1, 0, cv::BORDER_REPLICATE);
+      };
+    else if (k == "erode3" || k == "dilate5" || k == "gradient73") {
+      cv::Size ks = k == "erode3" ? cv::Size(3, 3) : k == "dilate5" ? cv::Size(5, 5) : cv::Size(7, 3);
+      cv::Mat se = cv::getStructuringElement(cv::MORPH_RECT, ks);
+      int op = k == "erode3" ? cv::MORPH_ERODE : k == "dilate5" ? cv::MORPH_DILATE : cv::MORPH_GRADIENT;
+      p.run = [=]() mutable {
+        cv::morphologyEx(src, dst, op, se, cv::Point(-1, -1), 1, cv::BORDER_REPLICATE);
+      };
+    }
+    p.finish = [=]() mutable { check_inplace(); };
+  } else if (k == "sum") {
+    auto r = std::make_shared<double>(0);
+    p.run = [=]() { *r = cv::sum(src)[0]; };
+    p.finish = [r, &o]() { o.scalar = (uint64_t)*r; };
+  } else if (k == "min" || k == "max") {
+    auto r = std::make_shared<double>(0);
+    bool want_min = k == "min";
+    p.run = [=]() {
+      double mn = 0, mx = 0;
+      cv::minMaxLoc(src, want_min ? &mn : nullptr, want_min ? nullptr : &mx);
+      *r = want_min ? mn : mx;
+    };
+    p.finish = [r, &o]() { o.scalar = (uint64_t)*r; };
+  } else if (k == "hist256") {
+    auto hist = std::make_shared<cv::Mat>(256, 1, CV_32F);
+    p.run = [=]() {
+      const int channels[] = {0};
+      const int sizes[] = {256};
+      const float range[] = {0, 256};
+      const float *ranges[] = {range};
+      cv::calcHist(&src, 1, channels, cv::noArray(), *hist, 1, sizes, ranges, true, false);
+    };
+    p.finish = [hist, &o]() {
+      for (int i = 0; i < 256; i++) o.bins[i] = (uint64_t)hist->at<float>(i);
+    };
+  }
+  if (!p.run) p.error = "no OpenCV version";
+  return p;
+}
+
+// ---- Halide ----
+//
+// One Pipeline per kernel over a shared ImageParam, compile_jit'ed once. Schedules: u8
+// vectors of the target's natural width, rows split into strips run in parallel,
+// separable windows with the row pass computed per strip as a sliding window (store_at
+// strip, compute_at row), transpose by register blocks inside cache tiles, reductions as
+// per-strip vector partials merged by a small second stage.
+
+namespace hl = Halide;
+
+struct HalidePeer {
+  hl::Target target;
+  hl::ImageParam in{hl::UInt(8), 2, "in"};
+  std::map<std::string, hl::Pipeline> pipes;
+  int V = 32;  // u8 vector width
+  int S = 32;  // rows per parallel strip (image kernels)
+  int RS = 64; // rows per parallel strip (reductions)
+  int TT = 64; // transpose cache tile
+  int TB = 16; // transpose register block
+
+  HalidePeer() {
+    target = hl::get_jit_target_from_environment();
+    V = target.natural_vector_size<uint8_t>();
+    if (const char *e = std::getenv("BENCH_HL_VEC")) V = std::atoi(e);
+    if (const char *e = std::getenv("BENCH_HL_STRIP")) S = std::atoi(e);
+    if (const char *e = std::getenv("BENCH_HL_RSTRIP")) RS = std::atoi(e);
+    if (const char *e = std::getenv("BENCH_HL_TTILE")) TT = std::atoi(e);
+    if (const char *e = std::getenv("BENCH_HL_TBLOCK")) TB = std::atoi(e);
+    in.set_host_alignment(64);
+    in.dim(0).set_min(0);
+    in.dim(1).set_min(0);
+    in.dim(1).set_stride((in.dim(1).stride() / 64) * 64);
+  }
+
+  static void align_output(hl::Func f, int esize) {
+    f.output_buffer().set_host_alignment(64);
+    f.output_buffer().dim(0).set_min(0);
+    f.output_buffer().dim(1).set_min(0);
+    int q = 64 / esize;
+    f.output_buffer().dim(1).set_stride((f.output_buffer().dim(1).stride() / q) * q);
+  }
+
+  hl::Func build(const std::string &k) {
+    using namespace hl;
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    Func c = BoundaryConditions::repeat_edge(in);
+    Func f(k);
+
+    // Separable window: row pass per strip as a sliding window, column pass vectorized.
+    auto strip_schedule = [&](std::vector<Func> rowpass) {
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+      for (Func &r : rowpass) r.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
+    };
+
+    if (k == "binarize") {
+      f(x, y) = select(in(x, y) > 128, cast<uint8_t>(255), cast<uint8_t>(0));
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+    } else if (k == "copy") {
+      f(x, y) = in(x, y);
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+    } else if (k == "transpose") {
+      // Vector loads of a TB x TB block into registers, transposed by shuffles, inside
+      // TT x TT cache tiles; rows of tiles in parallel.
+      Func blk("blk");
+      blk(x, y) = in(x, y);
+      f(x, y) = blk(y, x);
+      Var xo("xo"), xi("xi"), xb("xb"), yb("yb"), xr("xr"), yr("yr");
+      f.tile(x, y, xo, yo, xi, yi, TT, TT)
+          .tile(xi, yi, xb, yb, xr, yr, TB, TB)
+          .vectorize(xr)
+          .unroll(yr)
+          .parallel(yo);
+      blk.compute_at(f, xb).vectorize(x).unroll(y);
+    } else if (k == "blur3") {
+      Func bx("blur3_x");
+      bx(x, y) = cast<uint16_t>(c(x - 1, y)) + c(x, y) + c(x + 1, y);
+      f(x, y) = cast<uint8_t>((bx(x, y - 1) + bx(x, y) + bx(x, y + 1) + 4) / 9);
+      strip_schedule({bx});
+    } else if (k == "sobel3") {
+      // Column smoothing per row (needs w + 2 columns), then the x difference.
+      Func sy("sobel3_y");
+      sy(x, y) = cast<int16_t>(c(x, y - 1)) + 2 * cast<int16_t>(c(x, y)) + c(x, y + 1);
+      f(x, y) = sy(x + 1, y) - sy(x - 1, y);
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+      sy.compute_at(f, yi).vectorize(x, V);
+    } else if (k == "erode3" || k == "dilate5") {
+      bool is_max = k == "dilate5";
+      int r = is_max ? 2 : 1;
+      auto op = [&](Expr a, Expr b) { return is_max ? max(a, b) : min(a, b); };
+      Func hx(k + "_x");
+      Expr e = c(x - r, y);
+      for (int d = -r + 1; d <= r; d++) e = op(e, c(x + d, y));
+      hx(x, y) = e;
+      Expr v = hx(x, y - r);
+      for (int d = -r + 1; d <= r; d++) v = op(v, hx(x, y + d));
+      f(x, y) = v;
+      strip_schedule({hx});
+    } else if (k == "gradient73") {
+      Func hmax("grad_xmax"), hmin("grad_xmin");
+      Expr emax = c(x - 3, y), emin = c(x - 3, y);
+      for (int d = -2; d <= 3; d++) emax = max(emax, c(x + d, y)), emin = min(emin, c(x + d, y));
+      hmax(x, y) = emax;
+      hmin(x, y) = emin;
+      Expr vmax = max(hmax(x, y - 1), hmax(x, y), hmax(x, y + 1));
+      Expr vmin = min(hmin(x, y - 1), hmin(x, y), hmin(x, y + 1));
+      f(x, y) = vmax - vmin;
+      strip_schedule({hmax, hmin});
+    } else if (k == "sum" || k == "min" || k == "max") {
+      // part(l, s): lane l of the partial of strip s (RS rows), V lanes wide, over the
+      // image padded to whole vectors and strips with the neutral element.
+      Var l("l"), s("s");
+      Type acc = k == "sum" ? UInt(32) : UInt(8);
+      int pad = k == "min" ? 255 : 0;
+      Func cz = BoundaryConditions::constant_exterior(in, cast<uint8_t>(pad));
+      Expr nc = (in.width() + V - 1) / V, ns = (in.height() + RS - 1) / RS;
+      RDom rr(0, nc, 0, RS, "rr");
+      Func part(k + "_part");
+      part(l, s) = cast(acc, pad);
+      Expr v = cast(acc, cz(rr.x * V + l, s * RS + rr.y));
+      if (k == "sum") part(l, s) += v;
+      else if (k == "min") part(l, s) = min(part(l, s), v);
+      else part(l, s) = max(part(l, s), v);
+      part.compute_root().vectorize(l).parallel(s);
+      part.update().reorder(l, rr.x, rr.y, s).vectorize(l).parallel(s);
+      RDom rt(0, V, 0, ns, "rt");
+      if (k == "sum") {
+        f() = cast<uint64_t>(0);
+        f() += cast<uint64_t>(part(rt.x, rt.y));
+      } else {
+        f() = cast<uint8_t>(pad);
+        f() = k == "min" ? min(f(), part(rt.x, rt.y)) : max(f(), part(rt.x, rt.y));
+      }
+      return f;
+    } else if (k == "hist256") {
+      // Per-strip partial histograms (strips in parallel), then a vectorized merge.
+      Var b("b"), s("s");
+      Expr ns = (in.height() + RS - 1) / RS;
+      RDom rr(0, in.width(), 0, RS, "rr");
+      rr.where(s * RS + rr.y < in.height());
+      Func part("hist_part");
+      part(b, s) = cast<uint32_t>(0);
+      part(cast<int>(in(rr.x, s * RS + rr.y)), s) += cast<uint32_t>(1);
+      part.compute_root().vectorize(b, 16).parallel(s);
+      part.update().parallel(s);
+      RDom rs(0, ns, "rs");
+      f(b) = cast<uint32_t>(0);
+      f(b) += part(b, rs);
+      f.vectorize(b, 16);
+      f.update().vectorize(b, 16);
+      return f;
+    }
+    align_output(f, k == "sobel3" ? 2 : 1);
+    return f;
+  }
+
+  // compile_jit every requested kernel once, before any timing.
+  void compile(const std::vector<std::string> &kernels, std::map<std::string, std::string> &errors) {
+    for (const auto &k : kernels) {
+      try {
+        hl::Pipeline p(build(k));
+        p.compile_jit(target);
+        pipes[k] = p;
+      } catch (const hl::Error &e) {
+        errors[k] = std::string("Halide: ") + e.what();
+      }
+    }
+  }
+
+  template <typename T>
+  static hl::Buffer<T> wrap(Image &im) {
+    halide_dimension_t shape[2] = {halide_dimension_t(0, im.w, 1),
+                                   halide_dimension_t(0, im.h, (int32_t)(im.pitch / sizeof(T)))};
+    return hl::Buffer<T>(hl::Runtime::Buffer<T>((T *)im.data, 2, shape));
+  }
+
+  Prepared prepare(const std::string &k, Image &input, Output &o) {
+    Prepared p;
+    auto it = pipes.find(k);
+    if (it == pipes.end()) {
+      p.error = "not compiled";
+      return p;
+    }
+    hl::Pipeline pipe = it->second;
+    auto inbuf = std::make_shared<hl::Buffer<uint8_t>>(wrap<uint8_t>(input));
+    hl::ImageParam param = in;
+    auto bind = [param, inbuf]() mutable { param.set(*inbuf); };
+    if (o.kind == Kind::Image) {
+      if (o.img.esize == 1) {
+        auto out = std::make_shared<hl::Buffer<uint8_t>>(wrap<uint8_t>(o.img));
+        p.run = [=]() mutable { bind(); pipe.realize(*out); };
+      } else {
+        auto out = std::make_shared<hl::Buffer<int16_t>>(wrap<int16_t>(o.img));
+        p.run = [=]() mutable { bind(); pipe.realize(*out); };
+      }
+    } else if (k == "sum") {
+      auto out = std::make_shared<hl::Buffer<uint64_t>>(hl::Buffer<uint64_t>::make_scalar());
+      p.run = [=]() mutable { bind(); pipe.realize(*out); };
+      p.finish = [out, &o]() { o.scalar = (*out)(); };
+    } else if (o.kind == Kind::Scalar) {
+      auto out = std::make_shared<hl::Buffer<uint8_t>>(hl::Buffer<uint8_t>::make_scalar());
+      p.run = [=]() mutable { bind(); pipe.realize(*out); };
+      p.finish = [out, &o]() { o.scalar = (*out)(); };
+    } else {
+      auto out = std::make_shared<hl::Buffer<uint32_t>>(256);
+      p.run = [=]() mutable { bind(); pipe.realize(*out); };
+      p.finish = [out, &o]() {
+        for (int i = 0; i < 256; i++) o.bins[i] = (*out)(i);
+      };
+    }
+    return p;
+  }
+};
+
+// ---- pxl ----
+
+#ifndef BENCH_NO_PXL
+struct PxlPeer {
+  pxl_context *ctx = nullptr;
+  std::map<std::string, pxl_program *> progs;
+  std::vector<pxl_image *> images;  // wraps of the current size
+  std::vector<pxl_args *> args;
+
+  PxlPeer() {
+    ctx = pxl_context_new();
+    if (ctx && pxl_set_device(ctx, "cpu") != PXL_OK)
+      std::fprintf(stderr, "bench_cpu: pxl_set_device(cpu): %s\n", pxl_errmsg(ctx));
+  }
+  ~PxlPeer() {
+    release();
+    for (auto &kv : progs) pxl_program_free(kv.second);
+    pxl_context_free(ctx);
+  }
+  void release() {  // the wraps and args of the previous kernel/size
+    for (auto *a : args) pxl_args_free(a);
+    for (auto *i : images) pxl_image_free(i);
+    args.clear(), images.clear();
+  }
+  std::string err(const char *what) {
+    return std::string("pxl: ") + what + ": " + (ctx ? pxl_errmsg(ctx) : "no context");
+  }
+
+  Prepared prepare(const std::string &k, Image &input, Output &o) {
+    Prepared p;
+    release();
+    if (!ctx) return p.error = "pxl: no context", p;
+    pxl_program *prog = progs[k];
+    if (!prog) {
+      std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + k + ".pxl";
+      if (pxl_program_from_file(ctx, path.c_str(), &prog) != PXL_OK) {
+        progs.erase(k);
+        return p.error = err(path.c_str()), p;
+      }
+      progs[k] = prog;
+    }
+    pxl_image *img = nullptr;
+    if (pxl_image_wrap(ctx, input.data, input.w, input.h, PXL_U8, 1, input.pitch, &img) != PXL_OK)
+      return p.error = err("pxl_image_wrap(in)"), p;
+    images.push_back(img);
+    pxl_args *a = pxl_args_new(ctx);
+    if (!a) return p.error = "pxl: pxl_args_new failed", p;
+    args.push_back(a);
+    if (pxl_args_image(a, "in", img) != PXL_OK) return p.error = err("pxl_args_image(in)"), p;
+    if (k == "binarize" && pxl_args_scalar(a, "t", 128) != PXL_OK)
+      return p.error = err("pxl_args_scalar(t)"), p;
+    if (o.kind == Kind::Image) {
+      pxl_image *out = nullptr;
+      pxl_type t = o.img.esize == 1 ? PXL_U8 : PXL_I16;
+      if (pxl_image_wrap(ctx, o.img.data, o.img.w, o.img.h, t, 1, o.img.pitch, &out) != PXL_OK)
+        return p.error = err("pxl_image_wrap(out)"), p;
+      images.push_back(out);
+      if (pxl_args_output(a, out) != PXL_OK) return p.error = err("pxl_args_output"), p;
+    }
+    // Reductions keep the last result for finish(); a failed run throws (caught by the
+    // timing loop, reported as pxl's error for this kernel).
+    auto last = std::make_shared<Output>();
+    last->kind = o.kind;
+    pxl_context *c = ctx;
+    std::string name = k;
+    Kind kind = o.kind;
+    p.run = [=]() {
+      pxl_run_result *res = nullptr;
+      if (pxl_run(c, prog, name.c_str(), a, &res) != PXL_OK)
+        throw std::runtime_error(std::string("pxl_run: ") + pxl_errmsg(c));
+      if (kind == Kind::Scalar) {
+        pxl_scalar_result sr;
+        if (pxl_result_scalar(res, &sr) != PXL_OK) {
+          pxl_result_free(res);
+          throw std::runtime_error(std::string("pxl_result_scalar: ") + pxl_errmsg(c));
+        }
+        last->scalar = sr.is_float ? (uint64_t)sr.value : (uint64_t)sr.ivalue;
+      } else if (kind == Kind::Hist) {
+        int n = 0, is_float = 0;
+        const double *bins = pxl_result_bins(res, &n, &is_float);
+        if (!bins || n != 256) {
+          pxl_result_free(res);
+          throw std::runtime_error("pxl_result_bins: expected 256 bins, got " + std::to_string(n));
+        }
+        last->bins.assign(bins, bins + n);
+      }
+      pxl_result_free(res);
+    };
+    p.finish = [last, &o]() {
+      if (o.kind == Kind::Scalar) o.scalar = last->scalar;
+      if (o.kind == Kind::Hist) o.bins = last->bins;
+    };
+    return p;
+  }
+};
+#endif
+
+// ------------------------------------------------------------------------------------
+// Timing
+
+struct Timing {
+  bool ok = false;
+  std::string error;
+  double median_ms = 0, min_ms = 0;
+};
+
+Timing time_it(Prepared &p, int warmup, int reps, Output &o) {
+  Timing t;
+  if (!p.error.empty()) return t.error = p.error, t;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let other pools go idle
+  try {
+    for (int i = 0; i < warmup; i++) p.run();
+    std::vector<double> ms;
+    for (int i = 0; i < reps; i++) {
+      auto t0 = std::chrono::steady_clock::now();
+      p.run();
+      auto t1 = std::chrono::steady_clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    if (p.finish) p.finish();
+    std::sort(ms.begin(), ms.end());
+    size_t n = ms.size();
+    t.median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    t.min_ms = ms[0];
+    t.ok = true;
+    o.valid = true;
+  } catch (const Halide::Error &e) {
+    t.error = std::string("Halide: ") + e.what();
+  } catch (const std::exception &e) {
+    t.error = e.what();
+  }
+  return t;
+}
+
+// ------------------------------------------------------------------------------------
+// Command line, machine, table
+
+std::vector<std::string> split(const std::string &s, char sep) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "unknown CPU";
+}
+
+// "Parallel framework:" of OpenCV's build information (pthreads, TBB, OpenMP, ...).
+std::string cv_parallel_framework() {
+  std::stringstream ss(cv::getBuildInformation());
+  std::string line;
+  while (std::getline(ss, line)) {
+    auto p = line.find("Parallel framework:");
+    if (p != std::string::npos) {
+      std::string v = line.substr(p + 19);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "?";
+}
+
+void usage(FILE *f) {
+  std::fprintf(f,
+               "usage: bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]\n"
+               "                 [--check-ref] [--peers pxl,opencv,halide]\n"
+               "  sizes: N (NxN) or WxH; kernels:");
+  for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
+  std::fprintf(f, "\n");
+}
+
+std::string fmt(const char *f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::pair<int, int>> sizes = {{2048, 2048}, {8192, 8192}};
+  std::vector<std::string> kernels;
+  for (const auto &k : kKernels) kernels.push_back(k.name);
+  int reps_override = 0;
+  std::string csv_path;
+  bool check_ref = false;
+  bool use_pxl = true, use_cv = true, use_hl = true;
+
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_cpu: %s needs a value\n", a.c_str());
+        usage(stderr);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--sizes") {
+      sizes.clear();
+      for (const auto &s : split(next(), ',')) {
+        int w = 0, h = 0;
+        if (std::sscanf(s.c_str(), "%dx%d", &w, &h) != 2) h = w = std::atoi(s.c_str());
+        if (w < 1 || h < 1 || w > 65535 || h > 65535) {
+          std::fprintf(stderr, "bench_cpu: bad size '%s'\n", s.c_str());
+          return 2;
+        }
+        sizes.push_back({w, h});
+      }
+    } else if (a == "--kernels") {
+      std::string v = next();
+      if (v != "all") {
+        kernels = split(v, ',');
+        for (const auto &k : kernels) {
+          bool known = false;
+          for (const auto &d : kKernels) known |= k == d.name;
+          if (!known) {
+            std::fprintf(stderr, "bench_cpu: unknown kernel '%s'\n", k.c_str());
+            usage(stderr);
+            return 2;
+          }
+        }
+      }
+    } else if (a == "--reps") {
+      reps_override = std::atoi(next().c_str());
+      if (reps_override < 1) return std::fprintf(stderr, "bench_cpu: bad --reps\n"), 2;
+    } else if (a == "--csv") {
+      csv_path = next();
+    } else if (a == "--check-ref") {
+      check_ref = true;
+    } else if (a == "--peers") {
+      use_pxl = use_cv = use_hl = false;
+      for (const auto &p : split(next(), ',')) {
+        if (p == "pxl") use_pxl = true;
+        else if (p == "opencv" || p == "cv") use_cv = true;
+        else if (p == "halide" || p == "hl") use_hl = true;
+        else return std::fprintf(stderr, "bench_cpu: unknown peer '%s'\n", p.c_str()), 2;
+      }
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "bench_cpu: unknown option '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+#ifdef BENCH_NO_PXL
+  use_pxl = false;
+  (void)use_pxl;
+#endif
+
+  // ---- machine ----
+  HalidePeer halide;
+  std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(),
+              std::thread::hardware_concurrency());
+  std::printf("OpenCV %s (%s, %d threads); Halide %s JIT, target %s, u8 vector %d\n", CV_VERSION,
+              cv_parallel_framework().c_str(), cv::getNumThreads(), BENCH_HALIDE_VERSION,
+              halide.target.to_string().c_str(), halide.V);
+#ifdef BENCH_NO_PXL
+  std::printf("pxl: not built (BENCH_NO_PXL): checks compare the peers with a scalar reference\n");
+#else
+  std::printf("pxl %s: CPU backend (device \"cpu\"), all threads; examples from %s\n",
+              PXL_VERSION_STRING, PXL_EXAMPLES_DIR);
+#endif
+
+  std::map<std::string, std::string> hl_errors;
+  if (use_hl) {
+    auto t0 = std::chrono::steady_clock::now();
+    halide.compile(kernels, hl_errors);
+    auto t1 = std::chrono::steady_clock::now();
+    std::printf("Halide compile_jit of %zu pipelines: %.0f ms (untimed)\n", kernels.size(),
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+#ifndef BENCH_NO_PXL
+  std::unique_ptr<PxlPeer> pxl;
+  if (use_pxl) pxl = std::make_unique<PxlPeer>();
+#endif
+  std::printf("\n");
+
+  FILE *csv = nullptr;
+  if (!csv_path.empty()) {
+    csv = std::fopen(csv_path.c_str(), "w");
+    if (!csv) return std::fprintf(stderr, "bench_cpu: cannot write %s\n", csv_path.c_str()), 2;
+    std::fprintf(csv,
+                 "kernel,width,height,reps,bytes,pxl_ms,pxl_min_ms,opencv_ms,opencv_min_ms,halide_ms,"
+                 "halide_min_ms,pxl_gbs,opencv_gbs,halide_gbs,opencv_over_pxl,halide_over_pxl,"
+                 "opencv_mismatches,opencv_maxdiff,halide_mismatches,halide_maxdiff,check_baseline,"
+                 "pxl_ref_mismatches\n");
+  }
+
+  std::printf("%-10s | %-9s | %9s | %9s | %9s | %8s | %10s | %10s | %s\n", "kernel", "size", "pxl ms",
+              "OpenCV ms", "Halide ms", "pxl GB/s", "OpenCV/pxl", "Halide/pxl", "check");
+  std::printf("%s\n", std::string(110, '-').c_str());
+
+  int status = 0;
+  std::vector<std::string> notes;
+  for (auto wh : sizes) {
+    const int w = wh.first, h = wh.second;
+    Image input(w, h, 1);
+    fill_random(input, 0x9E3779B97F4A7C15ULL ^ ((uint64_t)w << 32) ^ (uint64_t)h);
+    int reps = reps_override ? reps_override : ((int64_t)w * h > 16LL * 1024 * 1024 ? 5 : 10);
+    for (const auto &kname : kernels) {
+      const KernelDef *kd = nullptr;
+      for (const auto &d : kKernels)
+        if (kname == d.name) kd = &d;
+      const std::string k = kd->name;
+      double bytes = (double)w * h;
+      if (kd->kind == Kind::Image) bytes += (double)w * h * kd->out_esize;
+
+      Output o_pxl = make_output(*kd, w, h), o_cv = make_output(*kd, w, h),
+             o_hl = make_output(*kd, w, h);
+      Timing t_pxl, t_cv, t_hl;
+      t_pxl.error = "not built";
+      t_cv.error = t_hl.error = "skipped";
+#ifndef BENCH_NO_PXL
+      if (use_pxl) {
+        Prepared p = pxl->prepare(k, input, o_pxl);
+        t_pxl = time_it(p, 2, reps, o_pxl);
+        if (!t_pxl.ok) status = 1;
+      } else {
+        t_pxl.error = "skipped";
+      }
+#endif
+      if (use_cv) {
+        Prepared p = opencv_prepare(k, input, o_cv);
+        t_cv = time_it(p, 2, reps, o_cv);
+      }
+      if (use_hl) {
+        Prepared p;
+        if (hl_errors.count(k)) p.error = hl_errors[k];
+        else p = halide.prepare(k, input, o_hl);
+        t_hl = time_it(p, 2, reps, o_hl);
+      }
+
+      // ---- check ----
+      Output ref;
+      bool need_ref = check_ref || !t_pxl.ok;
+      if (need_ref) {
+        ref = make_output(*kd, w, h);
+        reference(k, input, ref);
+      }
+      const Output &base = t_pxl.ok ? o_pxl : ref;
+      std::string check;
+      Diff d_cv, d_hl, d_pxl;
+      auto peer_check = [&](const char *name, const Timing &t, const Output &o, Diff &d,
+                            uint64_t tolerance) {
+        if (!t.ok) return;
+        d = compare(o, base);
+        if (d.mismatches == 0) return;
+        if (d.maxdiff > tolerance) status = 1;
+        check += std::string(check.empty() ? "" : "; ") + name + " diff " + std::to_string(d.maxdiff) +
+                 " n=" + std::to_string(d.mismatches);
+      };
+      peer_check("cv", t_cv, o_cv, d_cv, k == "blur3" ? 1 : 0);
+      peer_check("hl", t_hl, o_hl, d_hl, 0);
+      if (t_pxl.ok && check_ref) {
+        d_pxl = compare(o_pxl, ref);
+        if (d_pxl.mismatches) {
+          status = 1;
+          check += std::string(check.empty() ? "" : "; ") + "pxl-vs-ref diff " +
+                   std::to_string(d_pxl.maxdiff) + " n=" + std::to_string(d_pxl.mismatches);
+        }
+      }
+      if (check.empty()) check = "ok";
+      if (!t_pxl.ok) check += " (vs ref)";
+
+      // ---- row ----
+      auto ms = [](const Timing &t) {
+        return t.ok ? fmt("%9.2f", t.median_ms)
+                    : std::string(t.error == "skipped" || t.error == "not built" ? "        -" : "      err");
+      };
+      auto ratio = [&](const Timing &t) {
+        return t.ok && t_pxl.ok ? fmt("%10.2f", t.median_ms / t_pxl.median_ms) : std::string("         -");
+      };
+      std::string size = w == h ? std::to_string(w) : std::to_string(w) + "x" + std::to_string(h);
+      std::printf("%-10s | %-9s | %s | %s | %s | %8s | %s | %s | %s\n", k.c_str(), size.c_str(),
+                  ms(t_pxl).c_str(), ms(t_cv).c_str(), ms(t_hl).c_str(),
+                  t_pxl.ok ? fmt("%8.2f", bytes / (t_pxl.median_ms * 1e6)).c_str() : "       -",
+                  ratio(t_cv).c_str(), ratio(t_hl).c_str(), check.c_str());
+      std::fflush(stdout);
+      for (auto [peer, t] : {std::pair<const char *, Timing *>{"pxl", &t_pxl}, {"OpenCV", &t_cv},
+                             {"Halide", &t_hl}})
+        if (!t->ok && t->error != "skipped" && t->error != "not built")
+          notes.push_back(k + " " + size + ": " + peer + ": " + t->error);
+
+      if (csv) {
+        auto num = [](const Timing &t, double v) { return t.ok ? fmt("%.4f", v) : std::string(""); };
+        auto gbs = [&](const Timing &t) { return t.ok ? fmt("%.3f", bytes / (t.median_ms * 1e6)) : std::string(""); };
+        auto rat = [&](const Timing &t) {
+          return t.ok && t_pxl.ok ? fmt("%.4f", t.median_ms / t_pxl.median_ms) : std::string("");
+        };
+        std::fprintf(csv, "%s,%d,%d,%d,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+                     k.c_str(), w, h, reps, bytes, num(t_pxl, t_pxl.median_ms).c_str(),
+                     num(t_pxl, t_pxl.min_ms).c_str(), num(t_cv, t_cv.median_ms).c_str(),
+                     num(t_cv, t_cv.min_ms).c_str(), num(t_hl, t_hl.median_ms).c_str(),
+                     num(t_hl, t_hl.min_ms).c_str(), gbs(t_pxl).c_str(), gbs(t_cv).c_str(),
+                     gbs(t_hl).c_str(), rat(t_cv).c_str(), rat(t_hl).c_str(),
+                     t_cv.ok ? std::to_string(d_cv.mismatches).c_str() : "",
+                     t_cv.ok ? std::to_string(d_cv.maxdiff).c_str() : "",
+                     t_hl.ok ? std::to_string(d_hl.mismatches).c_str() : "",
+                     t_hl.ok ? std::to_string(d_hl.maxdiff).c_str() : "", t_pxl.ok ? "pxl" : "ref",
+                     t_pxl.ok && check_ref ? std::to_string(d_pxl.mismatches).c_str() : "");
+      }
+    }
+  }
+  if (csv) std::fclose(csv);
+  for (const auto &n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  return status;
+}

@@ -1,0 +1,991 @@
+/*
+ * pxl.c - the `pxl` command: the outermost layer, a thin driver over the public C API
+ * (include/pxl/pxl.h) and nothing else. `pxl run` compiles a .pxl file, loads the input
+ * images, binds arguments, runs one entry point and saves or prints the result; `pxl
+ * check` compiles and reports; `pxl compile` writes the entry points as portable C.
+ *
+ * The library never prints and never exits, so every message the user sees and every
+ * exit status is decided here: library statuses map to four exit codes (source error,
+ * usage, I/O, run time; see exit_code), and usage problems are caught before anything is
+ * loaded. Output is never left half-written: images go through pxl_image_save (temp file
+ * plus rename) and CSV through write_csv_atomic, and --out may not name an input.
+ * docs/CLI.md is the user's documentation; keep it and the help texts below in step.
+ */
+#define _XOPEN_SOURCE 700
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pxl/pxl.h"
+
+/* Exit codes; documented in HELP_MAIN and docs/CLI.md. */
+enum {
+  RC_OK = 0,     /* success */
+  RC_SOURCE = 1, /* the kernel source has errors */
+  RC_USAGE = 2,  /* bad command line or refused overwrite */
+  RC_IO = 3,     /* file or image-format error */
+  RC_RUN = 4     /* anything else the library reports */
+};
+
+/* ---- help texts ---- */
+
+static const char HELP_MAIN[] =
+    "pxl - compile and run image-processing kernels written in the pxl kernel language\n"
+    "\n"
+    "Usage:\n"
+    "  pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"
+    "  pxl check FILE.pxl [--explain]\n"
+    "  pxl compile FILE.pxl [-o BASE]\n"
+    "  pxl help [COMMAND]\n"
+    "  pxl --help | --version\n"
+    "\n"
+    "Commands:\n"
+    "  run      run a kernel, reduction, histogram or pipeline on image files\n"
+    "  check    compile FILE.pxl and report its errors; --explain describes each entry\n"
+    "  compile  write FILE.pxl's entry points as portable C: BASE.c and BASE.h\n"
+    "  help     show this help, or the help of COMMAND\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help   show this help ('pxl COMMAND --help' shows a command's help)\n"
+    "  --version    print \"pxl VERSION\" and exit\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the kernel source has errors (printed as FILE:LINE:COL: error: ...)\n"
+    "  2  usage error: unknown option, missing or bad argument, refused overwrite\n"
+    "  3  input/output error: missing or unreadable file, corrupt or unsupported image,\n"
+    "     image too large, failed write\n"
+    "  4  run-time error: bad argument for the entry (wrong name, type, size or value),\n"
+    "     no such entry point, device unavailable, backend compilation failed, out of\n"
+    "     memory, other\n"
+    "\n"
+    "Errors go to standard error as \"pxl: error: MESSAGE\"; results go to standard\n"
+    "output or to files.\n"
+    "\n"
+    "Environment:\n"
+    "  PXL_CACHE_DIR  directory for compiled kernels (default $XDG_CACHE_HOME/pxl,\n"
+    "                 else ~/.cache/pxl)\n";
+
+static const char HELP_RUN[] =
+    "Usage: pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"
+    "\n"
+    "Compiles FILE.pxl and runs one of its entry points on image files.\n"
+    "\n"
+    "ENTRY names a kernel, reduce, histogram or pipeline of FILE.pxl. Without ENTRY the\n"
+    "program's last pipeline runs, or its last entry point if it has no pipeline.\n"
+    "\n"
+    "Options:\n"
+    "  --in [NAME=]PATH     bind image file PATH to image parameter NAME; repeat for each\n"
+    "                       image parameter. Without NAME= the image binds to the entry's\n"
+    "                       first image parameter; NAME= is required when more than one\n"
+    "                       --in is given. The text is taken as NAME=PATH only when the\n"
+    "                       part before the first '=' is an identifier: write ./PATH for a\n"
+    "                       file whose name has that shape. Files: PNG (8/16-bit), JPEG,\n"
+    "                       PGM/PPM (P2 P3 P5 P6).\n"
+    "  -o, --out PATH       where an image result is saved (required for one); the\n"
+    "                       format follows the extension: .png .jpg .jpeg .pgm .ppm .pnm.\n"
+    "                       For a histogram, --out FILE.csv writes the CSV there instead\n"
+    "                       of standard output. Ignored, with a note, for a reduction.\n"
+    "  --param NAME=VALUE   scalar parameter NAME, e.g. --param t=40 --param s=0.5;\n"
+    "                       converted to the parameter's type as the language does\n"
+    "  --border NAME=MODE   override the border mode of image parameter NAME when a\n"
+    "                       kernel is run directly: clamp, mirror, mirror101, wrap,\n"
+    "                       constant(V) or none\n"
+    "  --device DEV         auto (default, the CPU backend), cpu, or ref (the reference\n"
+    "                       interpreter: slow, exact, the oracle for other devices)\n"
+    "  --threads N          threads of the CPU backend (0 = all cores, the default)\n"
+    "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
+    "                       region of interest); the entry sees it as a whole image, so\n"
+    "                       an image result is W x H\n"
+    "  --time               print the wall time of the run to standard error as\n"
+    "                       \"pxl: time: MS ms\" (loading, compiling FILE.pxl and saving\n"
+    "                       are excluded; the first run of a kernel on a device may\n"
+    "                       include compiling it for the device, later runs use the cache)\n"
+    "  -h, --help           show this help\n"
+    "  --                   end of options: later arguments are FILE.pxl and ENTRY\n"
+    "Options take their value as the next argument or after '=' (--out=x.png).\n"
+    "\n"
+    "Results:\n"
+    "  image      saved to --out. The file is written under a temporary name and\n"
+    "             renamed, so a failure never leaves a partial file and an existing\n"
+    "             file is untouched unless the run and the save succeed.\n"
+    "  reduction  printed to standard output as \"NAME = VALUE\": integers exactly,\n"
+    "             floating-point values with 9 significant digits (%.9g); argmin and\n"
+    "             argmax as \"NAME = VALUE at (X, Y)\", X and Y in the coordinates of\n"
+    "             the input images (the --roi origin is added).\n"
+    "  histogram  CSV on standard output: the line \"bin,count\", then \"INDEX,COUNT\" for\n"
+    "             each bin from 0 (integer counts exactly, weighted ones with %.9g).\n"
+    "             With --out FILE.csv the CSV goes to that file, written atomically.\n"
+    "\n"
+    "Safety: pxl refuses (exit 2) an --out that names the same file as an --in image or\n"
+    "FILE.pxl: when the output exists, by device and inode (so links are caught); when\n"
+    "it does not, by its resolved directory and file name.\n"
+    "\n"
+    "Exit status: 0 success, 1 source errors, 2 usage error or refused overwrite,\n"
+    "3 input/output or image-file error, 4 run-time error (see 'pxl --help').\n"
+    "\n"
+    "Examples:\n"
+    "  pxl run edges.pxl --in photo.png --out edges.png --param t=40\n"
+    "  pxl run blend.pxl blend --in a=left.png --in b=right.png -o out.png\n"
+    "  pxl run stats.pxl total --in photo.png --roi 0,0,64,64\n"
+    "  pxl run stats.pxl hist --in photo.png --out hist.csv\n";
+
+static const char HELP_CHECK[] =
+    "Usage: pxl check FILE.pxl [--explain]\n"
+    "\n"
+    "Compiles FILE.pxl without running it. On errors prints every diagnostic to standard\n"
+    "error (FILE:LINE:COL: error: MESSAGE, the source line and a caret) and exits 1. On\n"
+    "success prints \"FILE.pxl: ok (N entry points)\" to standard output.\n"
+    "\n"
+    "Options:\n"
+    "  --explain    also print, to standard output, a report per entry point: its\n"
+    "               skeleton class (P2P pixel-to-pixel, N2P neighbourhood-to-pixel, R2S\n"
+    "               reduction-to-scalar, R2V reduction-to-vector such as histograms),\n"
+    "               its window and its per-pixel counts\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Exit status: 0 success, 1 source errors, 2 usage error, 3 FILE.pxl unreadable,\n"
+    "4 other error (see 'pxl --help').\n";
+
+static const char HELP_COMPILE[] =
+    "Usage: pxl compile FILE.pxl [-o BASE]\n"
+    "\n"
+    "Compiles FILE.pxl ahead of time into portable C: writes BASE.c and BASE.h, one\n"
+    "documented C function per entry point, needing only a C11 compiler (OpenMP\n"
+    "optional) and libm. Each file is written under a temporary name and renamed. Prints\n"
+    "\"wrote BASE.c\" and \"wrote BASE.h\" to standard output.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output BASE  path of the output files without extension; may include a\n"
+    "                     directory (default: FILE.pxl without its .pxl extension)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "pxl refuses (exit 2) when BASE.c or BASE.h would be FILE.pxl itself.\n"
+    "\n"
+    "Exit status: 0 success, 1 source errors, 2 usage error, 3 read or write error,\n"
+    "4 other error (see 'pxl --help').\n";
+
+static const char HELP_HELP[] =
+    "Usage: pxl help [COMMAND]\n"
+    "\n"
+    "Shows the overview of pxl, or the help of COMMAND (run, check, compile, help);\n"
+    "the same as 'pxl --help' and 'pxl COMMAND --help'.\n";
+
+/* ---- messages and exit codes ---- */
+
+/* The short text of a status, from the API's own table. */
+static const char *status_text(int st) {
+  switch (st) {
+#define X(name, value, text) \
+  case value:                \
+    return text;
+    PXL_STATUSES(X)
+#undef X
+  }
+  return "unknown error";
+}
+
+/* The exit code for a failed library status. */
+static int exit_code(int st) {
+  switch (st) {
+  case PXL_OK: return RC_OK;
+  case PXL_ESOURCE: return RC_SOURCE;
+  case PXL_EIO:
+  case PXL_EFORMAT:
+  case PXL_ETOOBIG: return RC_IO;
+  default: return RC_RUN;
+  }
+}
+
+/* Writes msg to stderr, ending it with exactly one newline. */
+static void put_line(const char *msg) {
+  size_t n = strlen(msg);
+  while (n > 0 && msg[n - 1] == '\n') n--;
+  fprintf(stderr, "%.*s\n", (int)n, msg);
+}
+
+/* Prints "pxl: error: ..." to stderr. */
+static void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pxl: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* Prints a usage error with a pointer to the command's help; returns RC_USAGE. */
+static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pxl: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  if (cmd)
+    fprintf(stderr, "Try 'pxl %s --help' for usage.\n", cmd);
+  else
+    fputs("Try 'pxl --help' for usage.\n", stderr);
+  return RC_USAGE;
+}
+
+/* Reports the library failure st (message from ctx) and returns its exit code. Source
+ * diagnostics are already formatted and are printed as they are; `what`, if not NULL,
+ * prefixes other messages with what the CLI was doing. */
+static int fail(pxl_context *ctx, int st, const char *what) {
+  const char *msg = ctx ? pxl_errmsg(ctx) : NULL;
+  if (!msg || !*msg) msg = status_text(st);
+  if (st == PXL_ESOURCE) {
+    put_line(msg);
+  } else {
+    fputs("pxl: error: ", stderr);
+    if (what) fprintf(stderr, "%s: ", what);
+    put_line(msg);
+  }
+  return exit_code(st);
+}
+
+/* ---- option parsing ---- */
+
+typedef struct {
+  const char *name; /* long name without "--"; NULL ends a table */
+  char short_name;  /* 0 if none */
+  int has_arg;      /* takes a value */
+  int id;           /* returned by next_arg */
+} Opt;
+
+enum { ARG_END = 0, ARG_POS = -1, ARG_BAD = -2 };
+
+typedef struct {
+  const char *cmd;  /* command name, for messages */
+  const Opt *opts;
+  char **argv;
+  int argc, i;
+  int opts_done;    /* "--" seen: the rest are positional */
+} ArgIter;
+
+/* Next argument: an option's id (value, if any, in *val), ARG_POS (text in *val),
+ * ARG_END, or ARG_BAD after printing a usage error. */
+static int next_arg(ArgIter *it, const char **val) {
+  *val = NULL;
+  if (it->i >= it->argc) return ARG_END;
+  const char *s = it->argv[it->i++];
+  if (it->opts_done || s[0] != '-' || s[1] == '\0') {
+    *val = s;
+    return ARG_POS;
+  }
+  if (strcmp(s, "--") == 0) {
+    it->opts_done = 1;
+    return next_arg(it, val);
+  }
+  const Opt *o;
+  const char *inline_val = NULL;
+  if (s[1] == '-') {
+    const char *name = s + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    for (o = it->opts; o->name; o++)
+      if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) break;
+    if (eq) inline_val = eq + 1;
+  } else {
+    for (o = it->opts; o->name; o++)
+      if (o->short_name && o->short_name == s[1]) break;
+    if (s[2]) inline_val = s + 2; /* -oBASE */
+  }
+  if (!o->name) {
+    fprintf(stderr, "pxl: error: unknown option '%s' for 'pxl %s'\n", s, it->cmd);
+    fprintf(stderr, "Try 'pxl %s --help' for usage.\n", it->cmd);
+    return ARG_BAD;
+  }
+  if (o->has_arg) {
+    if (inline_val)
+      *val = inline_val;
+    else if (it->i < it->argc)
+      *val = it->argv[it->i++];
+    else {
+      usage_error(it->cmd, "option '--%s' needs a value", o->name);
+      return ARG_BAD;
+    }
+  } else if (inline_val) {
+    usage_error(it->cmd, "option '--%s' takes no value (got '%s')", o->name, s);
+    return ARG_BAD;
+  }
+  return o->id;
+}
+
+/* Whether s[0..len) is an identifier of the kernel language. */
+static int is_ident(const char *s, size_t len) {
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
+    return 0;
+  for (size_t i = 1; i < len; i++)
+    if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= '0' && s[i] <= '9')))
+      return 0;
+  return 1;
+}
+
+/* Parses a decimal int in [lo, hi] from s[0..len); 0 on success. */
+static int parse_int(const char *s, size_t len, long lo, long hi, int *out) {
+  char buf[32];
+  if (len == 0 || len >= sizeof buf) return -1;
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  char *end;
+  errno = 0;
+  long v = strtol(buf, &end, 10);
+  if (errno || *end || end == buf || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* Parses "X,Y,W,H" (X, Y >= 0; W, H >= 1); 0 on success. */
+static int parse_roi(const char *s, int roi[4]) {
+  for (int k = 0; k < 4; k++) {
+    const char *comma = strchr(s, ',');
+    size_t len = comma ? (size_t)(comma - s) : strlen(s);
+    if ((k < 3) != (comma != NULL)) return -1;
+    if (parse_int(s, len, k < 2 ? 0 : 1, INT_MAX, &roi[k])) return -1;
+    s += len + 1;
+  }
+  return 0;
+}
+
+/* Splits "NAME=VALUE"; *name is a new string (free it). 0 on success. */
+static int split_pair(const char *s, char **name, const char **value) {
+  const char *eq = strchr(s, '=');
+  if (!eq || !is_ident(s, (size_t)(eq - s))) return -1;
+  *name = strndup(s, (size_t)(eq - s));
+  *value = eq + 1;
+  return *name ? 0 : -1;
+}
+
+/* The extension of path's file name without the dot, or "". */
+static const char *extension(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  const char *dot = strrchr(base, '.');
+  return dot && dot != base ? dot + 1 : "";
+}
+
+/* ---- files ---- */
+
+/* A canonical name for path: realpath of the file when it exists, else realpath of its
+ * directory plus its file name. NULL if neither resolves. Free the result. */
+static char *canon_path(const char *path) {
+  char *r = realpath(path, NULL);
+  if (r) return r;
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) return NULL;
+  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+  char *rdir = dir ? realpath(dir, NULL) : NULL;
+  free(dir);
+  if (!rdir) return NULL;
+  size_t n = strlen(rdir) + strlen(base) + 2;
+  char *out = malloc(n);
+  if (out) snprintf(out, n, "%s%s%s", rdir, strcmp(rdir, "/") == 0 ? "" : "/", base);
+  free(rdir);
+  return out;
+}
+
+/* Whether paths a and b name the same file: by device and inode when both exist (so
+ * hard and symbolic links count), else by canonical name. */
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char *ca = canon_path(a), *cb = canon_path(b);
+  int same = ca && cb && strcmp(ca, cb) == 0;
+  free(ca);
+  free(cb);
+  return same;
+}
+
+/* Writes the histogram bins as CSV: "bin,count" then one "INDEX,COUNT" line per bin. */
+static void print_csv(FILE *f, const double *bins, int n, int is_float) {
+  fputs("bin,count\n", f);
+  for (int i = 0; i < n; i++) {
+    if (is_float)
+      fprintf(f, "%d,%.9g\n", i, bins[i]);
+    else
+      fprintf(f, "%d,%" PRId64 "\n", i, (int64_t)bins[i]);
+  }
+}
+
+/* Writes the CSV to path atomically: a temporary file in the same directory, flushed
+ * and synced, then renamed over path. On failure nothing is left behind and an existing
+ * file is untouched. Returns RC_OK or RC_IO after printing the error. */
+static int write_csv_atomic(const char *path, const double *bins, int n, int is_float) {
+  const char *slash = strrchr(path, '/');
+  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+  const char *base = path + dirlen;
+  size_t cap = strlen(path) + 16;
+  char *tmp = malloc(cap);
+  if (!tmp) {
+    error("%s: out of memory", path);
+    return RC_RUN;
+  }
+  snprintf(tmp, cap, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    error("cannot create a file in the directory of '%s': %s", path, strerror(errno));
+    free(tmp);
+    return RC_IO;
+  }
+  /* mkstemp makes 0600; give the file the mode an existing one had, else the usual. */
+  struct stat st;
+  mode_t mode;
+  if (stat(path, &st) == 0) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  int ok = fchmod(fd, mode) == 0;
+  FILE *f = ok ? fdopen(fd, "w") : NULL;
+  if (f) {
+    print_csv(f, bins, n, is_float);
+    ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+    ok = (fclose(f) == 0) && ok;
+  } else {
+    ok = 0;
+    close(fd);
+  }
+  int saved = errno;
+  if (ok && rename(tmp, path) != 0) {
+    saved = errno;
+    ok = 0;
+  }
+  if (!ok) {
+    unlink(tmp);
+    error("cannot write '%s': %s", path, strerror(saved));
+  }
+  free(tmp);
+  return ok ? RC_OK : RC_IO;
+}
+
+/* Compiles path into *prog; prints the diagnostics and returns the exit code on failure. */
+static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) {
+  int st = pxl_program_from_file(ctx, path, prog);
+  return st ? fail(ctx, st, NULL) : RC_OK;
+}
+
+/* ---- pxl run ---- */
+
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_HELP };
+
+static const Opt RUN_OPTS[] = {
+    {"in", 0, 1, O_IN},         {"out", 'o', 1, O_OUT},         {"param", 0, 1, O_PARAM},
+    {"border", 0, 1, O_BORDER}, {"device", 0, 1, O_DEVICE},     {"threads", 0, 1, O_THREADS},
+    {"roi", 0, 1, O_ROI},       {"time", 0, 0, O_TIME},         {"help", 'h', 0, O_HELP},
+    {NULL, 0, 0, 0}};
+
+typedef struct {
+  char *name;       /* parameter name; "" for a bare --in (first image parameter) */
+  const char *path; /* file, or the value text for --param / --border */
+  pxl_image *img;   /* loaded image (--in only) */
+  pxl_image *view;  /* its --roi view, or NULL */
+} Binding;
+
+typedef struct {
+  const char *file, *entry, *out, *device;
+  int threads;      /* -1: library default */
+  int roi[4], has_roi, time;
+  Binding *ins, *params, *borders;
+  int nin, nparam, nborder;
+} RunOpts;
+
+/* Adds a NAME=VALUE binding to list (*n entries), refusing a repeated name. */
+static int add_pair(const char *opt, const char *text, Binding *list, int *n) {
+  char *name;
+  const char *value;
+  if (split_pair(text, &name, &value))
+    return usage_error("run", "--%s needs NAME=VALUE, got '%s'", opt, text);
+  for (int k = 0; k < *n; k++)
+    if (strcmp(list[k].name, name) == 0) {
+      free(name);
+      return usage_error("run", "--%s %s is given twice", opt, list[k].name);
+    }
+  list[*n].name = name;
+  list[*n].path = value;
+  ++*n;
+  return RC_OK;
+}
+
+/* Adds an --in binding: "NAME=PATH" when the text before '=' is an identifier. */
+static int add_input(const char *text, RunOpts *o) {
+  const char *eq = strchr(text, '=');
+  Binding *b = &o->ins[o->nin];
+  if (eq && is_ident(text, (size_t)(eq - text))) {
+    b->name = strndup(text, (size_t)(eq - text));
+    b->path = eq + 1;
+  } else {
+    b->name = strdup("");
+    b->path = text;
+  }
+  if (!b->name) {
+    error("out of memory");
+    return RC_RUN;
+  }
+  if (!*b->path) {
+    free(b->name);
+    return usage_error("run", "--in needs a file name, got '%s'", text);
+  }
+  for (int k = 0; k < o->nin; k++)
+    if (*b->name && strcmp(o->ins[k].name, b->name) == 0) {
+      free(b->name);
+      return usage_error("run", "--in %s is given twice", o->ins[k].name);
+    }
+  o->nin++;
+  return RC_OK;
+}
+
+/* Parses the arguments of `pxl run` into o; returns RC_OK, -1 after printing the help,
+ * or an exit code after printing a usage error. */
+static int parse_run(int argc, char **argv, RunOpts *o) {
+  ArgIter it = {"run", RUN_OPTS, argv, argc, 0, 0};
+  const char *v;
+  int id, rc;
+  while ((id = next_arg(&it, &v)) != ARG_END) {
+    switch (id) {
+    case ARG_BAD: return RC_USAGE;
+    case ARG_POS:
+      if (!o->file)
+        o->file = v;
+      else if (!o->entry)
+        o->entry = v;
+      else
+        return usage_error("run", "unexpected argument '%s' (FILE.pxl and ENTRY are '%s' and '%s')",
+                           v, o->file, o->entry);
+      break;
+    case O_IN:
+      if ((rc = add_input(v, o))) return rc;
+      break;
+    case O_OUT:
+      if (o->out) return usage_error("run", "--out is given twice");
+      if (!*v) return usage_error("run", "--out needs a file name");
+      o->out = v;
+      break;
+    case O_PARAM:
+      if ((rc = add_pair("param", v, o->params, &o->nparam))) return rc;
+      break;
+    case O_BORDER:
+      if ((rc = add_pair("border", v, o->borders, &o->nborder))) return rc;
+      break;
+    case O_DEVICE:
+      if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "ref"))
+        return usage_error("run", "unknown device '%s' (auto, cpu or ref)", v);
+      o->device = v;
+      break;
+    case O_THREADS:
+      if (parse_int(v, strlen(v), 0, 4096, &o->threads))
+        return usage_error("run", "--threads needs a number from 0 to 4096, got '%s'", v);
+      break;
+    case O_ROI:
+      if (parse_roi(v, o->roi))
+        return usage_error("run", "--roi needs X,Y,W,H (X, Y >= 0; W, H >= 1), got '%s'", v);
+      o->has_roi = 1;
+      break;
+    case O_TIME: o->time = 1; break;
+    case O_HELP: fputs(HELP_RUN, stdout); return -1;
+    }
+  }
+  if (!o->file) return usage_error("run", "missing FILE.pxl");
+  if (o->nin > 1)
+    for (int k = 0; k < o->nin; k++)
+      if (!*o->ins[k].name)
+        return usage_error("run", "--in '%s' needs NAME= when more than one --in is given",
+                           o->ins[k].path);
+  if (o->has_roi && o->nin == 0) return usage_error("run", "--roi needs an --in image");
+  if (o->out) {
+    static const char *const exts[] = {"png", "jpg", "jpeg", "pgm", "ppm", "pnm", "csv"};
+    const char *ext = extension(o->out);
+    int known = 0;
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) known |= strcasecmp(ext, exts[k]) == 0;
+    if (!known)
+      return usage_error("run",
+                         "--out '%s': unknown file type; use .png, .jpg, .jpeg, .pgm, .ppm "
+                         "or .pnm for an image, .csv for a histogram",
+                         o->out);
+    /* Refuse to overwrite an input, before anything is loaded or run. */
+    if (same_file(o->out, o->file)) {
+      error("--out '%s' is the kernel source '%s'; refusing to overwrite it", o->out, o->file);
+      return RC_USAGE;
+    }
+    for (int k = 0; k < o->nin; k++)
+      if (same_file(o->out, o->ins[k].path)) {
+        error("--out '%s' is the same file as input '%s'; refusing to overwrite an input",
+              o->out, o->ins[k].path);
+        return RC_USAGE;
+      }
+  }
+  return RC_OK;
+}
+
+/* Prints or saves the result of the run; returns the exit code. */
+static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) {
+  const char *name = pxl_result_name(res);
+  if (!name) name = o->entry ? o->entry : "result";
+  int is_csv = o->out && strcasecmp(extension(o->out), "csv") == 0;
+  switch (pxl_result_kind_of(res)) {
+  case PXL_RESULT_IMAGE: {
+    if (!o->out) return usage_error("run", "'%s' produces an image: give --out PATH", name);
+    if (is_csv)
+      return usage_error("run", "'%s' produces an image; --out '%s' is for histograms", name,
+                         o->out);
+    int st = pxl_image_save(ctx, pxl_result_image(res), o->out);
+    return st ? fail(ctx, st, NULL) : RC_OK;
+  }
+  case PXL_RESULT_SCALAR: {
+    pxl_scalar_result s;
+    int st = pxl_result_scalar(res, &s);
+    if (st) return fail(ctx, st, NULL);
+    if (o->out)
+      fprintf(stderr, "pxl: note: --out '%s' ignored: '%s' is a reduction, printed below\n",
+              o->out, name);
+    if (s.is_float)
+      printf("%s = %.9g", name, s.value);
+    else
+      printf("%s = %" PRId64, name, s.ivalue);
+    if (s.has_pos) {
+      int dx = o->has_roi ? o->roi[0] : 0, dy = o->has_roi ? o->roi[1] : 0;
+      printf(" at (%d, %d)", s.x + dx, s.y + dy);
+    }
+    putchar('\n');
+    return RC_OK;
+  }
+  case PXL_RESULT_HISTOGRAM: {
+    int n = 0, is_float = 0;
+    const double *bins = pxl_result_bins(res, &n, &is_float);
+    if (!bins && n > 0) return fail(ctx, PXL_ERROR, NULL);
+    if (is_csv) return write_csv_atomic(o->out, bins, n, is_float);
+    if (o->out)
+      fprintf(stderr,
+              "pxl: note: --out '%s' ignored: '%s' is a histogram, printed below as CSV "
+              "(name a .csv file to write it there)\n",
+              o->out, name);
+    print_csv(stdout, bins, n, is_float);
+    return RC_OK;
+  }
+  }
+  error("'%s' produced a result of an unknown kind", name);
+  return RC_RUN;
+}
+
+/* Loads the inputs, binds the arguments, runs and emits; returns the exit code. */
+static int do_run(pxl_context *ctx, RunOpts *o) {
+  pxl_program *prog = NULL;
+  pxl_args *args = NULL;
+  pxl_run_result *res = NULL;
+  char what[256];
+  int rc, st;
+
+  if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
+  if (o->threads >= 0 && (st = pxl_set_threads(ctx, o->threads))) return fail(ctx, st, "--threads");
+  if ((rc = load_program(ctx, o->file, &prog))) return rc;
+  if (!(args = pxl_args_new(ctx))) {
+    rc = fail(ctx, PXL_ENOMEM, NULL);
+    goto done;
+  }
+  for (int k = 0; k < o->nin; k++) {
+    Binding *b = &o->ins[k];
+    if ((st = pxl_image_load(ctx, b->path, &b->img))) {
+      rc = fail(ctx, st, NULL);
+      goto done;
+    }
+    pxl_image *img = b->img;
+    if (o->has_roi) {
+      if ((st = pxl_image_view(ctx, b->img, o->roi[0], o->roi[1], o->roi[2], o->roi[3], &b->view))) {
+        snprintf(what, sizeof what, "--roi %d,%d,%d,%d of '%s' (%dx%d)", o->roi[0], o->roi[1],
+                 o->roi[2], o->roi[3], b->path, pxl_image_width(b->img), pxl_image_height(b->img));
+        rc = fail(ctx, st, what);
+        goto done;
+      }
+      img = b->view;
+    }
+    if ((st = pxl_args_image(args, b->name, img))) {
+      snprintf(what, sizeof what, "--in %s%s%s", b->name, *b->name ? "=" : "", b->path);
+      rc = fail(ctx, st, what);
+      goto done;
+    }
+  }
+  for (int k = 0; k < o->nparam; k++) {
+    if ((st = pxl_args_scalar_text(args, o->params[k].name, o->params[k].path))) {
+      snprintf(what, sizeof what, "--param %s=%s", o->params[k].name, o->params[k].path);
+      rc = fail(ctx, st, what);
+      goto done;
+    }
+  }
+  for (int k = 0; k < o->nborder; k++) {
+    if ((st = pxl_args_border(args, o->borders[k].name, o->borders[k].path))) {
+      snprintf(what, sizeof what, "--border %s=%s", o->borders[k].name, o->borders[k].path);
+      rc = fail(ctx, st, what);
+      goto done;
+    }
+  }
+
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  st = pxl_run(ctx, prog, o->entry, args, &res);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (o->time)
+    fprintf(stderr, "pxl: time: %.3f ms\n",
+            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+  if (st) {
+    rc = fail(ctx, st, NULL);
+    goto done;
+  }
+  rc = emit_result(ctx, res, o);
+
+done:
+  pxl_result_free(res);
+  pxl_args_free(args);
+  for (int k = 0; k < o->nin; k++) {
+    pxl_image_free(o->ins[k].view);
+    pxl_image_free(o->ins[k].img);
+    o->ins[k].view = o->ins[k].img = NULL;
+  }
+  pxl_program_free(prog);
+  return rc;
+}
+
+/* pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [options] */
+static int cmd_run(int argc, char **argv) {
+  RunOpts o = {0};
+  o.threads = -1;
+  size_t cap = (size_t)argc + 1; /* no list can be longer than the argument count */
+  o.ins = calloc(cap, sizeof *o.ins);
+  o.params = calloc(cap, sizeof *o.params);
+  o.borders = calloc(cap, sizeof *o.borders);
+  int rc;
+  if (!o.ins || !o.params || !o.borders) {
+    error("out of memory");
+    rc = RC_RUN;
+  } else if ((rc = parse_run(argc, argv, &o)) == RC_OK) {
+    pxl_context *ctx = pxl_context_new();
+    if (!ctx) {
+      error("out of memory");
+      rc = RC_RUN;
+    } else {
+      rc = do_run(ctx, &o);
+      pxl_context_free(ctx);
+    }
+  } else if (rc < 0) {
+    rc = RC_OK; /* --help */
+  }
+  for (int k = 0; k < o.nin; k++) free(o.ins[k].name);
+  for (int k = 0; k < o.nparam; k++) free(o.params[k].name);
+  for (int k = 0; k < o.nborder; k++) free(o.borders[k].name);
+  free(o.ins);
+  free(o.params);
+  free(o.borders);
+  return rc;
+}
+
+/* ---- pxl check ---- */
+
+enum { O_EXPLAIN = 1, O_CHECK_HELP };
+
+static const Opt CHECK_OPTS[] = {
+    {"explain", 0, 0, O_EXPLAIN}, {"help", 'h', 0, O_CHECK_HELP}, {NULL, 0, 0, 0}};
+
+/* pxl check FILE.pxl [--explain] */
+static int cmd_check(int argc, char **argv) {
+  ArgIter it = {"check", CHECK_OPTS, argv, argc, 0, 0};
+  const char *v, *file = NULL;
+  int id, explain = 0;
+  while ((id = next_arg(&it, &v)) != ARG_END) {
+    switch (id) {
+    case ARG_BAD: return RC_USAGE;
+    case ARG_POS:
+      if (file) return usage_error("check", "unexpected argument '%s' (one FILE.pxl at a time)", v);
+      file = v;
+      break;
+    case O_EXPLAIN: explain = 1; break;
+    case O_CHECK_HELP: fputs(HELP_CHECK, stdout); return RC_OK;
+    }
+  }
+  if (!file) return usage_error("check", "missing FILE.pxl");
+
+  pxl_context *ctx = pxl_context_new();
+  if (!ctx) {
+    error("out of memory");
+    return RC_RUN;
+  }
+  pxl_program *prog = NULL;
+  int rc = load_program(ctx, file, &prog);
+  if (rc == RC_OK) {
+    int n = pxl_program_entry_count(prog);
+    printf("%s: ok (%d entry point%s)\n", file, n, n == 1 ? "" : "s");
+    if (explain) {
+      const char *text = pxl_program_explain(ctx, prog);
+      if (!text) {
+        rc = fail(ctx, PXL_ERROR, "--explain");
+      } else {
+        fputs(text, stdout);
+        if (*text && text[strlen(text) - 1] != '\n') putchar('\n');
+      }
+    }
+  }
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+  return rc;
+}
+
+/* ---- pxl compile ---- */
+
+enum { O_OUTPUT = 1, O_COMPILE_HELP };
+
+static const Opt COMPILE_OPTS[] = {
+    {"output", 'o', 1, O_OUTPUT}, {"help", 'h', 0, O_COMPILE_HELP}, {NULL, 0, 0, 0}};
+
+/* pxl compile FILE.pxl [-o BASE] */
+static int cmd_compile(int argc, char **argv) {
+  ArgIter it = {"compile", COMPILE_OPTS, argv, argc, 0, 0};
+  const char *v, *file = NULL, *base = NULL;
+  int id;
+  while ((id = next_arg(&it, &v)) != ARG_END) {
+    switch (id) {
+    case ARG_BAD: return RC_USAGE;
+    case ARG_POS:
+      if (file) return usage_error("compile", "unexpected argument '%s' (one FILE.pxl at a time)", v);
+      file = v;
+      break;
+    case O_OUTPUT:
+      if (base) return usage_error("compile", "-o is given twice");
+      if (!*v) return usage_error("compile", "-o needs a file name");
+      base = v;
+      break;
+    case O_COMPILE_HELP: fputs(HELP_COMPILE, stdout); return RC_OK;
+    }
+  }
+  if (!file) return usage_error("compile", "missing FILE.pxl");
+
+  /* BASE.c / BASE.h; the default base is FILE without ".pxl". */
+  size_t flen = strlen(file);
+  char *def = NULL;
+  if (!base) {
+    size_t n = flen > 4 && strcmp(file + flen - 4, ".pxl") == 0 ? flen - 4 : flen;
+    if (!(def = strndup(file, n))) {
+      error("out of memory");
+      return RC_RUN;
+    }
+    base = def;
+  }
+  size_t cap = strlen(base) + 3;
+  char *cpath = malloc(cap), *hpath = malloc(cap);
+  int rc = RC_OK;
+  if (!cpath || !hpath) {
+    error("out of memory");
+    rc = RC_RUN;
+    goto done;
+  }
+  snprintf(cpath, cap, "%s.c", base);
+  snprintf(hpath, cap, "%s.h", base);
+  if (same_file(cpath, file) || same_file(hpath, file)) {
+    error("output '%s' would overwrite the kernel source '%s'; refusing",
+          same_file(cpath, file) ? cpath : hpath, file);
+    rc = RC_USAGE;
+    goto done;
+  }
+
+  pxl_context *ctx = pxl_context_new();
+  if (!ctx) {
+    error("out of memory");
+    rc = RC_RUN;
+    goto done;
+  }
+  pxl_program *prog = NULL;
+  rc = load_program(ctx, file, &prog);
+  if (rc == RC_OK) {
+    int st = pxl_program_write_c(ctx, prog, base);
+    if (st)
+      rc = fail(ctx, st, NULL);
+    else
+      printf("wrote %s\nwrote %s\n", cpath, hpath);
+  }
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+done:
+  free(cpath);
+  free(hpath);
+  free(def);
+  return rc;
+}
+
+/* ---- pxl help, and dispatch ---- */
+
+static int cmd_help(int argc, char **argv);
+
+typedef struct {
+  const char *name;
+  int (*fn)(int argc, char **argv); /* argv: the arguments after the command name */
+  const char *help;
+} Command;
+
+static const Command COMMAND_TABLE[] = {
+    {"run", cmd_run, HELP_RUN},
+    {"check", cmd_check, HELP_CHECK},
+    {"compile", cmd_compile, HELP_COMPILE},
+    {"help", cmd_help, HELP_HELP},
+};
+
+/* The command called name, or NULL. */
+static const Command *find_command(const char *name) {
+  for (size_t k = 0; k < sizeof COMMAND_TABLE / sizeof *COMMAND_TABLE; k++)
+    if (strcmp(COMMAND_TABLE[k].name, name) == 0) return &COMMAND_TABLE[k];
+  return NULL;
+}
+
+/* pxl help [COMMAND] */
+static int cmd_help(int argc, char **argv) {
+  if (argc == 0 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+    fputs(argc == 0 ? HELP_MAIN : HELP_HELP, stdout);
+    return RC_OK;
+  }
+  if (argc > 1) return usage_error("help", "unexpected argument '%s'", argv[1]);
+  const Command *c = find_command(argv[0]);
+  if (!c) return usage_error(NULL, "no command '%s' (commands: run, check, compile, help)", argv[0]);
+  fputs(c->help, stdout);
+  return RC_OK;
+}
+
+int main(int argc, char **argv) {
+  int rc;
+  if (argc < 2) {
+    fputs(HELP_MAIN, stderr);
+    return RC_USAGE;
+  }
+  const char *name = argv[1];
+  const Command *c;
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+    fputs(HELP_MAIN, stdout);
+    rc = RC_OK;
+  } else if (strcmp(name, "--version") == 0) {
+    puts("pxl " PXL_VERSION_STRING);
+    rc = RC_OK;
+  } else if ((c = find_command(name))) {
+    rc = c->fn(argc - 2, argv + 2);
+  } else if (name[0] == '-') {
+    rc = usage_error(NULL, "unknown option '%s'", name);
+  } else {
+    rc = usage_error(NULL, "unknown command '%s' (commands: run, check, compile, help)", name);
+  }
+  /* Results on stdout count only if they reached it. */
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    error("cannot write to standard output: %s", strerror(errno));
+    if (rc == RC_OK) rc = RC_IO;
+  }
+  return rc;
+}

@@ -1,0 +1,192 @@
+/*
+ * pxl.h - the C API of libpxl: compile image-processing kernels written in the pxl
+ * kernel language and run them on images.
+ *
+ * Usage:
+ *
+ *   pxl_context *ctx = pxl_context_new();
+ *   pxl_program *prog; pxl_image *in; pxl_run_result *res;
+ *   if (pxl_program_from_file(ctx, "edges.pxl", &prog) ||
+ *       pxl_image_load(ctx, "in.png", &in)) { fprintf(stderr, "%s\n", pxl_errmsg(ctx)); ... }
+ *   pxl_args *args = pxl_args_new(ctx);
+ *   pxl_args_image(args, "in", in);          // named arguments
+ *   pxl_args_scalar(args, "t", 40);
+ *   if (pxl_run(ctx, prog, "edges", args, &res) == PXL_OK)
+ *     pxl_image_save(ctx, pxl_result_image(res), "out.png");
+ *   pxl_result_free(res); pxl_args_free(args); pxl_image_free(in);
+ *   pxl_program_free(prog); pxl_context_free(ctx);
+ *
+ * Conventions: every function that can fail returns an int status (PXL_OK == 0) and
+ * leaves a message in the context (pxl_errmsg). The library never prints and never
+ * exits. Objects are freed by the pxl_*_free function named after them; freeing NULL is
+ * a no-op. A context is not thread-safe; use one per thread.
+ */
+#ifndef PXL_PXL_H
+#define PXL_PXL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PXL_VERSION_STRING "0.1.0"
+
+/* Status codes. */
+#define PXL_STATUSES(X)                                                              \
+  X(PXL_OK, 0, "ok")                                                               \
+  X(PXL_ERROR, 1, "error")                     /* generic failure */                 \
+  X(PXL_ENOMEM, 2, "out of memory")                                                \
+  X(PXL_ESOURCE, 3, "kernel source error")     /* syntax or type errors */          \
+  X(PXL_EIO, 4, "input/output error")          /* missing file, unreadable, write */ \
+  X(PXL_EFORMAT, 5, "bad or unsupported image file")                               \
+  X(PXL_EARG, 6, "bad argument")               /* wrong name, type, size, value */  \
+  X(PXL_ENOTFOUND, 7, "not found")             /* no such kernel / pipeline */      \
+  X(PXL_EDEVICE, 8, "device unavailable")      /* backend cannot run here */        \
+  X(PXL_EBACKEND, 9, "backend compilation failed")                                 \
+  X(PXL_ETOOBIG, 10, "image too large")
+
+enum {
+#define X(name, value, text) name = value,
+  PXL_STATUSES(X)
+#undef X
+};
+
+const char *pxl_status_name(int status); /* "PXL_EIO", ...; "PXL_?" for unknown */
+
+/* Pixel element types. */
+typedef enum {
+  PXL_U8,
+  PXL_I16,
+  PXL_U16,
+  PXL_I32,
+  PXL_U32,
+  PXL_F32,
+  PXL_F64
+} pxl_type;
+
+typedef struct pxl_context pxl_context;
+typedef struct pxl_program pxl_program;
+typedef struct pxl_image pxl_image;
+typedef struct pxl_args pxl_args;
+typedef struct pxl_run_result pxl_run_result;
+
+/* ---- context ---- */
+
+/* A new context with device "auto" (CPU backend); NULL on out-of-memory. */
+pxl_context *pxl_context_new(void);
+/* Frees the context. Programs and images made with it must be freed first. */
+void pxl_context_free(pxl_context *ctx);
+/* The message of the last failure on ctx ("" if none). Valid until the next call. */
+const char *pxl_errmsg(const pxl_context *ctx);
+/* Selects the device: "auto" (default: the CPU backend), "cpu" or "ref" (the reference
+ * interpreter). PXL_EARG for an unknown name. */
+int pxl_set_device(pxl_context *ctx, const char *device);
+/* Sets the directory for compiled kernels (default: $PXL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pxl, else ~/.cache/pxl). The string is copied. */
+int pxl_set_cache_dir(pxl_context *ctx, const char *dir);
+/* Number of threads the CPU backend uses (0 = all cores, the default). */
+int pxl_set_threads(pxl_context *ctx, int nthreads);
+
+/* ---- programs ---- */
+
+/* Compiles a .pxl file. On PXL_ESOURCE the message holds every diagnostic
+ * (file:line:col: error: ..., the source line and a caret). Free with pxl_program_free. */
+int pxl_program_from_file(pxl_context *ctx, const char *path, pxl_program **out);
+/* Compiles source text; `name` is used as the file name in diagnostics. */
+int pxl_program_from_string(pxl_context *ctx, const char *name, const char *src,
+                            pxl_program **out);
+void pxl_program_free(pxl_program *prog);
+/* Number of entry points (kernels, reductions, histograms, pipelines) in declaration order. */
+int pxl_program_entry_count(const pxl_program *prog);
+/* Name of entry i, or NULL when out of range. */
+const char *pxl_program_entry_name(const pxl_program *prog, int i);
+/* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
+ * counts. Returns a string owned by prog, valid until pxl_program_free. */
+const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);
+
+/* Ahead-of-time compilation: writes `base`.c and `base`.h (atomically) holding one
+ * documented C function per entry point, needing only a C11 compiler (OpenMP optional)
+ * and libm at run time. `base` may include a directory. */
+int pxl_program_write_c(pxl_context *ctx, pxl_program *prog, const char *base);
+
+/* ---- images ---- */
+
+/* A new zero-filled image; rows padded to 64 bytes. Free with pxl_image_free. */
+int pxl_image_create(pxl_context *ctx, int width, int height, pxl_type type, int channels,
+                     pxl_image **out);
+/* An image over caller memory (not copied, not freed) with a row pitch in bytes. */
+int pxl_image_wrap(pxl_context *ctx, void *data, int width, int height, pxl_type type,
+                   int channels, size_t pitch_bytes, pxl_image **out);
+/* A view of the rectangle (x, y, w, h) of img (a region of interest): shares img's memory,
+ * which must outlive the view. Kernels see the view as a whole image. */
+int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
+                   pxl_image **out);
+/* Loads PNG (8/16-bit), JPEG, PGM/PPM (P2 P3 P5 P6) as u8 or u16 with 1 (gray), 3 (RGB)
+ * or 4 (RGBA) channels; gray+alpha PNGs become RGBA. Corrupt, truncated or unsupported
+ * files fail with PXL_EFORMAT and a message naming the file and the reason; dimensions
+ * over 65535 or images over 1 GiB fail with PXL_ETOOBIG before any pixel allocation. */
+int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out);
+/* Saves by extension (.png .jpg/.jpeg .pgm .ppm .pnm). Writes a temporary file in the same
+ * directory and renames it, so a failure never leaves a partial file. u8 and u16 only
+ * (PNG/PNM); JPEG u8 only. */
+int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
+void pxl_image_free(pxl_image *img);
+int pxl_image_width(const pxl_image *img);
+int pxl_image_height(const pxl_image *img);
+int pxl_image_channels(const pxl_image *img);
+pxl_type pxl_image_type(const pxl_image *img);
+size_t pxl_image_pitch(const pxl_image *img); /* bytes between rows */
+void *pxl_image_data(pxl_image *img);         /* first pixel of the first row */
+const char *pxl_type_name(pxl_type t);        /* "u8", ... */
+
+/* ---- running ---- */
+
+/* Named arguments for one run. Free with pxl_args_free. NULL on out-of-memory. */
+pxl_args *pxl_args_new(pxl_context *ctx);
+void pxl_args_free(pxl_args *args);
+/* Binds image parameter `name` (borrowed: must outlive the run). */
+int pxl_args_image(pxl_args *args, const char *name, pxl_image *img);
+/* Binds scalar parameter `name`; converted to the parameter's type as the language does. */
+int pxl_args_scalar(pxl_args *args, const char *name, double value);
+/* Binds a scalar from text ("40", "0.5"); PXL_EARG if it is not a number. */
+int pxl_args_scalar_text(pxl_args *args, const char *name, const char *text);
+/* Overrides the border mode of image parameter `name` for a kernel run directly:
+ * "clamp", "mirror", "mirror101", "wrap", "constant(V)", "none". */
+int pxl_args_border(pxl_args *args, const char *name, const char *mode);
+
+/* Binds the output image of a kernel or pipeline run: it must have the output's size, type
+ * and channels (PXL_EARG otherwise); the run writes into it instead of allocating. */
+int pxl_args_output(pxl_args *args, pxl_image *img);
+
+/* Runs entry point `entry` (NULL: the program's last pipeline, else its last entry). */
+int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args,
+            pxl_run_result **out);
+void pxl_result_free(pxl_run_result *res);
+
+typedef enum { PXL_RESULT_IMAGE, PXL_RESULT_SCALAR, PXL_RESULT_HISTOGRAM } pxl_result_kind;
+pxl_result_kind pxl_result_kind_of(const pxl_run_result *res);
+/* The output image (owned by res), or NULL if the result is not an image. */
+pxl_image *pxl_result_image(pxl_run_result *res);
+/* Transfers the image to the caller (free with pxl_image_free); NULL if none. */
+pxl_image *pxl_result_take_image(pxl_run_result *res);
+/* Reduction value; for argmin/argmax also the position (x, y). Integers are exact up to
+ * 2^53 in `value`; `ivalue` holds integer results exactly. */
+typedef struct {
+  double value;
+  int64_t ivalue;
+  int is_float;
+  int has_pos;
+  int x, y;
+} pxl_scalar_result;
+int pxl_result_scalar(const pxl_run_result *res, pxl_scalar_result *out);
+/* Histogram bins (owned by res), their count in *n; float bins when *is_float. */
+const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float);
+/* Name of the entry that produced the result. */
+const char *pxl_result_name(const pxl_run_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

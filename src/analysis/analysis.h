@@ -1,0 +1,25 @@
+/*
+ * analysis.h - what the compiler learns about each declaration before choosing code.
+ *
+ * For every kernel, reduction and histogram: per image parameter the access pattern
+ * (window of relative reads, affine absolute reads, data-dependent gathers), the
+ * skeleton class (P2P, non-sequential P2P, N2P, gather, R2S, R2V) found from those
+ * accesses - never declared by the user - and per-pixel metrics after Park et al.
+ * (arithmetic and floating-point operations, memory reads, branches).
+ */
+#ifndef PXL_ANALYSIS_H
+#define PXL_ANALYSIS_H
+
+#include <stdbool.h>
+
+#include "front/front.h"
+#include "ir/ir.h"
+
+/* Fills Decl.access, Decl.skel and Decl.metrics for every declaration. Never fails on a
+ * checked program except for out-of-memory (false, arena flagged). */
+bool analyze_program(Program *p, Diag *d);
+
+/* The `pxl check --explain` report for the whole program, in the program's arena. */
+const char *explain_program(Program *p);
+
+#endif

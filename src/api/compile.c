@@ -1,0 +1,49 @@
+/*
+ * compile.c - the compiler driver: reads as the pipeline of phases.
+ *
+ *   source -> lex -> parse -> check -> analyze -> Program
+ *
+ * Code generation and loading happen later, per stage instance, in the runtime
+ * (src/runtime/host), because the border mode of each use is part of the instance.
+ */
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "front/front.h"
+#include "pxl/pxl.h"
+#include "util/alloc.h"
+
+int front_compile(const char *filename, const char *source, Program **out, Diag *d) {
+  *out = NULL;
+  Arena *a = arena_new();
+  if (!a) return PXL_ENOMEM;
+  Program *p = arena_alloc(a, sizeof *p);
+  if (!p) {
+    arena_free(a);
+    return PXL_ENOMEM;
+  }
+  p->arena = a;
+  p->filename = arena_strndup(a, filename, strlen(filename));
+  p->source = source;
+  int ntoks = 0;
+  Token *toks = lex(a, d, source, &ntoks);
+  if (!toks) {
+    arena_free(a);
+    return PXL_ENOMEM;
+  }
+  bool ok = d->nerrors == 0;
+  ok = parse_program(p, d, toks, ntoks) && ok;
+  PXL_FREE(toks);
+  ok = check_program(p, d) && ok; /* checks the declarations that parsed cleanly */
+  if (ok) ok = analyze_program(p, d);
+  if (a->failed || d->oom) {
+    arena_free(a);
+    return PXL_ENOMEM;
+  }
+  if (!ok) {
+    arena_free(a);
+    return PXL_ESOURCE;
+  }
+  *out = p;
+  return PXL_OK;
+}

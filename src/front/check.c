@@ -1,0 +1,646 @@
+/*
+ * check.c - third phase of the front end: types every expression and makes every
+ * conversion explicit.
+ *
+ * The rules are C's usual arithmetic conversions (docs/LANGUAGE.md, "Types"): u8, i16 and
+ * u16 promote to i32; float literals take f64 only next to an f64 operand, else f32; all
+ * conversions (implicit at assignment, return and arguments, or written as casts) saturate
+ * and round to nearest. After this phase each node's type is final and an ND_CAST stands
+ * wherever a value changes type, so the interpreter and code generators never apply C's
+ * rules themselves. Pipelines get their callees resolved and argument types checked here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/prelude.h"
+#include "front/front.h"
+#include "util/alloc.h"
+
+typedef struct {
+  Program *prog;
+  Arena *a;
+  Diag *d;
+  Decl *decl;
+} Checker;
+
+bool type_from_name(const char *name, Type *out) {
+  static const struct {
+    const char *alias;
+    Scalar s;
+  } aliases[] = {{"int", T_I32}, {"uint", T_U32}, {"float", T_F32}, {"double", T_F64}};
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+    if (!strcmp(name, aliases[i].alias)) {
+      *out = type_scalar(aliases[i].s);
+      return true;
+    }
+  for (int s = T_U8; s < T_COUNT; s++) {
+    const char *n = scalar_name((Scalar)s);
+    size_t l = strlen(n);
+    if (strncmp(name, n, l)) continue;
+    if (name[l] == 0) {
+      *out = type_scalar((Scalar)s);
+      return true;
+    }
+    if ((name[l + 1] == '3' || name[l + 1] == '4') && name[l] == 'x' && name[l + 2] == 0) {
+      *out = type_vec((Scalar)s, name[l + 1] - '0');
+      return true;
+    }
+  }
+  return false;
+}
+
+static char *tstr(Type t) {
+  static char bufs[4][16];
+  static int i;
+  i = (i + 1) % 4;
+  return (char *)type_str(t, bufs[i]);
+}
+
+static bool is_int(Scalar s) { return s >= T_U8 && s <= T_U64; }
+static bool is_err(Node *n) { return !n || (n->flags & NF_ERROR); }
+
+static Scalar promote(Scalar s) { return (s == T_U8 || s == T_I16 || s == T_U16) ? T_I32 : s; }
+
+/* C's usual arithmetic conversions on two promoted scalar types. */
+static Scalar common_scalar(Scalar a, Scalar b) {
+  a = promote(a);
+  b = promote(b);
+  if (a == T_F64 || b == T_F64) return T_F64;
+  if (a == T_F32 || b == T_F32) return T_F32;
+  if (a == b) return a;
+  bool ua = !scalar_is_signed(a), ub = !scalar_is_signed(b);
+  int ra = scalar_size(a), rb = scalar_size(b);
+  if (ua == ub) return ra >= rb ? a : b;
+  Scalar u = ua ? a : b, s = ua ? b : a;
+  if (scalar_size(u) >= scalar_size(s)) return u;
+  return s; /* the signed type is wider: it holds every value of the unsigned one */
+}
+
+/* Untyped float literal next to f64 becomes f64. */
+static Scalar common_with_literals(Node *x, Node *y) {
+  Scalar a = x->type.s, b = y->type.s;
+  if ((x->flags & NF_UNTYPED_FLOAT) && b == T_F64) a = T_F64;
+  if ((y->flags & NF_UNTYPED_FLOAT) && a == T_F64) b = T_F64;
+  return common_scalar(a, b);
+}
+
+static Node *mk(Checker *C, NodeKind k, Type t, Loc loc) {
+  Node *n = node_new(C->a, k, t, loc);
+  if (!n) {
+    static Node sink;
+    memset(&sink, 0, sizeof sink);
+    sink.flags = NF_ERROR;
+    return &sink;
+  }
+  return n;
+}
+
+/* Folds the conversion of integer literal n to scalar s with the language's rules. */
+static void fold_int_literal(Node *n, Scalar s) {
+  int64_t v = n->ival;
+  bool from_u64 = n->type.s == T_U64;
+  switch (s) {
+  case T_U8: n->ival = from_u64 ? pxr_u2u8((uint64_t)v) : pxr_s2u8(v); break;
+  case T_I16: n->ival = from_u64 ? pxr_u2i16((uint64_t)v) : pxr_s2i16(v); break;
+  case T_U16: n->ival = from_u64 ? pxr_u2u16((uint64_t)v) : pxr_s2u16(v); break;
+  case T_I32: n->ival = from_u64 ? pxr_u2i32((uint64_t)v) : pxr_s2i32(v); break;
+  case T_U32: n->ival = from_u64 ? pxr_u2u32((uint64_t)v) : pxr_s2u32(v); break;
+  case T_I64: n->ival = from_u64 ? pxr_u2i64((uint64_t)v) : v; break;
+  case T_U64: n->ival = from_u64 ? v : (int64_t)pxr_s2u64(v); break;
+  case T_F32: n->fval = (float)(from_u64 ? (double)(uint64_t)v : (double)v); break;
+  case T_F64: n->fval = from_u64 ? (double)(uint64_t)v : (double)v; break;
+  default: break;
+  }
+}
+
+/* Converts n to type t, folding literals; broadcasts a scalar to a vector type. */
+static Node *conv(Checker *C, Node *n, Type t) {
+  if (is_err(n) || t.s == T_VOID) return n;
+  if (type_eq(n->type, t) && !(n->flags & NF_UNTYPED_FLOAT && t.s == T_F64)) {
+    n->flags &= ~NF_UNTYPED_FLOAT;
+    return n;
+  }
+  if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
+    diag_error(C->d, n->loc, "cannot convert %s to %s (channel counts differ)", tstr(n->type), tstr(t));
+    n->flags |= NF_ERROR;
+    return n;
+  }
+  if (n->kind == ND_NUM && t.lanes == 1) {
+    if (scalar_is_float(n->type.s)) {
+      double v = n->fval;
+      if (t.s == T_F32)
+        n->fval = (float)v;
+      else if (t.s == T_F64)
+        n->fval = v;
+      else {
+        switch (t.s) {
+        case T_U8: n->ival = pxr_f2u8(v); break;
+        case T_I16: n->ival = pxr_f2i16(v); break;
+        case T_U16: n->ival = pxr_f2u16(v); break;
+        case T_I32: n->ival = pxr_f2i32(v); break;
+        case T_U32: n->ival = pxr_f2u32(v); break;
+        case T_I64: n->ival = pxr_f2i64(v); break;
+        case T_U64: n->ival = (int64_t)pxr_f2u64(v); break;
+        default: break;
+        }
+      }
+    } else {
+      fold_int_literal(n, t.s);
+    }
+    n->type = t;
+    n->flags &= ~NF_UNTYPED_FLOAT;
+    return n;
+  }
+  Node *c = mk(C, ND_CAST, t, n->loc);
+  c->a = n;
+  n->flags &= ~NF_UNTYPED_FLOAT;
+  return c;
+}
+
+static Node *check_expr(Checker *C, Node *n);
+
+static bool need_scalar(Checker *C, Node *n, const char *what) {
+  if (is_err(n)) return false;
+  if (n->type.lanes != 1) {
+    diag_error(C->d, n->loc, "%s needs a one-channel value, got %s", what, tstr(n->type));
+    return false;
+  }
+  return true;
+}
+
+static bool need_int(Checker *C, Node *n, const char *what) {
+  if (is_err(n)) return false;
+  if (!is_int(n->type.s)) {
+    diag_error(C->d, n->loc, "%s needs an integer, got %s", what, tstr(n->type));
+    return false;
+  }
+  return true;
+}
+
+/* Common type of two operands, lanes included (a scalar broadcasts to a vector). */
+static bool common_type(Checker *C, Node *x, Node *y, Loc loc, Type *out) {
+  if (is_err(x) || is_err(y)) return false;
+  int lanes = x->type.lanes;
+  if (x->type.lanes != y->type.lanes) {
+    if (x->type.lanes == 1)
+      lanes = y->type.lanes;
+    else if (y->type.lanes != 1) {
+      diag_error(C->d, loc, "operands have different channel counts (%s and %s)", tstr(x->type), tstr(y->type));
+      return false;
+    }
+  }
+  *out = type_vec(common_with_literals(x, y), lanes);
+  return true;
+}
+
+static const char *op_text(NodeKind k) {
+  switch (k) {
+  case ND_ADD: return "+";
+  case ND_SUB: return "-";
+  case ND_MUL: return "*";
+  case ND_DIV: return "/";
+  case ND_MOD: return "%";
+  case ND_SHL: return "<<";
+  case ND_SHR: return ">>";
+  case ND_BITAND: return "&";
+  case ND_BITOR: return "|";
+  case ND_BITXOR: return "^";
+  default: return "?";
+  }
+}
+
+static Node *err_out(Node *n) {
+  n->flags |= NF_ERROR;
+  n->type = type_scalar(T_I32);
+  return n;
+}
+
+static Node *check_binary(Checker *C, Node *n) {
+  n->a = check_expr(C, n->a);
+  n->b = check_expr(C, n->b);
+  if (is_err(n->a) || is_err(n->b)) return err_out(n);
+  Type t;
+  switch (n->kind) {
+  case ND_ADD: case ND_SUB: case ND_MUL: case ND_DIV:
+    if (!common_type(C, n->a, n->b, n->loc, &t)) return err_out(n);
+    break;
+  case ND_MOD: case ND_BITAND: case ND_BITOR: case ND_BITXOR:
+    if (!is_int(n->a->type.s) || !is_int(n->b->type.s)) {
+      diag_error(C->d, n->loc, "operator '%s' needs integers, got %s and %s", op_text(n->kind),
+                 tstr(n->a->type), tstr(n->b->type));
+      return err_out(n);
+    }
+    if (!common_type(C, n->a, n->b, n->loc, &t)) return err_out(n);
+    break;
+  case ND_SHL: case ND_SHR:
+    if (!is_int(n->a->type.s) || !is_int(n->b->type.s)) {
+      diag_error(C->d, n->loc, "operator '%s' needs integers, got %s and %s", op_text(n->kind),
+                 tstr(n->a->type), tstr(n->b->type));
+      return err_out(n);
+    }
+    if (n->b->type.lanes != 1 && n->b->type.lanes != n->a->type.lanes) {
+      diag_error(C->d, n->loc, "shift count has %d channels, the value %d", n->b->type.lanes, n->a->type.lanes);
+      return err_out(n);
+    }
+    t = type_vec(promote(n->a->type.s), n->a->type.lanes);
+    break;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
+    if (!need_scalar(C, n->a, "a comparison") || !need_scalar(C, n->b, "a comparison")) return err_out(n);
+    Type ct;
+    common_type(C, n->a, n->b, n->loc, &ct);
+    n->a = conv(C, n->a, ct);
+    n->b = conv(C, n->b, ct);
+    n->type = type_scalar(T_I32);
+    return n;
+  }
+  case ND_LOGAND: case ND_LOGOR:
+    if (!need_scalar(C, n->a, "'&&' and '||'") || !need_scalar(C, n->b, "'&&' and '||'")) return err_out(n);
+    n->type = type_scalar(T_I32);
+    return n;
+  default:
+    return err_out(n);
+  }
+  n->a = conv(C, n->a, t);
+  n->b = conv(C, n->b, n->kind == ND_SHL || n->kind == ND_SHR ? t : t);
+  n->type = t;
+  return n;
+}
+
+static Node *check_call(Checker *C, Node *n) {
+  for (int i = 0; i < n->nargs; i++) {
+    n->args[i] = check_expr(C, n->args[i]);
+    if (is_err(n->args[i])) return err_out(n);
+  }
+  Type t = n->args[0]->type;
+  t.s = promote(t.s);
+  for (int i = 1; i < n->nargs; i++) {
+    Type u;
+    if (!common_type(C, n->args[0], n->args[i], n->loc, &u)) return err_out(n);
+    if (u.lanes > t.lanes) t.lanes = u.lanes;
+    /* fold pairwise */
+    Node tmp1 = *n->args[0], tmp2 = *n->args[i];
+    tmp1.type.s = t.s;
+    tmp2.type = u;
+    t.s = common_with_literals(&tmp1, &tmp2);
+  }
+  switch (n->builtin) {
+  case BI_MIN: case BI_MAX: case BI_ABS: case BI_CLAMP:
+    break;
+  default: /* floating-point functions */
+    if (t.s != T_F64) t.s = T_F32;
+    break;
+  }
+  for (int i = 0; i < n->nargs; i++) n->args[i] = conv(C, n->args[i], t);
+  n->type = t;
+  return n;
+}
+
+static Node *check_expr(Checker *C, Node *n) {
+  if (is_err(n)) return n;
+  switch (n->kind) {
+  case ND_NUM:
+    return n;
+  case ND_VAR:
+    n->type = n->var ? n->var->type : type_scalar(T_I32);
+    return n;
+  case ND_COORD: case ND_IMGDIM:
+    n->type = type_scalar(T_I32);
+    return n;
+  case ND_READ: case ND_AT: {
+    const char *what = n->kind == ND_READ ? "an image offset" : "an image coordinate";
+    n->a = check_expr(C, n->a);
+    n->b = check_expr(C, n->b);
+    if (!need_scalar(C, n->a, what) || !need_scalar(C, n->b, what) || !need_int(C, n->a, what) ||
+        !need_int(C, n->b, what))
+      return err_out(n);
+    n->a = conv(C, n->a, type_scalar(T_I32));
+    n->b = conv(C, n->b, type_scalar(T_I32));
+    n->type = n->param->type;
+    return n;
+  }
+  case ND_LANE:
+    n->a = check_expr(C, n->a);
+    if (is_err(n->a)) return err_out(n);
+    if (n->a->type.lanes <= 1 || n->ival >= n->a->type.lanes) {
+      diag_error(C->d, n->loc, "%s has no component %d", tstr(n->a->type), (int)n->ival);
+      return err_out(n);
+    }
+    n->type = type_scalar(n->a->type.s);
+    return n;
+  case ND_VEC: {
+    Type t = n->type;
+    for (int i = 0; i < n->nargs; i++) {
+      n->args[i] = check_expr(C, n->args[i]);
+      if (is_err(n->args[i])) return err_out(n);
+    }
+    if (n->nargs == 1) return conv(C, n->args[0], t);
+    if (n->nargs != t.lanes) {
+      diag_error(C->d, n->loc, "%s(...) takes 1 or %d values, got %d", tstr(t), t.lanes, n->nargs);
+      return err_out(n);
+    }
+    for (int i = 0; i < n->nargs; i++) {
+      if (!need_scalar(C, n->args[i], "a vector component")) return err_out(n);
+      n->args[i] = conv(C, n->args[i], type_scalar(t.s));
+    }
+    return n;
+  }
+  case ND_CAST: {
+    Type t = n->type;
+    Node *a = check_expr(C, n->a);
+    if (is_err(a)) return err_out(n);
+    if (a->type.lanes > 1 && t.lanes == 1) {
+      diag_error(C->d, n->loc, "cannot convert %s to %s (pick a component with .x .y .z .w)", tstr(a->type), tstr(t));
+      return err_out(n);
+    }
+    return conv(C, a, t);
+  }
+  case ND_NEG:
+    n->a = check_expr(C, n->a);
+    if (is_err(n->a)) return err_out(n);
+    n->type = type_vec(promote(n->a->type.s), n->a->type.lanes);
+    if (n->a->flags & NF_UNTYPED_FLOAT) { /* keep -1.5 an untyped literal */
+      n->a->fval = -n->a->fval;
+      return n->a;
+    }
+    n->a = conv(C, n->a, n->type);
+    return n;
+  case ND_BITNOT:
+    n->a = check_expr(C, n->a);
+    if (is_err(n->a)) return err_out(n);
+    if (!need_int(C, n->a, "'~'")) return err_out(n);
+    n->type = type_vec(promote(n->a->type.s), n->a->type.lanes);
+    n->a = conv(C, n->a, n->type);
+    return n;
+  case ND_NOT:
+    n->a = check_expr(C, n->a);
+    if (!need_scalar(C, n->a, "'!'")) return err_out(n);
+    n->type = type_scalar(T_I32);
+    return n;
+  case ND_COND: {
+    n->a = check_expr(C, n->a);
+    n->b = check_expr(C, n->b);
+    n->c = check_expr(C, n->c);
+    if (is_err(n->a) || is_err(n->b) || is_err(n->c)) return err_out(n);
+    if (!need_scalar(C, n->a, "a condition")) return err_out(n);
+    Type t;
+    if (!common_type(C, n->b, n->c, n->loc, &t)) return err_out(n);
+    n->b = conv(C, n->b, t);
+    n->c = conv(C, n->c, t);
+    n->type = t;
+    return n;
+  }
+  case ND_CALL:
+    return check_call(C, n);
+  default:
+    if (n->kind >= ND_ADD && n->kind <= ND_LOGOR) return check_binary(C, n);
+    diag_error(C->d, n->loc, "internal: unexpected %s in an expression", node_name(n->kind));
+    return err_out(n);
+  }
+}
+
+/* Converts a value for storing into type t: a vector into a scalar is refused. */
+static Node *conv_store(Checker *C, Node *n, Type t, const char *what) {
+  if (is_err(n)) return n;
+  if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
+    diag_error(C->d, n->loc, "cannot %s %s as %s", what, tstr(n->type), tstr(t));
+    n->flags |= NF_ERROR;
+    return n;
+  }
+  return conv(C, n, t);
+}
+
+static void check_stmts(Checker *C, Node *s);
+
+static void check_stmt(Checker *C, Node *s) {
+  switch (s->kind) {
+  case ND_BLOCK:
+    check_stmts(C, s->body);
+    break;
+  case ND_DECL:
+    if (s->a && s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "initialise with");
+    break;
+  case ND_ASSIGN:
+    if (s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "assign");
+    break;
+  case ND_LANESET:
+    if (!s->var) break;
+    if (s->var->type.lanes <= 1 || s->ival >= s->var->type.lanes) {
+      diag_error(C->d, s->loc, "%s has no component %d", tstr(s->var->type), (int)s->ival);
+      break;
+    }
+    s->a = check_expr(C, s->a);
+    if (need_scalar(C, s->a, "a component")) s->a = conv(C, s->a, type_scalar(s->var->type.s));
+    break;
+  case ND_IF:
+    s->a = check_expr(C, s->a);
+    need_scalar(C, s->a, "a condition");
+    check_stmts(C, s->b);
+    check_stmts(C, s->c);
+    break;
+  case ND_FOR:
+    check_stmts(C, s->init);
+    s->a = check_expr(C, s->a);
+    need_scalar(C, s->a, "a condition");
+    check_stmts(C, s->step);
+    check_stmts(C, s->b);
+    break;
+  case ND_RETURN:
+    if (C->decl->kind != D_KERNEL) break; /* reported by the parser */
+    s->a = conv_store(C, check_expr(C, s->a), C->decl->type, "return");
+    break;
+  case ND_BIN: {
+    s->a = check_expr(C, s->a);
+    if (!need_scalar(C, s->a, "a bin index")) break;
+    if (scalar_is_float(s->a->type.s)) { /* float indices are floored */
+      Node *f = mk(C, ND_CALL, s->a->type, s->a->loc);
+      Node **args = arena_alloc(C->a, sizeof(Node *));
+      if (!args) break;
+      args[0] = s->a;
+      f->builtin = BI_FLOOR;
+      f->args = args;
+      f->nargs = 1;
+      s->a = f;
+    }
+    s->a = conv(C, s->a, type_scalar(T_I32));
+    if (s->b) {
+      s->b = check_expr(C, s->b);
+      if (!need_scalar(C, s->b, "a bin weight")) break;
+      if (scalar_is_float(s->b->type.s)) C->decl->weighted_float = true;
+      s->b = conv(C, s->b, type_scalar(scalar_is_float(s->b->type.s) ? T_F64 : T_I64));
+    }
+    break;
+  }
+  default:
+    if (!(s->flags & NF_ERROR)) diag_error(C->d, s->loc, "internal: unexpected %s as a statement", node_name(s->kind));
+    break;
+  }
+}
+
+static void check_stmts(Checker *C, Node *s) {
+  for (; s; s = s->next) check_stmt(C, s);
+}
+
+/* True if every path through the statement list ends in a return. */
+static bool always_returns(Node *s) {
+  for (; s; s = s->next) {
+    if (s->kind == ND_RETURN) return true;
+    if (s->kind == ND_BLOCK && always_returns(s->body)) return true;
+    if (s->kind == ND_IF && s->c && always_returns(s->b) && always_returns(s->c)) return true;
+  }
+  return false;
+}
+
+/* size() and scalar pipeline arguments may use only constants, parameters and image sizes. */
+static bool host_expr_ok(Checker *C, Node *n, const char *what) {
+  if (!n) return true;
+  switch (n->kind) {
+  case ND_COORD: case ND_READ: case ND_AT:
+    diag_error(C->d, n->loc, "%s may use only constants, scalar parameters and image sizes", what);
+    return false;
+  default:
+    break;
+  }
+  bool ok = host_expr_ok(C, n->a, what) && host_expr_ok(C, n->b, what) && host_expr_ok(C, n->c, what);
+  for (int i = 0; ok && i < n->nargs; i++) ok = host_expr_ok(C, n->args[i], what);
+  return ok;
+}
+
+static void check_kernel(Checker *C, Decl *D) {
+  if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
+    diag_error(C->d, D->loc, "kernel '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
+               tstr(D->type));
+  }
+  for (int i = 0; i < D->nparams; i++) {
+    Param *p = D->params[i];
+    if (p->is_image && (p->type.s == T_U64 || p->type.s == T_I64))
+      diag_error(C->d, p->loc, "%s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", tstr(p->type));
+  }
+  if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w)
+    diag_error(C->d, D->loc, "kernel '%s' has no image parameter, so it needs size(width, height)", D->name);
+  if (D->kind != D_KERNEL && D->nimages == 0)
+    diag_error(C->d, D->loc, "'%s' needs at least one image parameter", D->name);
+  if (D->size_w) {
+    D->size_w = check_expr(C, D->size_w);
+    D->size_h = check_expr(C, D->size_h);
+    if (host_expr_ok(C, D->size_w, "size()") && host_expr_ok(C, D->size_h, "size()")) {
+      if (need_scalar(C, D->size_w, "size()") && need_int(C, D->size_w, "size()"))
+        D->size_w = conv(C, D->size_w, type_scalar(T_I32));
+      if (need_scalar(C, D->size_h, "size()") && need_int(C, D->size_h, "size()"))
+        D->size_h = conv(C, D->size_h, type_scalar(T_I32));
+    }
+  }
+  check_stmts(C, D->body);
+  if (D->kind == D_KERNEL && D->body && !always_returns(D->body->body))
+    diag_error(C->d, D->body->loc, "kernel '%s' can end without returning a value", D->name);
+}
+
+static void check_reduce(Checker *C, Decl *D) {
+  if (D->nimages == 0) diag_error(C->d, D->loc, "reduction '%s' needs at least one image parameter", D->name);
+  if (D->type.lanes != 1) {
+    diag_error(C->d, D->loc, "reductions produce one value; %s has %d channels", tstr(D->type), D->type.lanes);
+    return;
+  }
+  if (D->redop == R_SUM && (D->type.s == T_U8 || D->type.s == T_I16 || D->type.s == T_U16))
+    diag_error(C->d, D->loc, "a sum in %s would saturate; use i32, u32, i64, u64, f32 or f64", tstr(D->type));
+  D->body = check_expr(C, D->body);
+  if (need_scalar(C, D->body, "a reduction")) D->body = conv(C, D->body, D->type);
+  if (D->redop == R_COMBINE) {
+    D->combine = check_expr(C, D->combine);
+    if (need_scalar(C, D->combine, "combine()")) D->combine = conv(C, D->combine, D->type);
+    D->identity = check_expr(C, D->identity);
+    if (host_expr_ok(C, D->identity, "the identity of combine()") && need_scalar(C, D->identity, "the identity"))
+      D->identity = conv(C, D->identity, D->type);
+  }
+}
+
+static void check_histogram(Checker *C, Decl *D) {
+  if (D->nimages == 0) diag_error(C->d, D->loc, "histogram '%s' needs at least one image parameter", D->name);
+  check_stmts(C, D->body);
+  D->type = type_scalar(D->weighted_float ? T_F64 : T_I64);
+}
+
+static void check_pipeline(Checker *C, Decl *D) {
+  for (int i = 0; i < D->nvalues; i++) {
+    PipeValue *v = &D->values[i];
+    if (!v->callee) continue; /* a parameter */
+    const char *name = v->callee->name;
+    Decl *k = program_find(C->prog, name);
+    v->callee = NULL;
+    if (k && k->bad) continue; /* its own errors were reported */
+    if (!k) {
+      diag_error(C->d, v->loc, "unknown kernel '%s'", name);
+      continue;
+    }
+    if (k->kind != D_KERNEL) {
+      diag_error(C->d, v->loc, "a pipeline calls kernels; '%s' is a %s", name,
+                 k->kind == D_REDUCE ? "reduction" : k->kind == D_HISTOGRAM ? "histogram" : "pipeline");
+      continue;
+    }
+    v->callee = k;
+    if (v->nargs != k->nparams) {
+      diag_error(C->d, v->loc, "'%s' takes %d argument%s, got %d", name, k->nparams, k->nparams == 1 ? "" : "s",
+                 v->nargs);
+      v->callee = NULL;
+      continue;
+    }
+    if (!v->name) v->type = k->type;
+    else if (!type_eq(v->type, k->type))
+      diag_error(C->d, v->loc, "'%s' returns image %s, but '%s' is declared image %s", name, tstr(k->type),
+                 v->name, tstr(v->type));
+    for (int j = 0; j < v->nargs; j++) {
+      PipeArg *a = &v->args[j];
+      Param *p = k->params[j];
+      if (p->is_image) {
+        if (a->source == -1) {
+          diag_error(C->d, a->loc, "argument %d of '%s' must be an image (parameter '%s')", j + 1, name, p->name);
+          continue;
+        }
+        if (a->source < 0) continue;
+        Type at = D->values[a->source].type;
+        if (!type_eq(at, p->type))
+          diag_error(C->d, a->loc, "argument %d of '%s' is image %s, but parameter '%s' is image %s", j + 1, name,
+                     tstr(at), p->name, tstr(p->type));
+        if (!a->has_border) a->border = p->border;
+      } else {
+        if (a->source != -1) {
+          diag_error(C->d, a->loc, "argument %d of '%s' must be a %s value (parameter '%s')", j + 1, name,
+                     tstr(p->type), p->name);
+          continue;
+        }
+        a->expr = check_expr(C, a->expr);
+        if (host_expr_ok(C, a->expr, "a scalar argument") && need_scalar(C, a->expr, "a scalar argument"))
+          a->expr = conv(C, a->expr, p->type);
+      }
+    }
+  }
+  if (D->result >= 0 && D->result < D->nvalues && D->values[D->result].type.s != T_VOID &&
+      !type_eq(D->values[D->result].type, D->type))
+    diag_error(C->d, D->loc, "pipeline '%s' returns image %s but is declared -> image %s", D->name,
+               tstr(D->values[D->result].type), tstr(D->type));
+  if (D->result >= 0 && D->result < D->nvalues && !D->values[D->result].callee && D->values[D->result].param)
+    diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
+}
+
+bool check_program(Program *p, Diag *d) {
+  Checker C = {.prog = p, .a = p->arena, .d = d};
+  int errs = d->nerrors;
+  for (int i = 0; i < p->ndecls; i++) {
+    Decl *D = p->decls[i];
+    C.decl = D;
+    if (D->bad) continue;
+    switch (D->kind) {
+    case D_KERNEL: check_kernel(&C, D); break;
+    case D_REDUCE: check_reduce(&C, D); break;
+    case D_HISTOGRAM: check_kernel(&C, D); check_histogram(&C, D); break;
+    case D_PIPELINE: check_pipeline(&C, D); break;
+    }
+    if (d->nerrors > DIAG_MAX_ERRORS) break;
+  }
+  return d->nerrors == errs && !p->arena->failed;
+}
+
+void program_free(Program *p) {
+  if (!p) return;
+  arena_free(p->arena); /* p itself lives in the arena */
+}

@@ -1,0 +1,77 @@
+/*
+ * diag.c - diagnostics of the front end: "file:line:col: error: msg", then the source
+ * line and a caret under the column, accumulated in one text buffer so the API can hand
+ * all of them to the user at once (pxl_errmsg).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "front/front.h"
+#include "util/alloc.h"
+
+void diag_init(Diag *d, const char *filename, const char *source) {
+  memset(d, 0, sizeof *d);
+  d->filename = filename;
+  d->source = source;
+}
+
+void diag_free(Diag *d) {
+  PXL_FREE(d->text);
+  d->text = NULL;
+  d->len = d->cap = 0;
+}
+
+static void append(Diag *d, const char *s, size_t n) {
+  if (d->oom) return;
+  if (d->len + n + 1 > d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 1024;
+    while (cap < d->len + n + 1) cap *= 2;
+    char *t = PXL_REALLOC(d->text, cap);
+    if (!t) {
+      d->oom = true;
+      return;
+    }
+    d->text = t;
+    d->cap = cap;
+  }
+  memcpy(d->text + d->len, s, n);
+  d->len += n;
+  d->text[d->len] = 0;
+}
+
+/* Appends the source line `line` and a caret under column `col`. */
+static void show_line(Diag *d, int line, int col) {
+  const char *s = d->source;
+  if (!s) return;
+  for (int l = 1; l < line && *s; s++)
+    if (*s == '\n') l++;
+  const char *e = s;
+  while (*e && *e != '\n') e++;
+  size_t n = (size_t)(e - s);
+  if (n > 400) n = 400;
+  append(d, "  ", 2);
+  append(d, s, n);
+  append(d, "\n  ", 3);
+  for (int i = 1; i < col && (size_t)i <= n; i++) append(d, s[i - 1] == '\t' ? "\t" : " ", 1);
+  append(d, "^\n", 2);
+}
+
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
+  d->nerrors++;
+  if (d->nerrors == DIAG_MAX_ERRORS + 1) {
+    static const char more[] = "note: too many errors; stopping here\n";
+    append(d, more, sizeof more - 1);
+  }
+  if (d->nerrors > DIAG_MAX_ERRORS) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char head[1400];
+  int n = snprintf(head, sizeof head, "%s:%d:%d: error: %s\n", d->filename ? d->filename : "<input>",
+                   loc.line, loc.col, msg);
+  append(d, head, (size_t)(n < (int)sizeof head ? n : (int)sizeof head - 1));
+  if (loc.line > 0) show_line(d, loc.line, loc.col);
+}

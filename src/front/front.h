@@ -1,0 +1,67 @@
+/*
+ * front.h - the front end: source text -> checked Program (src/ir/ir.h).
+ *
+ * Pipeline: lex (lex.c) -> parse (parse.c, names resolved, types not yet known) ->
+ * check (check.c, types computed, conversions made explicit, rules enforced). Errors
+ * go to a Diag (diag.c) as "file:line:col: error: msg" with the source line and a caret;
+ * every phase keeps going after an error so one run reports several.
+ */
+#ifndef PXL_FRONT_H
+#define PXL_FRONT_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+
+/* ---- diagnostics ---- */
+
+typedef struct {
+  const char *filename;
+  const char *source;
+  char *text;     /* accumulated messages (heap), NUL-terminated */
+  size_t len, cap;
+  int nerrors;
+  bool oom;       /* an allocation failed while reporting */
+} Diag;
+
+#define DIAG_MAX_ERRORS 20
+
+void diag_init(Diag *d, const char *filename, const char *source);
+void diag_free(Diag *d); /* frees the text */
+/* Reports an error at loc (line/col 1-based); past DIAG_MAX_ERRORS further ones are dropped. */
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- tokens ---- */
+
+typedef enum { TK_IDENT, TK_INT, TK_FLOAT, TK_PUNCT, TK_KEYWORD, TK_EOF } TokenKind;
+
+typedef struct Token {
+  TokenKind kind;
+  const char *text; /* NUL-terminated copy of the spelling */
+  int len;
+  uint64_t ival;    /* TK_INT */
+  double fval;      /* TK_FLOAT */
+  Loc loc;
+} Token;
+
+/* Splits src into tokens (last is TK_EOF); *n receives the count. Lexical errors are
+ * reported to d and the offending characters skipped. NULL only on out-of-memory. */
+Token *lex(Arena *a, Diag *d, const char *src, int *n);
+
+/* ---- parse and check ---- */
+
+/* Parses tokens into p (decls appended). Returns false if there were errors. */
+bool parse_program(Program *p, Diag *d, Token *toks, int ntoks);
+/* Types and validates every declaration of p; false on errors. */
+bool check_program(Program *p, Diag *d);
+
+/* The whole compiler up to analysis (src/api/compile.c): on success *out is a checked, analysed Program (free with
+ * program_free). On failure *out is NULL and d holds the diagnostics. Returns a PXL_*
+ * status: PXL_ESOURCE for errors in the source, PXL_ENOMEM. */
+int front_compile(const char *filename, const char *source, Program **out, Diag *d);
+void program_free(Program *p);
+
+/* Type names: "u8", "f32x3", "int"... -> Type; false if not a type name. */
+bool type_from_name(const char *name, Type *out);
+
+#endif

@@ -1,0 +1,1089 @@
+/*
+ * parse.c - second phase of the front end: tokens -> declarations with names resolved.
+ *
+ * A recursive-descent parser; functions are named after the grammar rules in
+ * docs/LANGUAGE.md. Variables are resolved to Var objects here (block scoping as in C),
+ * image parameters to Param objects, and built-in names to their kinds; types of
+ * expressions are left for check.c. After a syntax error the parser skips to the next
+ * ';' or '}' (or, between declarations, to the next declaration keyword) and goes on,
+ * so one run reports several errors; nodes made in error carry NF_ERROR.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "front/front.h"
+#include "util/alloc.h"
+
+#define MAX_DEPTH 200 /* nesting limit: deeper input is refused rather than overflowing */
+
+typedef struct Scope Scope;
+struct Scope {
+  Scope *up;
+  const char *name;
+  Var *var;
+};
+
+typedef struct {
+  Program *prog;
+  Arena *a;
+  Diag *d;
+  Token *tok;     /* current token */
+  Token *end;     /* the TK_EOF token */
+  Decl *decl;     /* declaration being parsed */
+  Scope *scope;   /* innermost binding first */
+  int depth;
+  bool in_pipeline;
+} Parser;
+
+/* ---- helpers ---- */
+
+static bool is(Parser *P, const char *s) {
+  return (P->tok->kind == TK_PUNCT || P->tok->kind == TK_KEYWORD) && !strcmp(P->tok->text, s);
+}
+
+static bool is_ident(Parser *P, const char *s) {
+  return P->tok->kind == TK_IDENT && !strcmp(P->tok->text, s);
+}
+
+static void advance(Parser *P) {
+  if (P->tok < P->end) P->tok++;
+}
+
+static bool accept(Parser *P, const char *s) {
+  if (!is(P, s)) return false;
+  advance(P);
+  return true;
+}
+
+static const char *tok_desc(Token *t, char buf[64]) {
+  if (t->kind == TK_EOF) return "end of file";
+  snprintf(buf, 64, "'%.40s'", t->text);
+  return buf;
+}
+
+static bool expect(Parser *P, const char *s) {
+  if (accept(P, s)) return true;
+  char b[64];
+  diag_error(P->d, P->tok->loc, "expected '%s' before %s", s, tok_desc(P->tok, b));
+  return false;
+}
+
+static Node *new_node(Parser *P, NodeKind k, Loc loc) {
+  Node *n = node_new(P->a, k, TYPE_VOID, loc);
+  if (!n) {
+    /* out of memory: the arena flags it; return a static placeholder so parsing can
+     * unwind without NULL checks everywhere. The result is discarded. */
+    static Node oom_node;
+    memset(&oom_node, 0, sizeof oom_node);
+    oom_node.kind = ND_NUM;
+    oom_node.flags = NF_ERROR;
+    return &oom_node;
+  }
+  return n;
+}
+
+static Node *error_node(Parser *P, Loc loc) {
+  Node *n = new_node(P, ND_NUM, loc);
+  n->flags |= NF_ERROR;
+  return n;
+}
+
+static void *alloc(Parser *P, size_t n) {
+  void *p = arena_alloc(P->a, n);
+  if (!p) {
+    static _Alignas(16) unsigned char sink[4096];
+    memset(sink, 0, sizeof sink);
+    return n <= sizeof sink ? sink : NULL;
+  }
+  return p;
+}
+
+static const char *ident(Parser *P, const char *what) {
+  if (P->tok->kind != TK_IDENT) {
+    char b[64];
+    diag_error(P->d, P->tok->loc, "expected %s before %s", what, tok_desc(P->tok, b));
+    return NULL;
+  }
+  const char *s = P->tok->text;
+  advance(P);
+  return s;
+}
+
+/* Skips to just after the next ';' or to the next '}' of this level (not consumed). */
+static void sync_stmt(Parser *P) {
+  int depth = 0;
+  while (P->tok->kind != TK_EOF) {
+    if (is(P, "{") || is(P, "(")) depth++;
+    if (is(P, ")")) depth = depth > 0 ? depth - 1 : 0;
+    if (is(P, "}")) {
+      if (depth == 0) return;
+      depth--;
+    }
+    if (depth == 0 && is(P, ";")) {
+      advance(P);
+      return;
+    }
+    advance(P);
+  }
+}
+
+static bool is_decl_keyword(Parser *P) {
+  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline");
+}
+
+static bool is_coord_name(const char *s) {
+  return !strcmp(s, "x") || !strcmp(s, "y") || !strcmp(s, "width") || !strcmp(s, "height");
+}
+
+static int builtin_lookup(const char *s) {
+  static const char *const names[] = {
+#define X(e, name, arity) name,
+      PXL_BUILTINS(X)
+#undef X
+  };
+  for (int i = 0; i < BI_COUNT; i++)
+    if (!strcmp(names[i], s)) return i;
+  return -1;
+}
+
+static Var *lookup_var(Parser *P, const char *name) {
+  for (Scope *s = P->scope; s; s = s->up)
+    if (!strcmp(s->name, name)) return s->var;
+  return NULL;
+}
+
+static Param *lookup_image(Parser *P, const char *name) {
+  Decl *D = P->decl;
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->is_image && !strcmp(D->params[i]->name, name)) return D->params[i];
+  return NULL;
+}
+
+static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
+  Type ty;
+  if (is_coord_name(name))
+    diag_error(P->d, loc, "'%s' is a built-in coordinate and cannot be declared", name);
+  else if (type_from_name(name, &ty))
+    diag_error(P->d, loc, "'%s' is a type name and cannot be declared", name);
+  else if (builtin_lookup(name) >= 0)
+    diag_error(P->d, loc, "'%s' is a built-in function and cannot be declared", name);
+  else if (lookup_image(P, name))
+    diag_error(P->d, loc, "'%s' is already an image parameter", name);
+  Var *v = alloc(P, sizeof *v);
+  Scope *s = alloc(P, sizeof *s);
+  if (!v || !s) return NULL;
+  v->name = name;
+  v->type = t;
+  v->slot = P->decl->nslots++;
+  v->loc = loc;
+  s->name = name;
+  s->var = v;
+  s->up = P->scope;
+  P->scope = s;
+  return v;
+}
+
+/* type = scalar-type ("x3" | "x4")? | "int" | "uint" | "float" | "double" */
+static bool parse_type(Parser *P, Type *t) {
+  if (P->tok->kind != TK_IDENT || !type_from_name(P->tok->text, t)) {
+    char b[64];
+    diag_error(P->d, P->tok->loc, "expected a type (u8, i16, u16, i32, u32, f32, ...) before %s",
+               tok_desc(P->tok, b));
+    return false;
+  }
+  advance(P);
+  return true;
+}
+
+static bool at_type_tok(const Token *t) {
+  Type ty;
+  return t->kind == TK_IDENT && type_from_name(t->text, &ty);
+}
+
+static bool at_type(Parser *P) { return at_type_tok(P->tok); }
+
+/* ---- expressions ---- */
+
+static Node *expr(Parser *P);
+static Node *assign_expr(Parser *P);
+
+static Node *binary(Parser *P, NodeKind k, Node *a, Node *b, Loc loc) {
+  Node *n = new_node(P, k, loc);
+  n->a = a;
+  n->b = b;
+  return n;
+}
+
+/* Parses "(" expr ("," expr)* ")" into a fresh array; returns the count (-1 on error). */
+static int call_args(Parser *P, Node ***out) {
+  Node *tmp[16];
+  int n = 0;
+  if (!expect(P, "(")) return -1;
+  if (!is(P, ")")) {
+    do {
+      Node *e = assign_expr(P);
+      if (n < 16) tmp[n] = e;
+      n++;
+    } while (accept(P, ","));
+  }
+  if (!expect(P, ")")) return -1;
+  if (n > 16) {
+    diag_error(P->d, P->tok[-1].loc, "too many arguments");
+    n = 16;
+  }
+  Node **args = alloc(P, sizeof(Node *) * (size_t)(n ? n : 1));
+  if (!args) return -1;
+  memcpy(args, tmp, sizeof(Node *) * (size_t)n);
+  *out = args;
+  return n;
+}
+
+static int lane_index(const char *s) {
+  if (strlen(s) != 1) return -1;
+  switch (s[0]) {
+  case 'x': case 'r': return 0;
+  case 'y': case 'g': return 1;
+  case 'z': case 'b': return 2;
+  case 'w': case 'a': return 3;
+  }
+  return -1;
+}
+
+/* primary = NUM | "(" expr ")" | IDENT | IDENT "(" args ")" | IDENT "." member ... */
+static Node *primary(Parser *P) {
+  Token *t = P->tok;
+  Loc loc = t->loc;
+  if (t->kind == TK_INT) {
+    advance(P);
+    Node *n = new_node(P, ND_NUM, loc);
+    if (t->ival <= INT32_MAX)
+      n->type = type_scalar(T_I32);
+    else if (t->ival <= UINT32_MAX)
+      n->type = type_scalar(T_U32);
+    else if (t->ival <= INT64_MAX)
+      n->type = type_scalar(T_I64);
+    else
+      n->type = type_scalar(T_U64);
+    n->ival = (int64_t)t->ival;
+    return n;
+  }
+  if (t->kind == TK_FLOAT) {
+    advance(P);
+    Node *n = new_node(P, ND_NUM, loc);
+    n->type = type_scalar(T_F32);
+    n->fval = t->fval;
+    n->flags |= NF_UNTYPED_FLOAT;
+    return n;
+  }
+  if (accept(P, "(")) {
+    Node *n = expr(P);
+    expect(P, ")");
+    return n;
+  }
+  if (t->kind != TK_IDENT) {
+    char b[64];
+    diag_error(P->d, loc, "expected an expression before %s", tok_desc(t, b));
+    return error_node(P, loc);
+  }
+  const char *name = t->text;
+  advance(P);
+
+  Param *img = P->in_pipeline ? NULL : lookup_image(P, name);
+  if (img) {
+    if (is(P, "(")) { /* relative read */
+      Node **args;
+      int n = call_args(P, &args);
+      if (n < 0) return error_node(P, loc);
+      if (n != 2) {
+        diag_error(P->d, loc, "image read %s(dx, dy) takes 2 offsets, got %d", name, n);
+        return error_node(P, loc);
+      }
+      Node *r = new_node(P, ND_READ, loc);
+      r->param = img;
+      r->a = args[0];
+      r->b = args[1];
+      return r;
+    }
+    if (accept(P, ".")) {
+      Loc mloc = P->tok->loc;
+      const char *m = ident(P, "'width', 'height' or 'at'");
+      if (!m) return error_node(P, loc);
+      if (!strcmp(m, "width") || !strcmp(m, "height")) {
+        Node *r = new_node(P, ND_IMGDIM, loc);
+        r->param = img;
+        r->ival = m[0] == 'h';
+        return r;
+      }
+      if (!strcmp(m, "at")) {
+        Node **args;
+        int n = call_args(P, &args);
+        if (n < 0) return error_node(P, loc);
+        if (n != 2) {
+          diag_error(P->d, mloc, "%s.at(x, y) takes 2 coordinates, got %d", name, n);
+          return error_node(P, loc);
+        }
+        Node *r = new_node(P, ND_AT, loc);
+        r->param = img;
+        r->a = args[0];
+        r->b = args[1];
+        return r;
+      }
+      diag_error(P->d, mloc, "image '%s' has no member '%s' (use width, height or at)", name, m);
+      return error_node(P, loc);
+    }
+    diag_error(P->d, loc, "image '%s' must be read: %s(dx, dy) or %s.at(x, y)", name, name, name);
+    return error_node(P, loc);
+  }
+
+  if (is(P, "(")) {
+    Type ty;
+    if (type_from_name(name, &ty)) { /* conversion or vector constructor: T(args) */
+      Node **args;
+      int n = call_args(P, &args);
+      if (n < 0) return error_node(P, loc);
+      Node *r = new_node(P, ND_VEC, loc);
+      r->type = ty;
+      r->args = args;
+      r->nargs = n;
+      return r;
+    }
+    int bi = builtin_lookup(name);
+    if (bi < 0) {
+      diag_error(P->d, loc, "unknown function '%s'", name);
+      Node **args;
+      call_args(P, &args);
+      return error_node(P, loc);
+    }
+    Node **args;
+    int n = call_args(P, &args);
+    if (n < 0) return error_node(P, loc);
+    if (n != builtin_arity((Builtin)bi)) {
+      diag_error(P->d, loc, "%s() takes %d argument%s, got %d", name, builtin_arity((Builtin)bi),
+                 builtin_arity((Builtin)bi) == 1 ? "" : "s", n);
+      return error_node(P, loc);
+    }
+    Node *r = new_node(P, ND_CALL, loc);
+    r->builtin = (Builtin)bi;
+    r->args = args;
+    r->nargs = n;
+    return r;
+  }
+
+  Var *v = lookup_var(P, name);
+  Node *r;
+  if (v) {
+    r = new_node(P, ND_VAR, loc);
+    r->var = v;
+  } else if (is_coord_name(name) && !P->in_pipeline) {
+    r = new_node(P, ND_COORD, loc);
+    r->ival = !strcmp(name, "x") ? 0 : !strcmp(name, "y") ? 1 : !strcmp(name, "width") ? 2 : 3;
+  } else {
+    diag_error(P->d, loc, "undeclared name '%s'", name);
+    return error_node(P, loc);
+  }
+  return r;
+}
+
+/* postfix = primary ("." lane)* */
+static Node *postfix(Parser *P) {
+  Node *n = primary(P);
+  while (is(P, ".")) {
+    Loc loc = P->tok->loc;
+    advance(P);
+    const char *m = ident(P, "a component name (x y z w or r g b a)");
+    if (!m) return error_node(P, loc);
+    int lane = lane_index(m);
+    if (lane < 0) {
+      diag_error(P->d, loc, "unknown component '%s' (use x y z w or r g b a)", m);
+      return error_node(P, loc);
+    }
+    Node *l = new_node(P, ND_LANE, loc);
+    l->a = n;
+    l->ival = lane;
+    n = l;
+  }
+  return n;
+}
+
+/* unary = ("-" | "+" | "!" | "~") unary | "(" type ")" unary | postfix */
+static Node *unary(Parser *P) {
+  Loc loc = P->tok->loc;
+  if (++P->depth > MAX_DEPTH) {
+    P->depth--;
+    diag_error(P->d, loc, "expression nested too deeply");
+    return error_node(P, loc);
+  }
+  Node *r;
+  if (accept(P, "-")) {
+    r = new_node(P, ND_NEG, loc);
+    r->a = unary(P);
+  } else if (accept(P, "+")) {
+    r = unary(P);
+  } else if (accept(P, "!")) {
+    r = new_node(P, ND_NOT, loc);
+    r->a = unary(P);
+  } else if (accept(P, "~")) {
+    r = new_node(P, ND_BITNOT, loc);
+    r->a = unary(P);
+  } else if (is(P, "(") && P->tok[1].kind == TK_IDENT && P->tok + 2 <= P->end && P->tok[2].kind == TK_PUNCT &&
+             !strcmp(P->tok[2].text, ")") && at_type_tok(&P->tok[1])) {
+    advance(P);
+    Type t;
+    parse_type(P, &t);
+    expect(P, ")");
+    r = new_node(P, ND_CAST, loc);
+    r->type = t;
+    r->a = unary(P);
+  } else if (is(P, "++") || is(P, "--")) {
+    diag_error(P->d, loc, "'%s' is a statement in pxl, not an expression", P->tok->text);
+    advance(P);
+    r = error_node(P, loc);
+  } else {
+    r = postfix(P);
+  }
+  P->depth--;
+  return r;
+}
+
+typedef struct {
+  const char *op;
+  NodeKind kind;
+  int prec;
+} BinOp;
+
+static const BinOp binops[] = {
+    {"||", ND_LOGOR, 1}, {"&&", ND_LOGAND, 2}, {"|", ND_BITOR, 3}, {"^", ND_BITXOR, 4},
+    {"&", ND_BITAND, 5}, {"==", ND_EQ, 6},     {"!=", ND_NE, 6},   {"<", ND_LT, 7},
+    {"<=", ND_LE, 7},    {">", ND_GT, 7},      {">=", ND_GE, 7},   {"<<", ND_SHL, 8},
+    {">>", ND_SHR, 8},   {"+", ND_ADD, 9},     {"-", ND_SUB, 9},   {"*", ND_MUL, 10},
+    {"/", ND_DIV, 10},   {"%", ND_MOD, 10},
+};
+
+static const BinOp *find_binop(Parser *P) {
+  if (P->tok->kind != TK_PUNCT) return NULL;
+  for (size_t i = 0; i < sizeof binops / sizeof *binops; i++)
+    if (!strcmp(binops[i].op, P->tok->text)) return &binops[i];
+  return NULL;
+}
+
+/* binary expression by precedence climbing (C's precedence table). */
+static Node *binexpr(Parser *P, int min_prec) {
+  Node *lhs = unary(P);
+  for (;;) {
+    const BinOp *op = find_binop(P);
+    if (!op || op->prec < min_prec) return lhs;
+    Loc loc = P->tok->loc;
+    advance(P);
+    Node *rhs = binexpr(P, op->prec + 1);
+    lhs = binary(P, op->kind, lhs, rhs, loc);
+  }
+}
+
+/* conditional = binexpr ("?" expr ":" conditional)? */
+static Node *conditional(Parser *P) {
+  Node *c = binexpr(P, 1);
+  if (!is(P, "?")) return c;
+  Loc loc = P->tok->loc;
+  advance(P);
+  if (++P->depth > MAX_DEPTH) {
+    P->depth--;
+    diag_error(P->d, loc, "expression nested too deeply");
+    return error_node(P, loc);
+  }
+  Node *n = new_node(P, ND_COND, loc);
+  n->a = c;
+  n->b = expr(P);
+  expect(P, ":");
+  n->c = conditional(P);
+  P->depth--;
+  return n;
+}
+
+static Node *assign_expr(Parser *P) {
+  if (is(P, "=") || (P->tok->kind == TK_PUNCT && strlen(P->tok->text) >= 2 &&
+                     P->tok->text[strlen(P->tok->text) - 1] == '=' && strcmp(P->tok->text, "==") &&
+                     strcmp(P->tok->text, "!=") && strcmp(P->tok->text, "<=") && strcmp(P->tok->text, ">="))) {
+    diag_error(P->d, P->tok->loc, "expected an expression before '%s'", P->tok->text);
+  }
+  return conditional(P);
+}
+
+static Node *expr(Parser *P) { return conditional(P); }
+
+/* ---- statements ---- */
+
+static Node *stmt(Parser *P);
+
+static NodeKind compound_op(const char *s) {
+  static const struct {
+    const char *op;
+    NodeKind k;
+  } ops[] = {{"+=", ND_ADD},    {"-=", ND_SUB},   {"*=", ND_MUL},    {"/=", ND_DIV},
+             {"%=", ND_MOD},    {"&=", ND_BITAND}, {"|=", ND_BITOR}, {"^=", ND_BITXOR},
+             {"<<=", ND_SHL},   {">>=", ND_SHR}};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    if (!strcmp(ops[i].op, s)) return ops[i].k;
+  return ND_COUNT;
+}
+
+/* simple = declaration | assignment | "x++" | "x--" (no trailing ';') */
+static Node *simple_stmt(Parser *P) {
+  Loc loc = P->tok->loc;
+  if (at_type(P)) { /* declaration: type name ("=" expr)? ("," name ("=" expr)?)* */
+    Type t;
+    parse_type(P, &t);
+    Node *head = NULL, **tail = &head;
+    do {
+      Loc vloc = P->tok->loc;
+      const char *name = ident(P, "a variable name");
+      if (!name) return head ? head : error_node(P, loc);
+      Node *init = NULL;
+      if (accept(P, "=")) init = expr(P); /* the name is in scope only after its initialiser */
+      Node *n = new_node(P, ND_DECL, vloc);
+      n->var = declare_var(P, name, t, vloc);
+      n->a = init;
+      *tail = n;
+      tail = &n->next;
+    } while (accept(P, ","));
+    return head;
+  }
+  if (P->tok->kind != TK_IDENT) {
+    char b[64];
+    diag_error(P->d, loc, "expected a statement before %s", tok_desc(P->tok, b));
+    return error_node(P, loc);
+  }
+  const char *name = P->tok->text;
+  Var *v = lookup_var(P, name);
+  if (!v) {
+    if (is_coord_name(name))
+      diag_error(P->d, loc, "cannot assign to the built-in coordinate '%s'", name);
+    else if (lookup_image(P, name) || builtin_lookup(name) >= 0)
+      diag_error(P->d, loc, "statement has no effect (only assignments, declarations and control flow are statements)");
+    else
+      diag_error(P->d, loc, "undeclared name '%s'", name);
+    return error_node(P, loc);
+  }
+  if (v->param) {
+    diag_error(P->d, loc, "cannot assign to parameter '%s' (parameters are read-only)", name);
+  }
+  advance(P);
+  int lane = -1;
+  if (accept(P, ".")) {
+    Loc mloc = P->tok->loc;
+    const char *m = ident(P, "a component name");
+    if (!m) return error_node(P, loc);
+    lane = lane_index(m);
+    if (lane < 0) {
+      diag_error(P->d, mloc, "unknown component '%s' (use x y z w or r g b a)", m);
+      return error_node(P, loc);
+    }
+  }
+  Loc oploc = P->tok->loc;
+  Node *rhs;
+  if (is(P, "++") || is(P, "--")) {
+    bool inc = is(P, "++");
+    advance(P);
+    Node *one = new_node(P, ND_NUM, oploc);
+    one->type = type_scalar(T_I32);
+    one->ival = 1;
+    Node *cur = new_node(P, ND_VAR, loc);
+    cur->var = v;
+    if (lane >= 0) {
+      Node *l = new_node(P, ND_LANE, loc);
+      l->a = cur;
+      l->ival = lane;
+      cur = l;
+    }
+    rhs = binary(P, inc ? ND_ADD : ND_SUB, cur, one, oploc);
+  } else if (accept(P, "=")) {
+    rhs = expr(P);
+  } else if (P->tok->kind == TK_PUNCT && compound_op(P->tok->text) != ND_COUNT) {
+    NodeKind k = compound_op(P->tok->text);
+    advance(P);
+    Node *cur = new_node(P, ND_VAR, loc);
+    cur->var = v;
+    if (lane >= 0) {
+      Node *l = new_node(P, ND_LANE, loc);
+      l->a = cur;
+      l->ival = lane;
+      cur = l;
+    }
+    rhs = binary(P, k, cur, expr(P), oploc);
+  } else {
+    char b[64];
+    diag_error(P->d, oploc, "expected an assignment operator before %s", tok_desc(P->tok, b));
+    return error_node(P, loc);
+  }
+  Node *n = new_node(P, lane >= 0 ? ND_LANESET : ND_ASSIGN, loc);
+  n->var = v;
+  n->a = rhs;
+  n->ival = lane;
+  return n;
+}
+
+static Node *block(Parser *P) {
+  Loc loc = P->tok->loc;
+  Node *b = new_node(P, ND_BLOCK, loc);
+  if (!expect(P, "{")) return b;
+  Scope *saved = P->scope;
+  Node **tail = &b->body;
+  while (!is(P, "}") && P->tok->kind != TK_EOF) {
+    if (is_decl_keyword(P)) break; /* missing '}' : let the caller report it */
+    Node *s = stmt(P);
+    *tail = s;
+    while (*tail) tail = &(*tail)->next;
+  }
+  expect(P, "}");
+  P->scope = saved;
+  return b;
+}
+
+static Node *stmt(Parser *P) {
+  Loc loc = P->tok->loc;
+  int errs = P->d->nerrors;
+  if (++P->depth > MAX_DEPTH) {
+    P->depth--;
+    diag_error(P->d, loc, "statements nested too deeply");
+    sync_stmt(P);
+    return NULL;
+  }
+  Node *r = NULL;
+  if (is(P, "{")) {
+    r = block(P);
+  } else if (accept(P, "if")) {
+    r = new_node(P, ND_IF, loc);
+    expect(P, "(");
+    r->a = expr(P);
+    expect(P, ")");
+    r->b = stmt(P);
+    if (accept(P, "else")) r->c = stmt(P);
+    if (!r->b) r->b = new_node(P, ND_BLOCK, loc);
+  } else if (accept(P, "for")) {
+    Scope *saved = P->scope;
+    r = new_node(P, ND_FOR, loc);
+    expect(P, "(");
+    if (!is(P, ";")) r->init = simple_stmt(P);
+    expect(P, ";");
+    if (is(P, ";")) {
+      diag_error(P->d, P->tok->loc, "a for loop needs a condition");
+      r->a = error_node(P, P->tok->loc);
+    } else {
+      r->a = expr(P);
+    }
+    expect(P, ";");
+    if (!is(P, ")")) r->step = simple_stmt(P);
+    expect(P, ")");
+    r->b = stmt(P);
+    if (!r->b) r->b = new_node(P, ND_BLOCK, loc);
+    P->scope = saved;
+  } else if (accept(P, "return")) {
+    r = new_node(P, ND_RETURN, loc);
+    if (P->decl->kind == D_HISTOGRAM) {
+      diag_error(P->d, loc, "a histogram body does not return a value; use bin(index[, weight])");
+    }
+    r->a = expr(P);
+    expect(P, ";");
+  } else if (is_ident(P, "bin") && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+    advance(P);
+    if (P->decl->kind != D_HISTOGRAM) diag_error(P->d, loc, "bin() is only allowed in a histogram");
+    Node **args;
+    int n = call_args(P, &args);
+    r = new_node(P, ND_BIN, loc);
+    if (n == 1 || n == 2) {
+      r->a = args[0];
+      r->b = n == 2 ? args[1] : NULL;
+    } else if (n >= 0) {
+      diag_error(P->d, loc, "bin(index[, weight]) takes 1 or 2 arguments, got %d", n);
+      r->a = error_node(P, loc);
+    } else {
+      r->a = error_node(P, loc);
+    }
+    expect(P, ";");
+  } else if (accept(P, ";")) {
+    r = NULL;
+  } else {
+    r = simple_stmt(P);
+    expect(P, ";");
+  }
+  if (P->d->nerrors > errs && !is(P, "}") && P->tok[-1].kind != TK_EOF &&
+      !(P->tok[-1].kind == TK_PUNCT && (!strcmp(P->tok[-1].text, ";") || !strcmp(P->tok[-1].text, "}"))))
+    sync_stmt(P);
+  P->depth--;
+  return r;
+}
+
+/* ---- declarations ---- */
+
+/* border = IDENT ("(" "-"? NUM ")")? */
+static bool parse_border(Parser *P, Border *b) {
+  Loc loc = P->tok->loc;
+  const char *name = ident(P, "a border mode (clamp, mirror, mirror101, wrap, constant(v), none)");
+  if (!name) return false;
+  static const char *const names[] = {
+#define X(e, n) n,
+      PXL_BORDERS(X)
+#undef X
+  };
+  for (int i = 0; i < B_COUNT; i++) {
+    if (strcmp(names[i], name)) continue;
+    b->kind = (BorderKind)i;
+    b->value = 0;
+    if (b->kind == B_CONSTANT) {
+      if (!expect(P, "(")) return false;
+      bool neg = accept(P, "-");
+      if (P->tok->kind == TK_INT) {
+        b->value = (double)P->tok->ival;
+      } else if (P->tok->kind == TK_FLOAT) {
+        b->value = P->tok->fval;
+      } else {
+        char bb[64];
+        diag_error(P->d, P->tok->loc, "expected a number in constant(...) before %s", tok_desc(P->tok, bb));
+        return false;
+      }
+      if (neg) b->value = -b->value;
+      advance(P);
+      if (!expect(P, ")")) return false;
+    }
+    return true;
+  }
+  diag_error(P->d, loc, "unknown border mode '%s' (use clamp, mirror, mirror101, wrap, constant(v) or none)", name);
+  return false;
+}
+
+/* params = "(" (param ("," param)*)? ")"; param = "image" type IDENT (":" border)? | type IDENT */
+static void params(Parser *P) {
+  Decl *D = P->decl;
+  Param *tmp[32];
+  int n = 0;
+  if (!expect(P, "(")) return;
+  if (!is(P, ")")) {
+    do {
+      Loc loc = P->tok->loc;
+      Param *p = alloc(P, sizeof *p);
+      if (!p) return;
+      p->loc = loc;
+      p->border.kind = B_CLAMP;
+      p->img_index = p->scalar_index = -1;
+      if (accept(P, "image")) {
+        p->is_image = true;
+        if (!parse_type(P, &p->type)) break;
+        p->name = ident(P, "a parameter name");
+        if (!p->name) break;
+        if (accept(P, ":")) {
+          if (P->in_pipeline)
+            diag_error(P->d, P->tok[-1].loc, "border modes of a pipeline are written where an image is used");
+          p->has_border = parse_border(P, &p->border);
+        }
+      } else {
+        if (!parse_type(P, &p->type)) break;
+        if (p->type.lanes != 1) diag_error(P->d, loc, "scalar parameters must have one channel");
+        p->name = ident(P, "a parameter name");
+        if (!p->name) break;
+      }
+      for (int i = 0; i < n; i++)
+        if (!strcmp(tmp[i]->name, p->name)) diag_error(P->d, loc, "duplicate parameter '%s'", p->name);
+      if (n == 32) {
+        diag_error(P->d, loc, "too many parameters (at most 32)");
+        break;
+      }
+      p->index = n;
+      tmp[n++] = p;
+    } while (accept(P, ","));
+  }
+  expect(P, ")");
+  D->params = alloc(P, sizeof(Param *) * (size_t)(n ? n : 1));
+  if (!D->params) return;
+  memcpy(D->params, tmp, sizeof(Param *) * (size_t)n);
+  D->nparams = n;
+  for (int i = 0; i < n; i++) {
+    Param *p = D->params[i];
+    if (p->is_image) {
+      p->img_index = D->nimages++;
+    } else {
+      p->scalar_index = D->nscalars++;
+      p->var = declare_var(P, p->name, p->type, p->loc);
+      if (p->var) p->var->param = p;
+    }
+  }
+}
+
+static Decl *new_decl(Parser *P, DeclKind k, Loc loc) {
+  Decl *D = alloc(P, sizeof *D);
+  D->kind = k;
+  D->loc = loc;
+  P->decl = D;
+  P->scope = NULL;
+  return D;
+}
+
+/* kernel = "kernel" type IDENT params ("size" "(" expr "," expr ")")? block */
+static Decl *kernel_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_KERNEL, loc);
+  parse_type(P, &D->type);
+  D->name = ident(P, "a kernel name");
+  params(P);
+  if (accept(P, "size")) {
+    expect(P, "(");
+    D->size_w = expr(P);
+    expect(P, ",");
+    D->size_h = expr(P);
+    expect(P, ")");
+  }
+  D->body = block(P);
+  return D;
+}
+
+/* reduce = "reduce" type IDENT params "=" redop "(" expr ")" ";"
+ * redop = sum | min | max | argmin | argmax | combine "(" expr "," expr ")" */
+static Decl *reduce_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_REDUCE, loc);
+  parse_type(P, &D->type);
+  D->name = ident(P, "a reduction name");
+  params(P);
+  expect(P, "=");
+  Loc oloc = P->tok->loc;
+  const char *op = ident(P, "a reduction (sum, min, max, argmin, argmax or combine)");
+  if (!op) return D;
+  static const char *const names[] = {
+#define X(e, n) n,
+      PXL_REDOPS(X)
+#undef X
+  };
+  int k = -1;
+  for (int i = 0; i < R_COUNT; i++)
+    if (!strcmp(names[i], op)) k = i;
+  if (k < 0) {
+    diag_error(P->d, oloc, "unknown reduction '%s' (use sum, min, max, argmin, argmax or combine)", op);
+    return D;
+  }
+  D->redop = (RedOp)k;
+  if (D->redop == R_COMBINE) {
+    /* combine(EXPR over a and b, IDENTITY)(VALUE) */
+    Scope *saved = P->scope;
+    expect(P, "(");
+    D->combine_a = declare_var(P, "a", D->type, oloc);
+    D->combine_b = declare_var(P, "b", D->type, oloc);
+    D->combine = expr(P);
+    P->scope = saved;
+    expect(P, ",");
+    D->identity = expr(P);
+    expect(P, ")");
+  }
+  expect(P, "(");
+  D->body = expr(P);
+  expect(P, ")");
+  expect(P, ";");
+  return D;
+}
+
+/* histogram = "histogram" "[" INT "]" IDENT params block */
+static Decl *histogram_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_HISTOGRAM, loc);
+  D->type = type_scalar(T_I64);
+  expect(P, "[");
+  if (P->tok->kind == TK_INT) {
+    if (P->tok->ival < 1 || P->tok->ival > (1u << 20))
+      diag_error(P->d, P->tok->loc, "a histogram needs 1 to 1048576 bins");
+    else
+      D->nbins = (int)P->tok->ival;
+    advance(P);
+  } else {
+    diag_error(P->d, P->tok->loc, "expected the number of bins");
+  }
+  expect(P, "]");
+  D->name = ident(P, "a histogram name");
+  params(P);
+  D->body = block(P);
+  return D;
+}
+
+/* ---- pipelines ---- */
+
+static int add_value(Parser *P, PipeValue v, Decl *D, int *cap) {
+  if (D->nvalues == *cap) {
+    int nc = *cap ? *cap * 2 : 16;
+    PipeValue *nv = alloc(P, sizeof(PipeValue) * (size_t)nc);
+    if (!nv) return -1;
+    if (D->nvalues) memcpy(nv, D->values, sizeof(PipeValue) * (size_t)D->nvalues);
+    D->values = nv;
+    *cap = nc;
+  }
+  D->values[D->nvalues] = v;
+  return D->nvalues++;
+}
+
+static int find_value(Decl *D, const char *name) {
+  for (int i = D->nvalues - 1; i >= 0; i--)
+    if (D->values[i].name && !strcmp(D->values[i].name, name)) return i;
+  return -1;
+}
+
+static int pcall(Parser *P, int *cap);
+
+/* parg = pcall (":" border)? | IDENT (":" border)? | expr */
+static PipeArg parg(Parser *P, int *cap) {
+  PipeArg a = {.source = -1, .loc = P->tok->loc};
+  Decl *D = P->decl;
+  if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0) {
+    Type t;
+    bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(") && !type_from_name(P->tok->text, &t);
+    if (call) {
+      a.source = pcall(P, cap);
+    } else {
+      a.source = find_value(D, P->tok->text);
+      if (a.source < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+      advance(P);
+    }
+    if (accept(P, ":")) a.has_border = parse_border(P, &a.border);
+    if (a.source < 0) a.source = -2; /* error: keep it an image argument */
+    return a;
+  }
+  a.expr = expr(P);
+  return a;
+}
+
+/* pcall = IDENT "(" (parg ("," parg)*)? ")"; the callee is resolved by check.c */
+static int pcall(Parser *P, int *cap) {
+  PipeValue v = {.loc = P->tok->loc};
+  const char *callee = P->tok->text;
+  advance(P);
+  PipeArg tmp[32];
+  int n = 0;
+  expect(P, "(");
+  if (!is(P, ")")) {
+    do {
+      PipeArg a = parg(P, cap);
+      if (n < 32) tmp[n++] = a;
+    } while (accept(P, ","));
+  }
+  expect(P, ")");
+  v.args = alloc(P, sizeof(PipeArg) * (size_t)(n ? n : 1));
+  if (!v.args) return -1;
+  memcpy(v.args, tmp, sizeof(PipeArg) * (size_t)n);
+  v.nargs = n;
+  /* callee name kept in `name` until check.c resolves it; then name becomes NULL */
+  v.callee = NULL;
+  v.param = NULL;
+  Decl *fake = alloc(P, sizeof *fake); /* placeholder carrying the callee's name */
+  if (!fake) return -1;
+  fake->name = callee;
+  fake->kind = D_PIPELINE;
+  fake->loc = v.loc;
+  v.callee = fake;
+  return add_value(P, v, P->decl, cap);
+}
+
+/* pipeline = "pipeline" IDENT params "->" "image" type "{" pstmt* "}"
+ * pstmt = "image" type IDENT "=" pcall ";" | "return" (pcall | IDENT) ";" */
+static Decl *pipeline_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_PIPELINE, loc);
+  P->in_pipeline = true;
+  D->name = ident(P, "a pipeline name");
+  params(P);
+  int cap = 0;
+  for (int i = 0; i < D->nparams; i++) {
+    if (!D->params[i]->is_image) continue;
+    PipeValue v = {.name = D->params[i]->name, .param = D->params[i], .type = D->params[i]->type,
+                   .loc = D->params[i]->loc};
+    add_value(P, v, D, &cap);
+  }
+  expect(P, "->");
+  expect(P, "image");
+  parse_type(P, &D->type);
+  D->result = -1;
+  if (!expect(P, "{")) {
+    P->in_pipeline = false;
+    return D;
+  }
+  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P)) {
+    int errs = P->d->nerrors;
+    Loc sloc = P->tok->loc;
+    if (accept(P, "image")) {
+      Type t;
+      parse_type(P, &t);
+      const char *name = ident(P, "an image name");
+      expect(P, "=");
+      if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+        int v = pcall(P, &cap);
+        if (v >= 0 && name) {
+          if (find_value(D, name) >= 0) diag_error(P->d, sloc, "image '%s' is already defined", name);
+          D->values[v].name = name;
+          D->values[v].type = t;
+          D->values[v].loc = sloc;
+        }
+      } else {
+        diag_error(P->d, P->tok->loc, "expected a kernel call");
+      }
+      expect(P, ";");
+    } else if (accept(P, "return")) {
+      if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+        D->result = pcall(P, &cap);
+      } else if (P->tok->kind == TK_IDENT) {
+        D->result = find_value(D, P->tok->text);
+        if (D->result < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+        advance(P);
+      } else {
+        diag_error(P->d, P->tok->loc, "expected a kernel call or an image name after return");
+      }
+      expect(P, ";");
+    } else {
+      char b[64];
+      diag_error(P->d, sloc, "expected 'image T name = kernel(...);' or 'return ...;' before %s",
+                 tok_desc(P->tok, b));
+    }
+    if (P->d->nerrors > errs) sync_stmt(P);
+  }
+  expect(P, "}");
+  if (D->result < 0 && P->d->nerrors == 0) diag_error(P->d, loc, "pipeline '%s' has no return", D->name ? D->name : "?");
+  P->in_pipeline = false;
+  return D;
+}
+
+static void add_decl(Parser *P, Decl *D, int *cap) {
+  Program *p = P->prog;
+  if (p->ndecls == *cap) {
+    int nc = *cap ? *cap * 2 : 16;
+    Decl **nd = alloc(P, sizeof(Decl *) * (size_t)nc);
+    if (!nd) return;
+    if (p->ndecls) memcpy(nd, p->decls, sizeof(Decl *) * (size_t)p->ndecls);
+    p->decls = nd;
+    *cap = nc;
+  }
+  p->decls[p->ndecls++] = D;
+}
+
+bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
+  Parser P = {.prog = prog, .a = prog->arena, .d = d, .tok = toks, .end = &toks[ntoks - 1]};
+  int cap = 0;
+  int start_errs = d->nerrors;
+  while (P.tok->kind != TK_EOF) {
+    Loc loc = P.tok->loc;
+    int errs = d->nerrors;
+    Decl *D = NULL;
+    P.depth = 0;
+    if (accept(&P, "kernel"))
+      D = kernel_decl(&P, loc);
+    else if (accept(&P, "reduce"))
+      D = reduce_decl(&P, loc);
+    else if (accept(&P, "histogram"))
+      D = histogram_decl(&P, loc);
+    else if (accept(&P, "pipeline"))
+      D = pipeline_decl(&P, loc);
+    else {
+      char b[64];
+      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram' or 'pipeline' before %s", tok_desc(P.tok, b));
+    }
+    if (D) D->bad = d->nerrors > errs;
+    if (D && D->name) {
+      if (program_find(prog, D->name)) diag_error(d, loc, "'%s' is already defined", D->name);
+      add_decl(&P, D, &cap);
+    }
+    if (d->nerrors > errs) { /* resynchronise on the next declaration keyword */
+      if (!is_decl_keyword(&P)) advance(&P);
+      while (P.tok->kind != TK_EOF && !is_decl_keyword(&P)) advance(&P);
+    }
+    if (d->nerrors > DIAG_MAX_ERRORS) break;
+  }
+  return d->nerrors == start_errs && !prog->arena->failed;
+}

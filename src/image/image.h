@@ -1,0 +1,43 @@
+/*
+ * image.h - the in-memory image every layer shares (struct pxl_image of the public API).
+ *
+ * A pitched 2-D array of pixels: `height` rows of `width` pixels, each pixel `channels`
+ * elements of `type`, rows `pitch` bytes apart. Owned images pad rows to 64 bytes so
+ * vector loads stay aligned; wrapped images and views use the caller's pitch.
+ */
+#ifndef PXL_IMAGE_H
+#define PXL_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pxl/pxl.h"
+#include "util/err.h"
+
+#define PXL_MAX_DIM 65535                      /* largest width or height accepted */
+#define PXL_MAX_BYTES ((size_t)1 << 32)        /* largest image buffer accepted (4 GiB) */
+
+struct pxl_image {
+  int width, height;
+  int channels;   /* 1, 3 or 4 */
+  pxl_type type;  /* element type */
+  size_t pitch;   /* bytes between the starts of two rows */
+  void *data;     /* first element of row 0 */
+  void *alloc;    /* owned allocation, or NULL for wrapped memory and views */
+};
+
+int pxl_type_size(pxl_type t); /* bytes of one element */
+
+/* Checks dimensions (1..PXL_MAX_DIM, channels 1/3/4, size under PXL_MAX_BYTES). */
+int image_check_dims(int width, int height, pxl_type type, int channels, Err *err);
+/* Allocates a zero-filled owned image; PXL_ENOMEM / PXL_ETOOBIG / PXL_EARG with err set. */
+int image_new(int width, int height, pxl_type type, int channels, struct pxl_image **out,
+              Err *err);
+/* Frees an image and, if owned, its pixels. NULL is a no-op. */
+void image_free(struct pxl_image *img);
+/* Address of row y. */
+static inline void *image_row(const struct pxl_image *img, int y) {
+  return (char *)img->data + (size_t)y * img->pitch;
+}
+
+#endif

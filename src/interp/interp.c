@@ -1,0 +1,606 @@
+/*
+ * interp.c - the reference interpreter (see interp.h).
+ *
+ * A tree walker over checked IR. Every operation is done in its node's type, with the
+ * helper functions of src/ir/prelude.h that generated code uses too: integer arithmetic
+ * wraps, division by zero gives 0, conversions saturate, f32 arithmetic is done in
+ * float. Reads outside an image go through the border mode of that use.
+ */
+#include "interp/interp.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ir/prelude.h"
+#include "util/alloc.h"
+
+typedef struct {
+  const Decl *D;
+  const ImgArg *imgs;
+  const Lane *scalars;
+  Val *slots;
+  int x, y, w, h;   /* output coordinates and size */
+  Val ret;          /* value of the last return */
+  Lane *bins;       /* histogram */
+} Frame;
+
+/* ---- conversions and arithmetic on lanes ---- */
+
+static bool is_unsigned(Scalar s) { return s == T_U8 || s == T_U16 || s == T_U32 || s == T_U64; }
+
+/* Wraps an integer to the width of s (two's complement). */
+static int64_t wrap_int(int64_t v, Scalar s) {
+  switch (s) {
+  case T_U8: return (uint8_t)v;
+  case T_I16: return (int16_t)v;
+  case T_U16: return (uint16_t)v;
+  case T_I32: return (int32_t)(uint32_t)v;
+  case T_U32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
+Lane lane_convert(Lane v, Scalar from, Scalar to) {
+  Lane r;
+  if (from == to) return v;
+  if (scalar_is_float(from)) {
+    double f = v.f;
+    switch (to) {
+    case T_F32: r.f = (float)f; return r;
+    case T_F64: r.f = f; return r;
+    case T_U8: r.i = pxr_f2u8(f); return r;
+    case T_I16: r.i = pxr_f2i16(f); return r;
+    case T_U16: r.i = pxr_f2u16(f); return r;
+    case T_I32: r.i = pxr_f2i32(f); return r;
+    case T_U32: r.i = pxr_f2u32(f); return r;
+    case T_I64: r.i = pxr_f2i64(f); return r;
+    case T_U64: r.i = (int64_t)pxr_f2u64(f); return r;
+    default: r.i = 0; return r;
+    }
+  }
+  if (scalar_is_float(to)) {
+    double f = from == T_U64 ? (double)(uint64_t)v.i : (double)v.i;
+    if (to == T_F32) f = from == T_U64 ? (float)(uint64_t)v.i : (float)v.i;
+    r.f = f;
+    return r;
+  }
+  if (from == T_U64) {
+    uint64_t u = (uint64_t)v.i;
+    switch (to) {
+    case T_U8: r.i = pxr_u2u8(u); return r;
+    case T_I16: r.i = pxr_u2i16(u); return r;
+    case T_U16: r.i = pxr_u2u16(u); return r;
+    case T_I32: r.i = pxr_u2i32(u); return r;
+    case T_U32: r.i = pxr_u2u32(u); return r;
+    case T_I64: r.i = pxr_u2i64(u); return r;
+    default: r.i = v.i; return r;
+    }
+  }
+  int64_t s = v.i;
+  switch (to) {
+  case T_U8: r.i = pxr_s2u8(s); return r;
+  case T_I16: r.i = pxr_s2i16(s); return r;
+  case T_U16: r.i = pxr_s2u16(s); return r;
+  case T_I32: r.i = pxr_s2i32(s); return r;
+  case T_U32: r.i = pxr_s2u32(s); return r;
+  case T_I64: r.i = s; return r;
+  case T_U64: r.i = (int64_t)pxr_s2u64(s); return r;
+  default: r.i = s; return r;
+  }
+}
+
+static bool truthy(Lane v, Scalar s) { return scalar_is_float(s) ? v.f != 0 : v.i != 0; }
+
+/* Binary arithmetic in type s (a promoted type: i32, u32, i64, u64, f32 or f64). */
+static Lane arith(NodeKind k, Lane a, Lane b, Scalar s) {
+  Lane r;
+  if (s == T_F32) {
+    float x = (float)a.f, y = (float)b.f, z = 0;
+    switch (k) {
+    case ND_ADD: z = x + y; break;
+    case ND_SUB: z = x - y; break;
+    case ND_MUL: z = x * y; break;
+    case ND_DIV: z = x / y; break;
+    default: break;
+    }
+    r.f = z;
+    return r;
+  }
+  if (s == T_F64) {
+    double x = a.f, y = b.f, z = 0;
+    switch (k) {
+    case ND_ADD: z = x + y; break;
+    case ND_SUB: z = x - y; break;
+    case ND_MUL: z = x * y; break;
+    case ND_DIV: z = x / y; break;
+    default: break;
+    }
+    r.f = z;
+    return r;
+  }
+  uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i, z = 0;
+  switch (k) {
+  case ND_ADD: z = x + y; break;
+  case ND_SUB: z = x - y; break;
+  case ND_MUL: z = x * y; break;
+  case ND_BITAND: z = x & y; break;
+  case ND_BITOR: z = x | y; break;
+  case ND_BITXOR: z = x ^ y; break;
+  case ND_DIV: case ND_MOD:
+    switch (s) {
+    case T_I32: z = (uint64_t)(int64_t)(k == ND_DIV ? pxr_div_i32((int32_t)a.i, (int32_t)b.i)
+                                                    : pxr_mod_i32((int32_t)a.i, (int32_t)b.i)); break;
+    case T_U32: z = k == ND_DIV ? pxr_div_u32((uint32_t)x, (uint32_t)y) : pxr_mod_u32((uint32_t)x, (uint32_t)y); break;
+    case T_I64: z = (uint64_t)(k == ND_DIV ? pxr_div_i64(a.i, b.i) : pxr_mod_i64(a.i, b.i)); break;
+    default: z = k == ND_DIV ? pxr_div_u64(x, y) : pxr_mod_u64(x, y); break;
+    }
+    break;
+  case ND_SHL: case ND_SHR:
+    switch (s) {
+    case T_I32: z = (uint64_t)(int64_t)(k == ND_SHL ? pxr_shl_i32((int32_t)a.i, (int32_t)b.i)
+                                                    : pxr_shr_i32((int32_t)a.i, (int32_t)b.i)); break;
+    case T_U32: z = k == ND_SHL ? pxr_shl_u32((uint32_t)x, (uint32_t)y) : pxr_shr_u32((uint32_t)x, (uint32_t)y); break;
+    case T_I64: z = (uint64_t)(k == ND_SHL ? pxr_shl_i64(a.i, b.i) : pxr_shr_i64(a.i, b.i)); break;
+    default: z = k == ND_SHL ? pxr_shl_u64(x, y) : pxr_shr_u64(x, y); break;
+    }
+    break;
+  default: break;
+  }
+  r.i = wrap_int((int64_t)z, s);
+  return r;
+}
+
+static int compare(Lane a, Lane b, Scalar s) {
+  if (scalar_is_float(s)) return a.f < b.f ? -1 : a.f > b.f ? 1 : a.f == b.f ? 0 : 2; /* 2: unordered */
+  if (is_unsigned(s) && s == T_U64) {
+    uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+    return x < y ? -1 : x > y;
+  }
+  return a.i < b.i ? -1 : a.i > b.i;
+}
+
+static Lane call1(Builtin b, Lane a, Scalar s) {
+  Lane r = a;
+  bool f32 = s == T_F32;
+  switch (b) {
+  case BI_ABS:
+    if (f32) r.f = fabsf((float)a.f);
+    else if (s == T_F64) r.f = fabs(a.f);
+    else if (s == T_I32) r.i = pxr_abs_i32((int32_t)a.i);
+    else if (s == T_I64) r.i = pxr_abs_i64(a.i);
+    return r; /* unsigned: unchanged */
+  case BI_SQRT: r.f = f32 ? sqrtf((float)a.f) : sqrt(a.f); return r;
+  case BI_EXP: r.f = f32 ? expf((float)a.f) : exp(a.f); return r;
+  case BI_LOG: r.f = f32 ? logf((float)a.f) : log(a.f); return r;
+  case BI_SIN: r.f = f32 ? sinf((float)a.f) : sin(a.f); return r;
+  case BI_COS: r.f = f32 ? cosf((float)a.f) : cos(a.f); return r;
+  case BI_FLOOR: r.f = f32 ? floorf((float)a.f) : floor(a.f); return r;
+  case BI_CEIL: r.f = f32 ? ceilf((float)a.f) : ceil(a.f); return r;
+  case BI_ROUND: r.f = f32 ? pxr_round_f32((float)a.f) : pxr_round_f64(a.f); return r;
+  default: return r;
+  }
+}
+
+static Lane minmax(bool is_max, Lane a, Lane b, Scalar s) {
+  Lane r;
+  if (s == T_F32) {
+    r.f = is_max ? pxr_max_f32((float)a.f, (float)b.f) : pxr_min_f32((float)a.f, (float)b.f);
+    return r;
+  }
+  if (s == T_F64) {
+    r.f = is_max ? pxr_max_f64(a.f, b.f) : pxr_min_f64(a.f, b.f);
+    return r;
+  }
+  int c = compare(a, b, s);
+  return is_max ? (c < 0 ? b : a) : (c > 0 ? b : a);
+}
+
+static Lane call_n(Builtin b, const Lane *v, Scalar s) {
+  Lane r;
+  switch (b) {
+  case BI_MIN: return minmax(false, v[0], v[1], s);
+  case BI_MAX: return minmax(true, v[0], v[1], s);
+  case BI_CLAMP: return minmax(false, minmax(true, v[0], v[1], s), v[2], s);
+  case BI_POW: r.f = s == T_F32 ? powf((float)v[0].f, (float)v[1].f) : pow(v[0].f, v[1].f); return r;
+  case BI_ATAN2: r.f = s == T_F32 ? atan2f((float)v[0].f, (float)v[1].f) : atan2(v[0].f, v[1].f); return r;
+  default: return call1(b, v[0], s);
+  }
+}
+
+/* ---- image reads ---- */
+
+static int map_coord(int i, int n, BorderKind k, bool *outside) {
+  if (pxr_inside(i, n)) return i;
+  switch (k) {
+  case B_MIRROR: return pxr_mirror_idx(i, n);
+  case B_MIRROR101: return pxr_mirror101_idx(i, n);
+  case B_WRAP: return pxr_wrap_idx(i, n);
+  case B_CONSTANT: *outside = true; return 0;
+  default: return pxr_clamp_idx(i, n); /* clamp, and none for reads that still fall outside */
+  }
+}
+
+static Lane load_elem(const struct pxl_image *img, int x, int y, int c) {
+  const char *row = (const char *)img->data + (size_t)y * img->pitch;
+  size_t i = (size_t)x * (size_t)img->channels + (size_t)c;
+  Lane r;
+  switch (img->type) {
+  case PXL_U8: r.i = ((const uint8_t *)row)[i]; break;
+  case PXL_I16: r.i = ((const int16_t *)row)[i]; break;
+  case PXL_U16: r.i = ((const uint16_t *)row)[i]; break;
+  case PXL_I32: r.i = ((const int32_t *)row)[i]; break;
+  case PXL_U32: r.i = ((const uint32_t *)row)[i]; break;
+  case PXL_F32: r.f = ((const float *)row)[i]; break;
+  default: r.f = ((const double *)row)[i]; break;
+  }
+  return r;
+}
+
+static Val read_image(Frame *F, const Param *p, int ix, int iy) {
+  const ImgArg *ia = &F->imgs[p->img_index];
+  const struct pxl_image *img = ia->img;
+  bool outside = false;
+  int x = map_coord(ix, img->width, ia->border.kind, &outside);
+  int y = map_coord(iy, img->height, ia->border.kind, &outside);
+  Val v;
+  if (outside) {
+    Lane c = {.f = ia->border.value};
+    c = lane_convert(c, T_F64, p->type.s);
+    for (int k = 0; k < p->type.lanes; k++) v.l[k] = c;
+    return v;
+  }
+  for (int k = 0; k < p->type.lanes; k++) v.l[k] = load_elem(img, x, y, k);
+  return v;
+}
+
+/* ---- expressions ---- */
+
+static Val eval(Frame *F, const Node *n);
+
+static Val broadcast(Val v, int lanes) {
+  for (int k = 1; k < lanes; k++) v.l[k] = v.l[0];
+  return v;
+}
+
+static Val eval(Frame *F, const Node *n) {
+  Val r = {0};
+  int lanes = n->type.lanes > 0 ? n->type.lanes : 1;
+  Scalar s = n->type.s;
+  switch (n->kind) {
+  case ND_NUM:
+    if (scalar_is_float(s)) r.l[0].f = n->fval;
+    else r.l[0].i = n->ival;
+    return broadcast(r, lanes);
+  case ND_VAR:
+    if (n->var->param) {
+      r.l[0] = F->scalars[n->var->param->scalar_index];
+      return r;
+    }
+    return F->slots[n->var->slot];
+  case ND_COORD:
+    r.l[0].i = n->ival == 0 ? F->x : n->ival == 1 ? F->y : n->ival == 2 ? F->w : F->h;
+    return r;
+  case ND_IMGDIM: {
+    const struct pxl_image *img = F->imgs[n->param->img_index].img;
+    r.l[0].i = n->ival ? img->height : img->width;
+    return r;
+  }
+  case ND_READ: {
+    int dx = (int)eval(F, n->a).l[0].i, dy = (int)eval(F, n->b).l[0].i;
+    return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy));
+  }
+  case ND_AT: {
+    int ex = (int)eval(F, n->a).l[0].i, ey = (int)eval(F, n->b).l[0].i;
+    return read_image(F, n->param, ex, ey);
+  }
+  case ND_LANE:
+    r.l[0] = eval(F, n->a).l[n->ival];
+    return r;
+  case ND_VEC:
+    for (int k = 0; k < n->nargs; k++) r.l[k] = eval(F, n->args[k]).l[0];
+    return r;
+  case ND_CAST: {
+    Val a = eval(F, n->a);
+    int al = n->a->type.lanes;
+    for (int k = 0; k < lanes; k++) r.l[k] = lane_convert(a.l[al == 1 ? 0 : k], n->a->type.s, s);
+    return r;
+  }
+  case ND_NEG: {
+    Val a = eval(F, n->a);
+    Lane zero = {0};
+    for (int k = 0; k < lanes; k++) {
+      if (scalar_is_float(s)) r.l[k].f = s == T_F32 ? (double)-(float)a.l[k].f : -a.l[k].f;
+      else r.l[k] = arith(ND_SUB, zero, a.l[k], s);
+    }
+    return r;
+  }
+  case ND_BITNOT: {
+    Val a = eval(F, n->a);
+    for (int k = 0; k < lanes; k++) r.l[k].i = wrap_int(~a.l[k].i, s);
+    return r;
+  }
+  case ND_NOT:
+    r.l[0].i = !truthy(eval(F, n->a).l[0], n->a->type.s);
+    return r;
+  case ND_LOGAND:
+    r.l[0].i = truthy(eval(F, n->a).l[0], n->a->type.s) && truthy(eval(F, n->b).l[0], n->b->type.s);
+    return r;
+  case ND_LOGOR:
+    r.l[0].i = truthy(eval(F, n->a).l[0], n->a->type.s) || truthy(eval(F, n->b).l[0], n->b->type.s);
+    return r;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
+    Lane a = eval(F, n->a).l[0], b = eval(F, n->b).l[0];
+    int c = compare(a, b, n->a->type.s);
+    bool v = false;
+    switch (n->kind) {
+    case ND_EQ: v = c == 0; break;
+    case ND_NE: v = c != 0; break;
+    case ND_LT: v = c == -1; break;
+    case ND_LE: v = c == -1 || c == 0; break;
+    case ND_GT: v = c == 1; break;
+    default: v = c == 1 || c == 0; break;
+    }
+    r.l[0].i = v;
+    return r;
+  }
+  case ND_COND:
+    return truthy(eval(F, n->a).l[0], n->a->type.s) ? eval(F, n->b) : eval(F, n->c);
+  case ND_CALL: {
+    Val a[3];
+    for (int i = 0; i < n->nargs; i++) a[i] = eval(F, n->args[i]);
+    for (int k = 0; k < lanes; k++) {
+      Lane v[3];
+      for (int i = 0; i < n->nargs; i++) v[i] = a[i].l[n->args[i]->type.lanes == 1 ? 0 : k];
+      r.l[k] = call_n(n->builtin, v, s);
+    }
+    return r;
+  }
+  default: {
+    /* binary arithmetic */
+    Val a = eval(F, n->a), b = eval(F, n->b);
+    int al = n->a->type.lanes, bl = n->b->type.lanes;
+    for (int k = 0; k < lanes; k++) r.l[k] = arith(n->kind, a.l[al == 1 ? 0 : k], b.l[bl == 1 ? 0 : k], s);
+    return r;
+  }
+  }
+}
+
+/* ---- statements ---- */
+
+/* Executes a statement list; returns true when a return statement ran. */
+static bool exec(Frame *F, const Node *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case ND_BLOCK:
+      if (exec(F, s->body)) return true;
+      break;
+    case ND_DECL: {
+      Val v = {0};
+      if (s->a) v = eval(F, s->a);
+      F->slots[s->var->slot] = v;
+      break;
+    }
+    case ND_ASSIGN:
+      F->slots[s->var->slot] = eval(F, s->a);
+      break;
+    case ND_LANESET:
+      F->slots[s->var->slot].l[s->ival] = eval(F, s->a).l[0];
+      break;
+    case ND_IF:
+      if (truthy(eval(F, s->a).l[0], s->a->type.s)) {
+        if (exec(F, s->b)) return true;
+      } else if (s->c && exec(F, s->c)) {
+        return true;
+      }
+      break;
+    case ND_FOR:
+      if (s->init && exec(F, s->init)) return true;
+      while (truthy(eval(F, s->a).l[0], s->a->type.s)) {
+        if (exec(F, s->b)) return true;
+        if (s->step) exec(F, s->step);
+      }
+      break;
+    case ND_RETURN:
+      F->ret = eval(F, s->a);
+      return true;
+    case ND_BIN: {
+      int64_t i = eval(F, s->a).l[0].i;
+      if (i < 0 || i >= F->D->nbins) break;
+      if (F->D->weighted_float) {
+        double w = 1;
+        if (s->b) w = s->b->type.s == T_F64 ? eval(F, s->b).l[0].f : (double)eval(F, s->b).l[0].i;
+        F->bins[i].f += w;
+      } else {
+        int64_t w = s->b ? eval(F, s->b).l[0].i : 1;
+        F->bins[i].i = (int64_t)((uint64_t)F->bins[i].i + (uint64_t)w);
+      }
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return false;
+}
+
+/* ---- entry points ---- */
+
+static int frame_init(Frame *F, const Decl *D, const ImgArg *imgs, const Lane *scalars, Err *err) {
+  memset(F, 0, sizeof *F);
+  F->D = D;
+  F->imgs = imgs;
+  F->scalars = scalars;
+  F->slots = PXL_CALLOC((size_t)(D->nslots + 1), sizeof(Val));
+  if (!F->slots) return err_set(err, PXL_ENOMEM, "out of memory");
+  return PXL_OK;
+}
+
+Lane interp_host_expr(const Node *n, const Decl *D, const ImgArg *imgs, const Lane *scalars) {
+  Frame F = {.D = D, .imgs = imgs, .scalars = scalars};
+  return eval(&F, n).l[0];
+}
+
+int interp_output_size(const Decl *D, const ImgArg *imgs, const Lane *scalars, int *w, int *h, Err *err) {
+  if (D->size_w) {
+    int64_t W = interp_host_expr(D->size_w, D, imgs, scalars).i;
+    int64_t H = interp_host_expr(D->size_h, D, imgs, scalars).i;
+    if (W < 1 || H < 1 || W > PXL_MAX_DIM || H > PXL_MAX_DIM)
+      return err_set(err, PXL_EARG, "%s: size(%lld, %lld) is not a valid image size (1..%d)", D->name,
+                     (long long)W, (long long)H, PXL_MAX_DIM);
+    *w = (int)W;
+    *h = (int)H;
+    return PXL_OK;
+  }
+  *w = imgs[0].img->width;
+  *h = imgs[0].img->height;
+  return PXL_OK;
+}
+
+void stage_region(const Decl *D, const ImgArg *imgs, int w, int h, int *x0, int *y0, int *x1, int *y1) {
+  int l = 0, r = 0, t = 0, b = 0;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (imgs[i].border.kind != B_NONE || !ac->read_rel || !ac->window_known) continue;
+    if (-ac->x0 > l) l = -ac->x0;
+    if (ac->x1 > r) r = ac->x1;
+    if (-ac->y0 > t) t = -ac->y0;
+    if (ac->y1 > b) b = ac->y1;
+  }
+  *x0 = l < w ? l : w;
+  *x1 = w - r > *x0 ? w - r : *x0;
+  *y0 = t < h ? t : h;
+  *y1 = h - b > *y0 ? h - b : *y0;
+}
+
+static void store_elem(struct pxl_image *img, int x, int y, int c, Lane v) {
+  char *row = (char *)img->data + (size_t)y * img->pitch;
+  size_t i = (size_t)x * (size_t)img->channels + (size_t)c;
+  switch (img->type) {
+  case PXL_U8: ((uint8_t *)row)[i] = (uint8_t)v.i; break;
+  case PXL_I16: ((int16_t *)row)[i] = (int16_t)v.i; break;
+  case PXL_U16: ((uint16_t *)row)[i] = (uint16_t)v.i; break;
+  case PXL_I32: ((int32_t *)row)[i] = (int32_t)v.i; break;
+  case PXL_U32: ((uint32_t *)row)[i] = (uint32_t)v.i; break;
+  case PXL_F32: ((float *)row)[i] = (float)v.f; break;
+  default: ((double *)row)[i] = v.f; break;
+  }
+}
+
+int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
+  Frame F;
+  int rc = frame_init(&F, D, imgs, scalars, err);
+  if (rc) return rc;
+  F.w = out->width;
+  F.h = out->height;
+  int x0, y0, x1, y1;
+  stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
+  Lane zero = {0};
+  for (int y = 0; y < F.h; y++) {
+    for (int x = 0; x < F.w; x++) {
+      bool inside = x >= x0 && x < x1 && y >= y0 && y < y1;
+      if (inside) {
+        F.x = x;
+        F.y = y;
+        exec(&F, D->body);
+      }
+      for (int c = 0; c < D->type.lanes; c++) store_elem(out, x, y, c, inside ? F.ret.l[c] : zero);
+    }
+  }
+  PXL_FREE(F.slots);
+  return PXL_OK;
+}
+
+/* Reduction identity for sum/min/max/combine. */
+static Lane red_identity(const Decl *D, const ImgArg *imgs, const Lane *scalars) {
+  Lane r = {0};
+  Scalar s = D->type.s;
+  bool f = scalar_is_float(s);
+  switch (D->redop) {
+  case R_MIN:
+    if (f) r.f = INFINITY;
+    else r = lane_convert((Lane){.i = INT64_MAX}, T_I64, s);
+    if (s == T_U64) r.i = -1; /* UINT64_MAX */
+    break;
+  case R_MAX:
+    if (f) r.f = -INFINITY;
+    else r = lane_convert((Lane){.i = INT64_MIN}, T_I64, s);
+    break;
+  case R_COMBINE:
+    r = interp_host_expr(D->identity, D, imgs, scalars);
+    break;
+  default:
+    break;
+  }
+  return r;
+}
+
+/* argmin/argmax: is v strictly better than the accumulator? NaN never is, and a NaN
+ * accumulator is replaced by any number. */
+static bool arg_better(const Decl *D, Lane v, Lane acc) {
+  Scalar s = D->type.s;
+  if (scalar_is_float(s)) {
+    if (v.f != v.f) return false;
+    if (acc.f != acc.f) return true;
+  }
+  int c = compare(v, acc, s);
+  return D->redop == R_ARGMIN ? c == -1 : c == 1;
+}
+
+int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err) {
+  Frame F;
+  int rc = frame_init(&F, D, imgs, scalars, err);
+  if (rc) return rc;
+  F.w = imgs[0].img->width;
+  F.h = imgs[0].img->height;
+  Scalar s = D->type.s;
+  Lane acc = red_identity(D, imgs, scalars);
+  res->x = res->y = -1;
+  bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
+  for (int y = 0; y < F.h; y++) {
+    for (int x = 0; x < F.w; x++) {
+      F.x = x;
+      F.y = y;
+      Lane v = eval(&F, D->body).l[0];
+      if (arg) {
+        if (res->x < 0 || arg_better(D, v, acc)) {
+          acc = v;
+          res->x = x;
+          res->y = y;
+        }
+        continue;
+      }
+      switch (D->redop) {
+      case R_SUM: acc = arith(ND_ADD, acc, v, s); break;
+      case R_MIN: acc = minmax(false, acc, v, s); break;
+      case R_MAX: acc = minmax(true, acc, v, s); break;
+      default:
+        F.slots[D->combine_a->slot].l[0] = acc;
+        F.slots[D->combine_b->slot].l[0] = v;
+        acc = eval(&F, D->combine).l[0];
+        break;
+      }
+    }
+  }
+  res->value = acc;
+  res->type = s;
+  PXL_FREE(F.slots);
+  return PXL_OK;
+}
+
+int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err) {
+  Frame F;
+  int rc = frame_init(&F, D, imgs, scalars, err);
+  if (rc) return rc;
+  F.w = imgs[0].img->width;
+  F.h = imgs[0].img->height;
+  F.bins = bins;
+  memset(bins, 0, sizeof(Lane) * (size_t)D->nbins);
+  for (int y = 0; y < F.h; y++)
+    for (int x = 0; x < F.w; x++) {
+      F.x = x;
+      F.y = y;
+      exec(&F, D->body);
+    }
+  PXL_FREE(F.slots);
+  return PXL_OK;
+}

@@ -1,0 +1,39 @@
+/*
+ * formats.h - the per-format codecs behind imageio.h (private to src/io).
+ *
+ * Each loader decodes a complete file held in memory; each saver writes to an open
+ * stream that io.c created as the temporary file and will rename or remove. `name` is
+ * the user's file name, used in messages. Loaders leave *out NULL on failure. Savers get
+ * an image whose type and channel count io.c has already checked against the format.
+ */
+#ifndef PXL_IO_FORMATS_H
+#define PXL_IO_FORMATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "image/image.h"
+#include "util/err.h"
+
+int io_png_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                Err *err);                        /* any PNG; palette expands to RGB(A) */
+int io_png_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* u8/u16 */
+int io_jpeg_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                 Err *err);                       /* gray or YCbCr/RGB baseline/progressive */
+int io_jpeg_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* q 95 */
+int io_pnm_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                Err *err);                        /* P2 P3 P5 P6 */
+int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* P5/P6 */
+
+/* Records code and "name: <formatted message>" in err; returns code. */
+int io_err(Err *err, int code, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* image_check_dims with the file name in front of the message. */
+int io_check_dims(const char *name, int width, int height, pxl_type type, int channels,
+                  Err *err);
+/* image_new with the file name in front of the message. */
+int io_image_new(const char *name, int width, int height, pxl_type type, int channels,
+                 struct pxl_image **out, Err *err);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * io.c - image files in and out: format detection, whole-file reading and atomic saving
+ * (see imageio.h); the codecs themselves live in png.c, jpeg.c and pnm.c.
+ *
+ * Loading reads the file into memory and sniffs its magic bytes, so a PNG named
+ * "photo.jpg" still loads and the fuzz target can drive the same code without files.
+ * Saving checks the image against the format first, then writes a temporary file
+ * ("<path>.tmpXXXXXX", same directory so rename() is atomic) and renames it over path;
+ * on any failure the temporary file is removed and path is left as it was.
+ */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, fchmod, strcasecmp under -std=c11 */
+
+#include "io/imageio.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/formats.h"
+#include "util/alloc.h"
+
+/* Formats: name, the element types and channel counts it stores, and its codecs. A
+ * `types` or `chans` entry is a bit set (1 << pxl_type, 1 << channels). */
+#define IO_FORMATS(X)                                                                      \
+  X(FMT_PNG, "PNG", (1u << PXL_U8) | (1u << PXL_U16), "u8 or u16", (1u << 1) | (1u << 3) | (1u << 4), \
+    "1, 3 or 4", io_png_load, io_png_save)                                                 \
+  X(FMT_JPEG, "JPEG", 1u << PXL_U8, "u8 only", (1u << 1) | (1u << 3), "1 or 3", io_jpeg_load, \
+    io_jpeg_save)                                                                          \
+  X(FMT_PNM, "PGM/PPM", (1u << PXL_U8) | (1u << PXL_U16), "u8 or u16", (1u << 1) | (1u << 3), \
+    "1 or 3", io_pnm_load, io_pnm_save)
+
+typedef enum {
+#define X(tag, name, types, tnames, chans, cnames, load, save) tag,
+  IO_FORMATS(X)
+#undef X
+} Format;
+
+static const struct {
+  const char *name;
+  unsigned types;      /* bit set of storable pxl_types */
+  const char *tnames;  /* the same, for messages */
+  unsigned chans;      /* bit set of storable channel counts */
+  const char *cnames;  /* the same, for messages */
+  int (*load)(const uint8_t *, size_t, const char *, struct pxl_image **, Err *);
+  int (*save)(FILE *, const struct pxl_image *, const char *, Err *);
+} formats[] = {
+#define X(tag, name, types, tnames, chans, cnames, load, save) \
+  [tag] = {name, types, tnames, chans, cnames, load, save},
+    IO_FORMATS(X)
+#undef X
+};
+
+/* Extensions io_save understands; `chans` narrows the format's channel counts. */
+static const struct {
+  const char *ext;
+  Format fmt;
+  int chans; /* required channel count, 0 = any the format stores */
+} extensions[] = {
+    {".png", FMT_PNG, 0},  {".jpg", FMT_JPEG, 0}, {".jpeg", FMT_JPEG, 0},
+    {".pgm", FMT_PNM, 1},  {".ppm", FMT_PNM, 3},  {".pnm", FMT_PNM, 0},
+};
+
+#define NEXTENSIONS (sizeof extensions / sizeof extensions[0])
+#define EXTENSION_LIST ".png, .jpg, .jpeg, .pgm, .ppm or .pnm"
+
+int io_err(Err *err, int code, const char *name, const char *fmt, ...) {
+  if (!err) return code;
+  int len = snprintf(err->msg, sizeof err->msg, "%s: ", name);
+  if (len < 0) len = 0;
+  if ((size_t)len < sizeof err->msg) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg + len, sizeof err->msg - (size_t)len, fmt, ap);
+    va_end(ap);
+  }
+  err->code = code;
+  return code;
+}
+
+/* Puts "name: " in front of the message an image-layer call left in err. */
+static int prefix_name(Err *err, int code, const char *name) {
+  if (!err) return code;
+  char msg[sizeof err->msg];
+  memcpy(msg, err->msg, sizeof msg);
+  msg[sizeof msg - 1] = '\0';
+  return io_err(err, code, name, "%s", msg);
+}
+
+int io_check_dims(const char *name, int width, int height, pxl_type type, int channels,
+                  Err *err) {
+  int rc = image_check_dims(width, height, type, channels, err);
+  if (rc == PXL_EARG) return io_err(err, PXL_EFORMAT, name, "invalid image size %dx%d", width, height);
+  return rc == PXL_OK ? rc : prefix_name(err, rc, name);
+}
+
+int io_image_new(const char *name, int width, int height, pxl_type type, int channels,
+                 struct pxl_image **out, Err *err) {
+  int rc = io_check_dims(name, width, height, type, channels, err);
+  if (rc != PXL_OK) return rc;
+  rc = image_new(width, height, type, channels, out, err);
+  return rc == PXL_OK ? rc : prefix_name(err, rc, name);
+}
+
+/* The format whose signature starts buf, or -1. */
+static int sniff(const uint8_t *b, size_t n) {
+  static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (n >= 8 && memcmp(b, png_sig, 8) == 0) return FMT_PNG;
+  if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return FMT_JPEG;
+  if (n >= 2 && b[0] == 'P' && memchr("2356", b[1], 4) &&
+      (n == 2 || memchr(" \t\r\n\v\f#", b[2], 7)))
+    return FMT_PNM;
+  return -1;
+}
+
+int io_load_memory(const void *buf, size_t n, const char *name, struct pxl_image **out,
+                   Err *err) {
+  *out = NULL;
+  if (n == 0) return io_err(err, PXL_EFORMAT, name, "empty file, not an image");
+  int fmt = sniff(buf, n);
+  if (fmt < 0)
+    return io_err(err, PXL_EFORMAT, name, "unsupported image format (not PNG, JPEG or PGM/PPM)");
+  return formats[fmt].load(buf, n, name, out, err);
+}
+
+/* Reads all of f into a new buffer (free with PXL_FREE). */
+static int read_all(FILE *f, const char *path, uint8_t **out, size_t *outn, Err *err) {
+  struct stat st;
+  size_t cap = 1 << 16;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+      (unsigned long long)st.st_size < (unsigned long long)SIZE_MAX - 1)
+    cap = (size_t)st.st_size + 1; /* +1 sees EOF without growing */
+  uint8_t *buf = PXL_MALLOC(cap);
+  size_t n = 0;
+  if (!buf) return io_err(err, PXL_ENOMEM, path, "out of memory reading the file");
+  for (;;) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (ferror(f)) {
+      int e = errno;
+      PXL_FREE(buf);
+      return io_err(err, PXL_EIO, path, "cannot read: %s", strerror(e));
+    }
+    if (n < cap) break; /* EOF */
+    if (cap > SIZE_MAX / 2) {
+      PXL_FREE(buf);
+      return io_err(err, PXL_ETOOBIG, path, "file is too large");
+    }
+    uint8_t *nb = PXL_REALLOC(buf, cap * 2);
+    if (!nb) {
+      PXL_FREE(buf);
+      return io_err(err, PXL_ENOMEM, path, "out of memory reading the file");
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  *out = buf;
+  *outn = n;
+  return PXL_OK;
+}
+
+int io_load(const char *path, struct pxl_image **out, Err *err) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return io_err(err, PXL_EIO, path, "cannot open: %s", strerror(errno));
+  uint8_t *buf = NULL;
+  size_t n = 0;
+  int rc = read_all(f, path, &buf, &n, err);
+  fclose(f);
+  if (rc != PXL_OK) return rc;
+  rc = io_load_memory(buf, n, path, out, err);
+  PXL_FREE(buf);
+  return rc;
+}
+
+/* The extensions[] entry for path's extension, or -1. */
+static int find_extension(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(slash ? slash + 1 : path, '.');
+  if (!dot) return -1;
+  for (size_t i = 0; i < NEXTENSIONS; i++)
+    if (strcasecmp(dot, extensions[i].ext) == 0) return (int)i;
+  return -1;
+}
+
+/* Checks that the format chosen by extension entry `e` can store img. */
+static int check_storable(const char *path, int e, const struct pxl_image *img, Err *err) {
+  Format fmt = extensions[e].fmt;
+  if ((int)img->type < 0 || (int)img->type >= 32 || !(formats[fmt].types & (1u << img->type)))
+    return io_err(err, PXL_EARG, path, "%s stores %s images, not %s", formats[fmt].name,
+                  formats[fmt].tnames, pxl_type_name(img->type));
+  if (extensions[e].chans && img->channels != extensions[e].chans)
+    return io_err(err, PXL_EARG, path, "%s files store %d channel%s, the image has %d",
+                  extensions[e].ext, extensions[e].chans, extensions[e].chans == 1 ? "" : "s",
+                  img->channels);
+  if (img->channels < 0 || img->channels >= 32 || !(formats[fmt].chans & (1u << img->channels)))
+    return io_err(err, PXL_EARG, path, "%s stores %s channels, the image has %d",
+                  formats[fmt].name, formats[fmt].cnames, img->channels);
+  return PXL_OK;
+}
+
+/* Mode for the new file: that of the file it replaces, else rw-r--r--. mkstemp makes
+ * files private (0600), which is wrong for an output image. */
+static mode_t target_mode(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+  return 0644;
+}
+
+int io_save(const char *path, const struct pxl_image *img, Err *err) {
+  if (!img || !img->data || img->width < 1 || img->height < 1)
+    return io_err(err, PXL_EARG, path, "no image to save");
+  int e = find_extension(path);
+  if (e < 0)
+    return io_err(err, PXL_EARG, path, "unknown image file extension (use " EXTENSION_LIST ")");
+  int rc = check_storable(path, e, img, err);
+  if (rc != PXL_OK) return rc;
+
+  static const char suffix[] = ".tmpXXXXXX";
+  size_t len = strlen(path);
+  char *tmp = PXL_MALLOC(len + sizeof suffix);
+  if (!tmp) return io_err(err, PXL_ENOMEM, path, "out of memory");
+  memcpy(tmp, path, len);
+  memcpy(tmp + len, suffix, sizeof suffix);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    rc = io_err(err, PXL_EIO, path, "cannot create file: %s", strerror(errno));
+    PXL_FREE(tmp);
+    return rc;
+  }
+  (void)fchmod(fd, target_mode(path));
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    rc = io_err(err, PXL_EIO, path, "cannot write: %s", strerror(errno));
+    close(fd);
+    goto fail;
+  }
+  rc = formats[extensions[e].fmt].save(f, img, path, err);
+  if (rc == PXL_OK && (fflush(f) != 0 || ferror(f)))
+    rc = io_err(err, PXL_EIO, path, "write failed: %s", strerror(errno));
+  if (fclose(f) != 0 && rc == PXL_OK)
+    rc = io_err(err, PXL_EIO, path, "write failed: %s", strerror(errno));
+  if (rc != PXL_OK) goto fail;
+  if (rename(tmp, path) != 0) {
+    rc = io_err(err, PXL_EIO, path, "cannot replace the file: %s", strerror(errno));
+    goto fail;
+  }
+  PXL_FREE(tmp);
+  return PXL_OK;
+
+fail:
+  unlink(tmp);
+  PXL_FREE(tmp);
+  return rc;
+}

@@ -1,0 +1,182 @@
+/*
+ * jpeg.c - JPEG decoding and encoding with libjpeg(-turbo) (see formats.h).
+ *
+ * libjpeg reports fatal errors through error_exit, which by default prints and calls
+ * exit(); ours formats libjpeg's message and longjmps back, so corrupt data becomes
+ * PXL_EFORMAT with that message. libjpeg treats running out of data as a warning and
+ * pads the image with gray; we make that warning fatal too, so a truncated file fails
+ * instead of loading half an image. Gray JPEGs load as 1 channel, YCbCr/RGB as 3;
+ * CMYK/YCCK are refused. Saving writes quality 95 baseline JPEG.
+ *
+ * libjpeg allocates with its own malloc, outside the PXL_* seam; its working memory is
+ * capped (max_memory_to_use) and progressive files with absurd scan counts are refused,
+ * the two known ways a small file makes it spend huge memory or time.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+#include "io/formats.h"
+
+#define MAX_SCANS 1000 /* progressive scans accepted before the file is called hostile */
+#define MEM_LIMIT ((uint64_t)PXL_MAX_BYTES * 2) /* libjpeg working memory (coefficients) */
+
+typedef struct {
+  struct jpeg_error_mgr pub; /* must be first: libjpeg sees only this */
+  jmp_buf jump;              /* where error_exit returns to */
+  char msg[JMSG_LENGTH_MAX]; /* libjpeg's message for the failure */
+} JpegErr;
+
+/* Fatal error: keep the message, unwind to the setjmp in the caller. */
+static void on_error_exit(j_common_ptr c) {
+  JpegErr *e = (JpegErr *)c->err;
+  c->err->format_message(c, e->msg);
+  longjmp(e->jump, 1);
+}
+
+/* Warnings are ignored (the library never prints), except running out of data. */
+static void on_emit_message(j_common_ptr c, int level) {
+  if (level < 0 && (c->err->msg_code == JWRN_JPEG_EOF || c->err->msg_code == JWRN_HIT_MARKER))
+    on_error_exit(c);
+}
+
+static void on_output_message(j_common_ptr c) { (void)c; }
+
+/* Refuses progressive files with more scans than any encoder writes. */
+static void on_progress(j_common_ptr c) {
+  if (!c->is_decompressor) return;
+  j_decompress_ptr d = (j_decompress_ptr)c;
+  if (d->input_scan_number > MAX_SCANS) {
+    JpegErr *e = (JpegErr *)c->err;
+    snprintf(e->msg, sizeof e->msg, "more than %d progressive scans", MAX_SCANS);
+    c->err->msg_code = 0;
+    longjmp(e->jump, 1);
+  }
+}
+
+static void init_err(JpegErr *e) {
+  jpeg_std_error(&e->pub);
+  e->pub.error_exit = on_error_exit;
+  e->pub.emit_message = on_emit_message;
+  e->pub.output_message = on_output_message;
+  e->msg[0] = '\0';
+}
+
+static const char *color_space_name(J_COLOR_SPACE cs) {
+  switch (cs) {
+  case JCS_CMYK: return "CMYK";
+  case JCS_YCCK: return "YCCK";
+  default: return "unknown";
+  }
+}
+
+int io_jpeg_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                 Err *err) {
+  *out = NULL;
+  struct jpeg_decompress_struct cinfo;
+  struct jpeg_progress_mgr progress = {.progress_monitor = on_progress};
+  JpegErr jerr;
+  struct pxl_image *volatile img = NULL; /* read after longjmp */
+  int rc;
+
+  memset(&cinfo, 0, sizeof cinfo);
+  init_err(&jerr);
+  cinfo.err = &jerr.pub;
+  if (setjmp(jerr.jump)) {
+    rc = jerr.pub.msg_code == JERR_OUT_OF_MEMORY
+             ? io_err(err, PXL_ENOMEM, name, "out of memory decoding JPEG")
+             : io_err(err, PXL_EFORMAT, name, "invalid JPEG: %s", jerr.msg);
+    goto done;
+  }
+  jpeg_create_decompress(&cinfo);
+  cinfo.mem->max_memory_to_use = MEM_LIMIT > LONG_MAX ? LONG_MAX : (long)MEM_LIMIT;
+  cinfo.progress = &progress;
+  jpeg_mem_src(&cinfo, buf, (unsigned long)n);
+  jpeg_read_header(&cinfo, TRUE);
+
+  int channels;
+  switch (cinfo.jpeg_color_space) {
+  case JCS_GRAYSCALE:
+    cinfo.out_color_space = JCS_GRAYSCALE;
+    channels = 1;
+    break;
+  case JCS_YCbCr:
+  case JCS_RGB:
+    cinfo.out_color_space = JCS_RGB;
+    channels = 3;
+    break;
+  default:
+    rc = io_err(err, PXL_EFORMAT, name,
+                "unsupported JPEG color space (%s); only grayscale and RGB are supported",
+                color_space_name(cinfo.jpeg_color_space));
+    goto done;
+  }
+  rc = io_check_dims(name, (int)cinfo.image_width, (int)cinfo.image_height, PXL_U8, channels, err);
+  if (rc != PXL_OK) goto done;
+  struct pxl_image *tmp;
+  rc = io_image_new(name, (int)cinfo.image_width, (int)cinfo.image_height, PXL_U8, channels,
+                    &tmp, err);
+  if (rc != PXL_OK) goto done;
+  img = tmp;
+
+  jpeg_start_decompress(&cinfo);
+  if ((int)cinfo.output_width != img->width || (int)cinfo.output_height != img->height ||
+      cinfo.output_components != channels) {
+    rc = io_err(err, PXL_EFORMAT, name, "unsupported JPEG layout");
+    goto done;
+  }
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = image_row(img, (int)cinfo.output_scanline);
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  *out = img;
+  img = NULL;
+  rc = PXL_OK;
+
+done:
+  jpeg_destroy_decompress(&cinfo);
+  image_free(img);
+  return rc;
+}
+
+int io_jpeg_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
+  struct jpeg_compress_struct cinfo;
+  JpegErr jerr;
+
+  memset(&cinfo, 0, sizeof cinfo);
+  init_err(&jerr);
+  cinfo.err = &jerr.pub;
+  if (setjmp(jerr.jump)) {
+    int rc;
+    if (jerr.pub.msg_code == JERR_OUT_OF_MEMORY)
+      rc = io_err(err, PXL_ENOMEM, name, "out of memory encoding JPEG");
+    else if (jerr.pub.msg_code == JERR_FILE_WRITE)
+      rc = io_err(err, PXL_EIO, name, "write failed");
+    else
+      rc = io_err(err, PXL_ERROR, name, "JPEG encoding failed: %s", jerr.msg);
+    jpeg_destroy_compress(&cinfo);
+    return rc;
+  }
+  jpeg_create_compress(&cinfo);
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = (JDIMENSION)img->width;
+  cinfo.image_height = (JDIMENSION)img->height;
+  cinfo.input_components = img->channels;
+  cinfo.in_color_space = img->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 95, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = image_row(img, (int)cinfo.next_scanline);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  return PXL_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * ir.c - names and constructors of the IR (see ir.h and docs/IR.md).
+ */
+#include "ir/ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const Type TYPE_VOID = {T_VOID, 0};
+
+static const char *const scalar_names[] = {
+#define X(e, name, size) name,
+    PXL_SCALAR_TYPES(X)
+#undef X
+};
+static const int scalar_sizes[] = {
+#define X(e, name, size) size,
+    PXL_SCALAR_TYPES(X)
+#undef X
+};
+
+const char *scalar_name(Scalar s) { return s < T_COUNT ? scalar_names[s] : "?"; }
+int scalar_size(Scalar s) { return s < T_COUNT ? scalar_sizes[s] : 0; }
+bool scalar_is_float(Scalar s) { return s == T_F32 || s == T_F64; }
+bool scalar_is_signed(Scalar s) { return s == T_I16 || s == T_I32 || s == T_I64 || scalar_is_float(s); }
+bool type_eq(Type a, Type b) { return a.s == b.s && a.lanes == b.lanes; }
+Type type_scalar(Scalar s) { return (Type){s, s == T_VOID ? 0 : 1}; }
+Type type_vec(Scalar s, int lanes) { return (Type){s, lanes}; }
+
+const char *type_str(Type t, char buf[16]) {
+  if (t.lanes <= 1)
+    snprintf(buf, 16, "%s", scalar_name(t.s));
+  else
+    snprintf(buf, 16, "%sx%d", scalar_name(t.s), t.lanes);
+  return buf;
+}
+
+const char *border_name(BorderKind k) {
+  static const char *const n[] = {
+#define X(e, name) name,
+      PXL_BORDERS(X)
+#undef X
+  };
+  return k < B_COUNT ? n[k] : "?";
+}
+
+const char *node_name(NodeKind k) {
+  static const char *const n[] = {
+#define X(e) #e,
+      PXL_NODES(X)
+#undef X
+  };
+  return k < ND_COUNT ? n[k] : "?";
+}
+
+static const char *const builtin_names[] = {
+#define X(e, name, arity) name,
+    PXL_BUILTINS(X)
+#undef X
+};
+static const int builtin_arities[] = {
+#define X(e, name, arity) arity,
+    PXL_BUILTINS(X)
+#undef X
+};
+const char *builtin_name(Builtin b) { return b < BI_COUNT ? builtin_names[b] : "?"; }
+int builtin_arity(Builtin b) { return b < BI_COUNT ? builtin_arities[b] : 0; }
+
+const char *redop_name(RedOp r) {
+  static const char *const n[] = {
+#define X(e, name) name,
+      PXL_REDOPS(X)
+#undef X
+  };
+  return r < R_COUNT ? n[r] : "?";
+}
+
+const char *skeleton_name(Skeleton s) {
+  static const char *const n[] = {
+#define X(e, name) name,
+      PXL_SKELETONS(X)
+#undef X
+  };
+  return s < SK_COUNT ? n[s] : "?";
+}
+
+Decl *program_find(const Program *p, const char *name) {
+  for (int i = 0; i < p->ndecls; i++)
+    if (p->decls[i]->name && !strcmp(p->decls[i]->name, name)) return p->decls[i];
+  return NULL;
+}
+
+Node *node_new(Arena *a, NodeKind k, Type t, Loc loc) {
+  Node *n = arena_alloc(a, sizeof *n);
+  if (!n) return NULL;
+  n->kind = k;
+  n->type = t;
+  n->loc = loc;
+  return n;
+}

@@ -1,0 +1,335 @@
+/*
+ * ir.h - the intermediate representation every layer after the front end reads.
+ *
+ * The front end (src/front) produces a Program: a list of Decls (kernel, reduce,
+ * histogram, pipeline), each holding a typed expression/statement tree made of Nodes.
+ * The checker makes every conversion explicit (ND_CAST nodes), so later layers never
+ * re-derive C's promotion rules: a node's `type` is the type of its value, period.
+ * Analysis (src/analysis) fills Decl.access and Decl.skel; the reference interpreter
+ * (src/interp) executes the tree; code generators (src/codegen) print it.
+ * All IR memory comes from one Arena (src/util/arena.h) freed with the Program.
+ * docs/IR.md is the written spec of this file.
+ */
+#ifndef PXL_IR_H
+#define PXL_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/arena.h"
+
+/* Scalar element types. Order matters: integer types first, by rank. */
+#define PXL_SCALAR_TYPES(X)                                                                 \
+  X(T_VOID, "void", 0)                                                                    \
+  X(T_U8, "u8", 1)                                                                        \
+  X(T_I16, "i16", 2)                                                                      \
+  X(T_U16, "u16", 2)                                                                      \
+  X(T_I32, "i32", 4)                                                                      \
+  X(T_U32, "u32", 4)                                                                      \
+  X(T_I64, "i64", 8)                                                                      \
+  X(T_U64, "u64", 8)                                                                      \
+  X(T_F32, "f32", 4)                                                                      \
+  X(T_F64, "f64", 8)
+
+typedef enum {
+#define X(e, name, size) e,
+  PXL_SCALAR_TYPES(X)
+#undef X
+      T_COUNT
+} Scalar;
+
+/* A value type: a scalar element type and 1, 3 or 4 lanes (channels). */
+typedef struct {
+  Scalar s;  /* element type */
+  int lanes; /* 1, 3 or 4; 0 only for void */
+} Type;
+
+const char *scalar_name(Scalar s);         /* "u8", ... */
+int scalar_size(Scalar s);                 /* bytes */
+bool scalar_is_float(Scalar s);            /* f32, f64 */
+bool scalar_is_signed(Scalar s);           /* signed ints and floats */
+bool type_eq(Type a, Type b);              /* same scalar and lanes */
+const char *type_str(Type t, char buf[16]); /* "u8x3" etc. */
+
+/* Border modes: how an image read outside [0,w) x [0,h) is answered. */
+#define PXL_BORDERS(X)                                                                      \
+  X(B_CLAMP, "clamp")                                                                     \
+  X(B_MIRROR, "mirror")                                                                   \
+  X(B_MIRROR101, "mirror101")                                                             \
+  X(B_WRAP, "wrap")                                                                       \
+  X(B_CONSTANT, "constant")                                                               \
+  X(B_NONE, "none")
+
+typedef enum {
+#define X(e, name) e,
+  PXL_BORDERS(X)
+#undef X
+      B_COUNT
+} BorderKind;
+
+typedef struct {
+  BorderKind kind;
+  double value; /* B_CONSTANT: the value read outside (converted to the pixel type) */
+} Border;
+
+const char *border_name(BorderKind k);
+
+/* Source location, for diagnostics. */
+typedef struct {
+  int line, col; /* 1-based */
+} Loc;
+
+/* Expression and statement node kinds. */
+#define PXL_NODES(X)                                                                        \
+  /* expressions */                                                                       \
+  X(ND_NUM)     /* literal: ival or fval, per type */                                     \
+  X(ND_VAR)     /* local variable or scalar parameter: var */                             \
+  X(ND_COORD)   /* built-in x, y, width, height: ival = 0,1,2,3 (output coordinates) */  \
+  X(ND_IMGDIM)  /* image.width / image.height: param, ival = 0 width, 1 height */          \
+  X(ND_READ)    /* relative read img(dx, dy): param, a = dx, b = dy */                    \
+  X(ND_AT)      /* absolute read img.at(ex, ey): param, a = ex, b = ey */                 \
+  X(ND_LANE)    /* vector component: a, ival = lane index */                              \
+  X(ND_VEC)     /* vector constructor: args[nargs] scalars -> type */                     \
+  X(ND_CAST)    /* conversion of a to type (saturating, see docs/LANGUAGE.md) */          \
+  X(ND_NEG)                                                                               \
+  X(ND_NOT)     /* logical ! */                                                           \
+  X(ND_BITNOT)                                                                            \
+  X(ND_ADD) X(ND_SUB) X(ND_MUL) X(ND_DIV) X(ND_MOD)                                       \
+  X(ND_SHL) X(ND_SHR) X(ND_BITAND) X(ND_BITOR) X(ND_BITXOR)                               \
+  X(ND_EQ) X(ND_NE) X(ND_LT) X(ND_LE) X(ND_GT) X(ND_GE)                                   \
+  X(ND_LOGAND) X(ND_LOGOR)                                                                \
+  X(ND_COND)    /* a ? b : c, fields a b c */                                             \
+  X(ND_CALL)    /* built-in function: builtin, args[nargs] */                            \
+  /* statements */                                                                        \
+  X(ND_BLOCK)   /* body: list of statements (next-linked) */                              \
+  X(ND_DECL)    /* var, a = initialiser (may be NULL: zero) */                            \
+  X(ND_ASSIGN)  /* var = a (a already converted to var's type; compound ops desugared) */ \
+  X(ND_LANESET) /* var.lane(ival) = a */                                                  \
+  X(ND_IF)      /* if (a) b else c */                                                     \
+  X(ND_FOR)     /* for (init; a; step) b; init and step are statements or NULL */         \
+  X(ND_RETURN)  /* return a (converted to the kernel's type) */                           \
+  X(ND_BIN)     /* histogram: bin(a [, b weight]) */                                      \
+  X(ND_EXPRSTMT)/* evaluate a for no effect (rare; kept for completeness) */
+
+typedef enum {
+#define X(e) e,
+  PXL_NODES(X)
+#undef X
+      ND_COUNT
+} NodeKind;
+
+const char *node_name(NodeKind k);
+
+/* Built-in functions. arity -1: variadic (min/max take 2). */
+#define PXL_BUILTINS(X)                                                                     \
+  X(BI_MIN, "min", 2)                                                                     \
+  X(BI_MAX, "max", 2)                                                                     \
+  X(BI_ABS, "abs", 1)                                                                     \
+  X(BI_CLAMP, "clamp", 3)                                                                 \
+  X(BI_SQRT, "sqrt", 1)                                                                   \
+  X(BI_EXP, "exp", 1)                                                                     \
+  X(BI_LOG, "log", 1)                                                                     \
+  X(BI_POW, "pow", 2)                                                                     \
+  X(BI_SIN, "sin", 1)                                                                     \
+  X(BI_COS, "cos", 1)                                                                     \
+  X(BI_ATAN2, "atan2", 2)                                                                 \
+  X(BI_FLOOR, "floor", 1)                                                                 \
+  X(BI_CEIL, "ceil", 1)                                                                   \
+  X(BI_ROUND, "round", 1)
+
+typedef enum {
+#define X(e, name, arity) e,
+  PXL_BUILTINS(X)
+#undef X
+      BI_COUNT
+} Builtin;
+
+const char *builtin_name(Builtin b);
+int builtin_arity(Builtin b);
+
+typedef struct Param Param;
+typedef struct Var Var;
+typedef struct Node Node;
+typedef struct Decl Decl;
+
+/* A local variable (or a loop counter). Scalar parameters are Vars too (param set). */
+struct Var {
+  const char *name;
+  Type type;
+  int slot;     /* index into the interpreter's frame; unique within a Decl */
+  Param *param; /* non-NULL when this variable is a scalar parameter */
+  Loc loc;
+};
+
+/* Kernel parameter: an image or a scalar. */
+struct Param {
+  const char *name;
+  bool is_image;
+  Type type;         /* pixel type for images, value type for scalars */
+  int index;         /* position among all params */
+  int img_index;     /* position among image params (-1 for scalars) */
+  int scalar_index;  /* position among scalar params (-1 for images) */
+  Border border;     /* default border for image params (clamp unless written) */
+  bool has_border;   /* written in the declaration */
+  Var *var;          /* scalars: the Var that reads it */
+  Loc loc;
+};
+
+struct Node {
+  NodeKind kind;
+  Type type; /* value type of an expression; {T_VOID,0} for statements */
+  Loc loc;
+  Node *a, *b, *c;  /* operands / condition / then / else */
+  Node *init, *step; /* ND_FOR */
+  Node *body;        /* ND_BLOCK first statement; ND_FOR body is b */
+  Node *next;        /* next statement in a block */
+  Node **args;       /* ND_CALL, ND_VEC */
+  int nargs;
+  Var *var;          /* ND_VAR, ND_DECL, ND_ASSIGN, ND_LANESET */
+  Param *param;      /* ND_READ, ND_AT, ND_IMGDIM */
+  Builtin builtin;   /* ND_CALL */
+  int64_t ival;      /* ND_NUM (integer types), ND_COORD, ND_LANE, ND_IMGDIM */
+  double fval;       /* ND_NUM (float types) */
+  int flags;         /* NF_* */
+};
+
+enum {
+  NF_UNTYPED_FLOAT = 1, /* float literal not yet given a type: adopts f64 next to f64 */
+  NF_ERROR = 2,         /* placeholder made after a syntax error */
+};
+
+typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE } DeclKind;
+
+/* Reduction operators of a `reduce` declaration. */
+#define PXL_REDOPS(X)                                                                       \
+  X(R_SUM, "sum")                                                                         \
+  X(R_MIN, "min")                                                                         \
+  X(R_MAX, "max")                                                                         \
+  X(R_ARGMIN, "argmin")                                                                   \
+  X(R_ARGMAX, "argmax")                                                                   \
+  X(R_COMBINE, "combine")
+
+typedef enum {
+#define X(e, name) e,
+  PXL_REDOPS(X)
+#undef X
+      R_COUNT
+} RedOp;
+
+const char *redop_name(RedOp r);
+
+/* Skeleton classes, found by analysis (never declared by the user). */
+#define PXL_SKELETONS(X)                                                                    \
+  X(SK_P2P, "P2P")                                                                        \
+  X(SK_P2P_NONSEQ, "P2P-nonsequential")                                                   \
+  X(SK_N2P, "N2P")                                                                        \
+  X(SK_GATHER, "gather")                                                                  \
+  X(SK_R2S, "R2S")                                                                        \
+  X(SK_R2V, "R2V")                                                                        \
+  X(SK_PIPELINE, "pipeline")
+
+typedef enum {
+#define X(e, name) e,
+  PXL_SKELETONS(X)
+#undef X
+      SK_COUNT
+} Skeleton;
+
+const char *skeleton_name(Skeleton s);
+
+/* Affine form c0 + cx*x + cy*y + cw*width + ch*height of an index, when analysis finds one. */
+typedef struct {
+  bool ok;
+  int64_t c0, cx, cy, cw, ch;
+} Affine;
+
+/* What analysis found about one image parameter's reads. */
+typedef struct {
+  bool read_rel;        /* has relative reads */
+  bool window_known;    /* relative offsets are bounded constants */
+  int x0, x1, y0, y1;   /* window: dx in [x0, x1], dy in [y0, y1] (0..0 for P2P) */
+  bool read_abs;        /* has absolute reads */
+  bool abs_affine;      /* every absolute read is affine in x, y */
+  Affine ax, ay;        /* the (first) absolute read's affine indices */
+  bool gather;          /* some read is data-dependent */
+} Access;
+
+/* Per-pixel counts for `pxl check --explain` (Park et al.'s metrics). */
+typedef struct {
+  double arith;    /* arithmetic operations per output pixel */
+  double flops;    /* of which floating point */
+  double reads;    /* image reads per output pixel */
+  double branches; /* conditional branches executed per pixel */
+  bool exact;      /* false when a loop has data-dependent bounds (counts are per iteration) */
+} Metrics;
+
+/* One call in a pipeline: img = kernel(args...). */
+typedef struct PipeArg PipeArg;
+struct PipeArg {
+  int source;    /* >= 0: index of the pipeline value (see Stage numbering); -1: scalar expr */
+  Node *expr;    /* scalar argument expression over the pipeline's scalar params (or NULL) */
+  Border border; /* border for this use (image args) */
+  bool has_border;
+  Loc loc;
+};
+
+/* A pipeline value: either a pipeline parameter or the result of a call. */
+typedef struct {
+  const char *name; /* local name, or NULL for an anonymous nested call */
+  Decl *callee;     /* NULL for a parameter */
+  Param *param;     /* pipeline parameter (image) when callee == NULL */
+  PipeArg *args;
+  int nargs;
+  Type type;        /* pixel type */
+  Loc loc;
+} PipeValue;
+
+struct Decl {
+  DeclKind kind;
+  const char *name;
+  Loc loc;
+  Type type;          /* kernel: output pixel type; reduce: result type; pipeline: output */
+  Param **params;
+  int nparams;
+  int nimages;        /* image params */
+  int nscalars;       /* scalar params */
+  Node *size_w, *size_h; /* kernel size(w, h) expressions, or NULL = first image's size */
+  Node *body;         /* kernel / histogram body (ND_BLOCK); reduce: map expression */
+  int nslots;         /* number of Var slots used by body */
+  /* reduce */
+  RedOp redop;
+  Node *combine;      /* R_COMBINE: expression over combine_a, combine_b */
+  Var *combine_a, *combine_b;
+  Node *identity;     /* R_COMBINE: identity value */
+  /* histogram */
+  int nbins;
+  bool weighted_float; /* some weight is floating point: bins are f64, else u64 */
+  /* pipeline */
+  PipeValue *values;
+  int nvalues;
+  int result;         /* index of the returned value */
+  bool bad;           /* had syntax errors: not type-checked */
+  /* filled by analysis */
+  Skeleton skel;
+  Access *access;     /* one per image param */
+  Metrics metrics;
+};
+
+typedef struct {
+  Arena *arena;
+  const char *filename;
+  const char *source;
+  Decl **decls;
+  int ndecls;
+} Program;
+
+Decl *program_find(const Program *p, const char *name); /* NULL if absent */
+
+/* Node constructors used by the checker and transforms; memory from the arena. */
+Node *node_new(Arena *a, NodeKind k, Type t, Loc loc);
+Type type_scalar(Scalar s); /* {s, 1} */
+Type type_vec(Scalar s, int lanes);
+extern const Type TYPE_VOID;
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * prelude.h - the language's arithmetic semantics as C, shared by the reference
+ * interpreter and every generated C file.
+ *
+ * This one file is the single source of truth for what a conversion, a division or a
+ * border read means: the interpreter #includes it, and the C code generator pastes its
+ * text at the top of each generated file (see CMakeLists.txt: it becomes a string). So
+ * the CPU backend and the oracle cannot drift apart. It must stay self-contained C11
+ * (stdint.h and math.h only) and define nothing but static inline functions and macros
+ * prefixed pxr_ / PXR_.
+ */
+#ifndef PXL_PRELUDE_H
+#define PXL_PRELUDE_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* ---- conversions: saturating; float -> int rounds to nearest, ties to even; NaN -> 0 ---- */
+
+static inline double pxr_rne(double v) { return nearbyint(v); } /* default rounding mode */
+
+#define PXR_SAT_FROM_F(name, T, lo, hi)                                                     \
+  static inline T name(double v) {                                                        \
+    if (!(v == v)) return 0;                                                              \
+    v = pxr_rne(v);                                                                       \
+    if (v <= (double)(lo)) return (T)(lo);                                                \
+    if (v >= (double)(hi)) return (T)(hi);                                                \
+    return (T)v;                                                                          \
+  }
+PXR_SAT_FROM_F(pxr_f2u8, uint8_t, 0, 255)
+PXR_SAT_FROM_F(pxr_f2i16, int16_t, -32768, 32767)
+PXR_SAT_FROM_F(pxr_f2u16, uint16_t, 0, 65535)
+PXR_SAT_FROM_F(pxr_f2i32, int32_t, INT32_MIN, INT32_MAX)
+PXR_SAT_FROM_F(pxr_f2u32, uint32_t, 0, UINT32_MAX)
+#undef PXR_SAT_FROM_F
+
+/* float -> 64-bit integers: the bounds are not exact doubles, so compare half-open. */
+static inline int64_t pxr_f2i64(double v) {
+  if (!(v == v)) return 0;
+  v = pxr_rne(v);
+  if (v < -9223372036854775808.0) return INT64_MIN;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  return (int64_t)v;
+}
+static inline uint64_t pxr_f2u64(double v) {
+  if (!(v == v)) return 0;
+  v = pxr_rne(v);
+  if (v <= 0) return 0;
+  if (v >= 18446744073709551616.0) return UINT64_MAX;
+  return (uint64_t)v;
+}
+
+/* Integer -> integer: clamp a signed 64-bit or unsigned 64-bit value into the target. */
+#define PXR_SAT_FROM_S(name, T, lo, hi)                                                     \
+  static inline T name(int64_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
+PXR_SAT_FROM_S(pxr_s2u8, uint8_t, 0, 255)
+PXR_SAT_FROM_S(pxr_s2i16, int16_t, -32768, 32767)
+PXR_SAT_FROM_S(pxr_s2u16, uint16_t, 0, 65535)
+PXR_SAT_FROM_S(pxr_s2i32, int32_t, INT32_MIN, INT32_MAX)
+PXR_SAT_FROM_S(pxr_s2u32, uint32_t, 0, (int64_t)UINT32_MAX)
+#undef PXR_SAT_FROM_S
+static inline int64_t pxr_s2i64(int64_t v) { return v; }
+static inline uint64_t pxr_s2u64(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
+
+#define PXR_SAT_FROM_U(name, T, hi)                                                         \
+  static inline T name(uint64_t v) { return v > (uint64_t)(hi) ? (T)(hi) : (T)v; }
+PXR_SAT_FROM_U(pxr_u2u8, uint8_t, 255)
+PXR_SAT_FROM_U(pxr_u2i16, int16_t, 32767)
+PXR_SAT_FROM_U(pxr_u2u16, uint16_t, 65535)
+PXR_SAT_FROM_U(pxr_u2i32, int32_t, INT32_MAX)
+PXR_SAT_FROM_U(pxr_u2u32, uint32_t, UINT32_MAX)
+PXR_SAT_FROM_U(pxr_u2i64, int64_t, INT64_MAX)
+#undef PXR_SAT_FROM_U
+static inline uint64_t pxr_u2u64(uint64_t v) { return v; }
+
+/* ---- integer arithmetic: wraps (two's complement); x / 0 == 0 and x % 0 == 0 ---- */
+
+static inline int32_t pxr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int32_t pxr_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static inline int32_t pxr_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+static inline int32_t pxr_neg_i32(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
+static inline int64_t pxr_add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t pxr_sub_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t pxr_mul_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t pxr_neg_i64(int64_t a) { return (int64_t)(0u - (uint64_t)a); }
+
+static inline int32_t pxr_div_i32(int32_t a, int32_t b) {
+  return b == 0 ? 0 : (b == -1 ? pxr_neg_i32(a) : a / b);
+}
+static inline int32_t pxr_mod_i32(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+static inline uint32_t pxr_div_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a / b; }
+static inline uint32_t pxr_mod_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a % b; }
+static inline int64_t pxr_div_i64(int64_t a, int64_t b) {
+  return b == 0 ? 0 : (b == -1 ? pxr_neg_i64(a) : a / b);
+}
+static inline int64_t pxr_mod_i64(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+static inline uint64_t pxr_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
+static inline uint64_t pxr_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
+
+/* Shifts use the count modulo the operand's width; >> is arithmetic for signed types. */
+static inline int32_t pxr_shl_i32(int32_t a, int32_t n) { return (int32_t)((uint32_t)a << (n & 31)); }
+static inline int32_t pxr_shr_i32(int32_t a, int32_t n) { return a >> (n & 31); }
+static inline uint32_t pxr_shl_u32(uint32_t a, uint32_t n) { return a << (n & 31); }
+static inline uint32_t pxr_shr_u32(uint32_t a, uint32_t n) { return a >> (n & 31); }
+static inline int64_t pxr_shl_i64(int64_t a, int64_t n) { return (int64_t)((uint64_t)a << (n & 63)); }
+static inline int64_t pxr_shr_i64(int64_t a, int64_t n) { return a >> (n & 63); }
+static inline uint64_t pxr_shl_u64(uint64_t a, uint64_t n) { return a << (n & 63); }
+static inline uint64_t pxr_shr_u64(uint64_t a, uint64_t n) { return a >> (n & 63); }
+
+/* abs of the most negative integer wraps to itself, as the negation does. */
+static inline int32_t pxr_abs_i32(int32_t a) { return a < 0 ? pxr_neg_i32(a) : a; }
+static inline int64_t pxr_abs_i64(int64_t a) { return a < 0 ? pxr_neg_i64(a) : a; }
+
+/* ---- floating point: min/max return the other operand when one is NaN ---- */
+
+static inline float pxr_min_f32(float a, float b) { return b < a || a != a ? b : a; }
+static inline float pxr_max_f32(float a, float b) { return b > a || a != a ? b : a; }
+static inline double pxr_min_f64(double a, double b) { return b < a || a != a ? b : a; }
+static inline double pxr_max_f64(double a, double b) { return b > a || a != a ? b : a; }
+/* round(): half away from zero, like C's round. */
+static inline float pxr_round_f32(float a) { return roundf(a); }
+static inline double pxr_round_f64(double a) { return round(a); }
+
+/* ---- border modes: map a coordinate i into [0, n) ---- */
+
+static inline int pxr_clamp_idx(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+static inline int pxr_wrap_idx(int i, int n) {
+  int r = i % n;
+  return r < 0 ? r + n : r;
+}
+/* mirror: the edge pixel repeats (dcba|abcd|dcba), period 2n. */
+static inline int pxr_mirror_idx(int i, int n) {
+  int r = pxr_wrap_idx(i, 2 * n);
+  return r < n ? r : 2 * n - 1 - r;
+}
+/* mirror101: the edge pixel does not repeat (dcb|abcd|cba), period 2n-2. */
+static inline int pxr_mirror101_idx(int i, int n) {
+  if (n == 1) return 0;
+  int r = pxr_wrap_idx(i, 2 * n - 2);
+  return r < n ? r : 2 * n - 2 - r;
+}
+static inline int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
+
+#endif

@@ -1,0 +1,354 @@
+#!/bin/sh
+# cli_test.sh - end-to-end tests of the `pxl` command (cli/pxl.c, docs/CLI.md).
+#
+# Usage: sh cli_test.sh PATH/TO/pxl SOURCE_DIR
+#
+# Works in a fresh temporary directory: writes small .pxl programs and 4x3 binary PGM
+# images with printf (no PNG needed), runs pxl on them and checks exit codes, messages
+# and the exact bytes of the outputs against values worked out by hand below. Prints
+# "ok N - ..." / "not ok N - ..." per assertion (with the command's stderr as "#" lines
+# on failure), then "N passed, M failed"; exits 1 if any failed.
+
+# Conditions are single-quoted on purpose: assert evaluates them after each command.
+# shellcheck disable=SC2016,SC2034
+
+if [ $# -ne 2 ]; then
+  echo "usage: sh cli_test.sh PATH/TO/pxl SOURCE_DIR" >&2
+  exit 2
+fi
+PXL=$1
+SRC=$2
+case $PXL in /*) ;; *) PXL=$(pwd)/$PXL ;; esac
+case $SRC in /*) ;; *) SRC=$(pwd)/$SRC ;; esac
+if [ ! -x "$PXL" ]; then
+  echo "cli_test.sh: $PXL is not an executable" >&2
+  exit 2
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/pxl-cli.XXXXXX") || exit 2
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+cd "$T" || exit 2
+PXL_CACHE_DIR=$T/cache
+export PXL_CACHE_DIR
+mkdir -p "$PXL_CACHE_DIR"
+
+# ---- harness ----
+
+n=0
+npass=0
+nfail=0
+rc=0
+
+# px ARGS...: runs pxl; stdout in out.txt, stderr in err.txt, exit status in $rc.
+px() {
+  "$PXL" "$@" >out.txt 2>err.txt
+  rc=$?
+  last="pxl $*"
+}
+
+# assert DESCRIPTION CONDITION: evaluates the shell CONDITION and reports it.
+assert() {
+  n=$((n + 1))
+  if eval "$2"; then
+    npass=$((npass + 1))
+    echo "ok $n - $1"
+  else
+    nfail=$((nfail + 1))
+    echo "not ok $n - $1"
+    echo "#   condition: $2"
+    echo "#   last command: $last (exit $rc)"
+    sed -n '1,15s/^/#   stdout: /p' out.txt 2>/dev/null
+    sed -n '1,15s/^/#   stderr: /p' err.txt 2>/dev/null
+  fi
+}
+
+# skip DESCRIPTION REASON
+skip() {
+  n=$((n + 1))
+  npass=$((npass + 1))
+  echo "ok $n - $1 # SKIP $2"
+}
+
+# has FILE TEXT: FILE contains the fixed string TEXT.
+has() { grep -F -q -e "$2" "$1"; }
+
+# nbytes FILE: the size of FILE in bytes.
+nbytes() { wc -c <"$1" | tr -d ' '; }
+
+# pgm_is FILE W H RAW: FILE is a binary PGM (P5) of W x H with maxval 255 whose pixels
+# are the bytes of RAW. The header is compared token by token, so any whitespace works.
+pgm_is() {
+  [ -f "$1" ] || return 1
+  np=$(($2 * $3))
+  size=$(nbytes "$1")
+  [ "$size" -gt "$np" ] || return 1
+  hdr=$(dd if="$1" bs=1 count=$((size - np)) 2>/dev/null | tr -s ' \t\r\n' '    ')
+  [ "$hdr" = "P5 $2 $3 255 " ] || return 1
+  tail -c "$np" "$1" | cmp -s - "$4"
+}
+
+# ---- fixtures ----
+
+# The 4x3 test image, rows:   0   1   2   3
+#                            10  20  30  40
+#                           100 200 254 255
+printf 'P5\n4 3\n255\n\000\001\002\003\012\024\036\050\144\310\376\377' >img.pgm
+cp img.pgm img.orig
+# 255 - each pixel.
+printf '\377\376\375\374\365\353\341\327\233\067\001\000' >inv.raw
+# 255 - the 2x2 rectangle at (1, 1): 20 30 / 200 254.
+printf '\353\341\067\001' >inv_roi.raw
+# pixel > 100 ? 255 : 0.
+printf '\000\000\000\000\000\000\000\000\000\377\377\377' >thr100.raw
+# Sum of all pixels: 6 + 100 + 809; of the 2x2 rectangle at (1, 1): 20+30+200+254.
+SUM=915
+SUM_ROI=504
+# Histogram of img.pgm: one count for each of its 12 distinct values.
+awk 'BEGIN {
+  split("0 1 2 3 10 20 30 40 100 200 254 255", v, " ")
+  for (k in v) c[v[k]] = 1
+  print "bin,count"
+  for (i = 0; i < 256; i++) print i "," ((i in c) ? 1 : 0)
+}' >hist.expected
+
+cat >inv.pxl <<'EOF'
+kernel u8 inv(image u8 in) { return 255 - in(0, 0); }
+EOF
+cat >thr.pxl <<'EOF'
+kernel u8 thr(image u8 in, u8 t) { return in(0, 0) > t ? 255 : 0; }
+EOF
+cat >total.pxl <<'EOF'
+reduce u64 total(image u8 in) = sum(in(0, 0));
+EOF
+cat >hist.pxl <<'EOF'
+histogram[256] h(image u8 in) { bin(in(0, 0)); }
+EOF
+# A lexical error at line 2, column 16 (the '$').
+cat >bad.pxl <<'EOF'
+kernel u8 inv(image u8 in) {
+  return 255 - $;
+}
+EOF
+cat >prog.pxl <<'EOF'
+kernel u8 box3(image u8 in) {
+  int s = in(-1, -1) + in(0, -1) + in(1, -1)
+        + in(-1, 0) + in(0, 0) + in(1, 0)
+        + in(-1, 1) + in(0, 1) + in(1, 1);
+  return (s + 4) / 9;
+}
+kernel u8 inv(image u8 in) { return 255 - in(0, 0); }
+pipeline p(image u8 in) -> image u8 {
+  image u8 b = box3(in : mirror);
+  return inv(b);
+}
+EOF
+printf '\211PNG\r\n\032\nthis is not a png at all \001\002\003' >garbage.png
+
+# ---- help and version ----
+
+px --help
+assert "--help exits 0" '[ $rc -eq 0 ]'
+assert "--help names every command" 'has out.txt "run" && has out.txt "check" && has out.txt "compile" && has out.txt "help"'
+assert "--help documents exit codes 0-4" 'has out.txt "Exit status" && grep -q "^  0  success" out.txt && grep -q "^  1  " out.txt && grep -q "^  2  " out.txt && grep -q "^  3  " out.txt && grep -q "^  4  " out.txt'
+
+px help
+assert "pxl help shows the overview" '[ $rc -eq 0 ] && has out.txt "Exit status"'
+
+px run --help
+assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--roi" && has out.txt "--time"'
+
+px help check
+assert "pxl help check documents --explain" '[ $rc -eq 0 ] && has out.txt "--explain"'
+
+px compile --help
+assert "pxl compile --help documents -o" '[ $rc -eq 0 ] && has out.txt "-o"'
+
+VERSION=$(sed -n 's/^#define PXL_VERSION_STRING "\(.*\)"$/\1/p' "$SRC/include/pxl/pxl.h")
+px --version
+assert "--version prints pxl $VERSION" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "pxl $VERSION" ] && [ -n "$VERSION" ]'
+
+# ---- usage errors ----
+
+px run inv.pxl --in img.pgm --out o1.pgm --bogus
+assert "unknown option exits 2, names it and points to pxl run --help" '[ $rc -eq 2 ] && has err.txt "--bogus" && has err.txt "pxl run --help" && [ ! -e o1.pgm ]'
+
+px frobnicate
+assert "unknown command exits 2" '[ $rc -eq 2 ] && has err.txt "frobnicate"'
+
+px
+assert "no command exits 2" '[ $rc -eq 2 ]'
+
+px run inv.pxl --in img.pgm --out
+assert "option without its value exits 2" '[ $rc -eq 2 ] && has err.txt "--out"'
+
+px run inv.pxl --in img.pgm --out o1.txt
+assert "--out of an unknown file type exits 2 and writes nothing" '[ $rc -eq 2 ] && [ ! -e o1.txt ]'
+
+px run inv.pxl --in img.pgm
+assert "an image result without --out exits 2" '[ $rc -eq 2 ] && has err.txt "--out"'
+
+px run inv.pxl --in img.pgm --in img.pgm --out o1.pgm
+assert "two --in without NAME= exit 2" '[ $rc -eq 2 ] && [ ! -e o1.pgm ]'
+
+px run inv.pxl --in img.pgm --out o1.pgm --roi 1,1,0
+assert "malformed --roi exits 2" '[ $rc -eq 2 ] && has err.txt "--roi"'
+
+px run inv.pxl --in img.pgm --out o1.pgm --device gpu9
+assert "unknown --device exits 2" '[ $rc -eq 2 ] && has err.txt "gpu9"'
+
+# ---- errors in files ----
+
+px run nosuch.pxl --in img.pgm --out o1.pgm
+assert "missing .pxl file exits 3 and names it" '[ $rc -eq 3 ] && has err.txt "nosuch.pxl" && [ ! -e o1.pgm ]'
+
+px check nosuch.pxl
+assert "pxl check of a missing file exits 3" '[ $rc -eq 3 ] && has err.txt "nosuch.pxl"'
+
+px check bad.pxl
+assert "syntax error exits 1 with bad.pxl:2:16: error:" '[ $rc -eq 1 ] && has err.txt "bad.pxl:2:16: error:"'
+
+px run bad.pxl --in img.pgm --out o1.pgm
+assert "pxl run of a bad kernel exits 1 and writes nothing" '[ $rc -eq 1 ] && has err.txt "bad.pxl:2:16: error:" && [ ! -e o1.pgm ]'
+
+px run inv.pxl --in nosuch.pgm --out o1.pgm
+assert "missing input image exits 3 and names it" '[ $rc -eq 3 ] && has err.txt "nosuch.pgm" && [ ! -e o1.pgm ]'
+
+px run inv.pxl --in garbage.png --out o1.pgm
+assert "corrupt image exits 3 and names it" '[ $rc -eq 3 ] && has err.txt "garbage.png" && [ ! -e o1.pgm ]'
+
+px run inv.pxl nosuch_entry --in img.pgm --out o1.pgm
+assert "unknown entry point exits 4" '[ $rc -eq 4 ] && has err.txt "nosuch_entry" && [ ! -e o1.pgm ]'
+
+# ---- refusing to overwrite inputs ----
+
+cp img.pgm in2.pgm
+px run inv.pxl --in in2.pgm --out in2.pgm
+assert "--out equal to --in exits 2 and leaves the input unchanged" '[ $rc -eq 2 ] && cmp -s in2.pgm img.orig'
+
+px run inv.pxl --in in=in2.pgm --out ./in2.pgm
+assert "--out naming the input by another path exits 2" '[ $rc -eq 2 ] && cmp -s in2.pgm img.orig'
+
+ln -s in2.pgm link.pgm
+px run inv.pxl --in in2.pgm --out link.pgm
+assert "--out through a symbolic link to the input exits 2" '[ $rc -eq 2 ] && cmp -s in2.pgm img.orig && [ -L link.pgm ]'
+
+mkdir -p sub
+px run inv.pxl --in sub/none.pgm --out sub/../sub/none.pgm
+assert "--out equal to a not-yet-existing --in exits 2" '[ $rc -eq 2 ] && [ ! -e sub/none.pgm ]'
+
+cp inv.pxl kern.pgm
+px run kern.pgm --in img.pgm --out kern.pgm
+assert "--out equal to the kernel source exits 2 and leaves it unchanged" '[ $rc -eq 2 ] && cmp -s kern.pgm inv.pxl'
+
+# ---- image results ----
+
+px run inv.pxl --in img.pgm --out inv.pgm
+assert "inverting kernel exits 0" '[ $rc -eq 0 ]'
+assert "inverted image has the exact expected bytes" 'pgm_is inv.pgm 4 3 inv.raw'
+assert "the input is unchanged by a run" 'cmp -s img.pgm img.orig'
+
+px run inv.pxl inv --in in=img.pgm -o inv_named.pgm
+assert "named --in and explicit ENTRY give the same image" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_named.pgm'
+
+px run inv.pxl --in img.pgm --out=inv_eq.pgm
+assert "--out=PATH works like --out PATH" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_eq.pgm'
+
+px run inv.pxl --in img.pgm --out inv_roi.pgm --roi 1,1,2,2
+assert "--roi runs on the rectangle only" '[ $rc -eq 0 ] && pgm_is inv_roi.pgm 2 2 inv_roi.raw'
+
+px run inv.pxl --in img.pgm --out o1.pgm --roi 3,2,2,2
+assert "--roi outside the image exits 4 and writes nothing" '[ $rc -eq 4 ] && has err.txt "--roi" && [ ! -e o1.pgm ]'
+
+px run thr.pxl --in img.pgm --param t=100 --out thr.pgm
+assert "--param binds a scalar" '[ $rc -eq 0 ] && pgm_is thr.pgm 4 3 thr100.raw'
+
+# A pre-existing output (a 1x1 image) that failing runs must leave alone.
+printf 'P5\n1 1\n255\n\007' >keep.pgm
+cp keep.pgm keep.orig
+px run thr.pxl --in img.pgm --param t=abc --out keep.pgm
+assert "bad --param value exits 4 and leaves an existing --out unchanged" '[ $rc -eq 4 ] && has err.txt "abc" && cmp -s keep.pgm keep.orig'
+
+px run thr.pxl --in img.pgm --param t=100 --param t=5 --out keep.pgm
+assert "a repeated --param exits 2" '[ $rc -eq 2 ] && cmp -s keep.pgm keep.orig'
+
+px run thr.pxl --in img.pgm --param q=100 --out keep.pgm
+assert "an unknown parameter exits 4 and leaves --out unchanged" '[ $rc -eq 4 ] && cmp -s keep.pgm keep.orig'
+
+px run inv.pxl --in img.pgm --out inv_t.pgm --time
+assert "--time prints the run time in ms to stderr" '[ $rc -eq 0 ] && grep -q "^pxl: time: [0-9][0-9.]* ms$" err.txt && cmp -s inv.pgm inv_t.pgm'
+
+px run inv.pxl --in img.pgm --out inv_th.pgm --threads 2
+assert "--threads 2 gives the same image" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_th.pgm'
+
+# ---- devices ----
+
+px run prog.pxl --in img.pgm --out p_cpu.pgm --device cpu
+rc_cpu=$rc
+px run prog.pxl --in img.pgm --out p_ref.pgm --device ref
+assert "--device ref and --device cpu give byte-identical output" '[ $rc_cpu -eq 0 ] && [ $rc -eq 0 ] && [ -s p_cpu.pgm ] && cmp -s p_cpu.pgm p_ref.pgm'
+
+px run prog.pxl p --in img.pgm --out p_named.pgm --device cpu
+assert "the default entry is the last pipeline" '[ $rc -eq 0 ] && cmp -s p_cpu.pgm p_named.pgm'
+
+px run inv.pxl --in img.pgm --out inv_ref.pgm --device ref
+assert "--device ref inverts exactly" '[ $rc -eq 0 ] && pgm_is inv_ref.pgm 4 3 inv.raw'
+
+px run prog.pxl box3 --in img.pgm --border in=clamp --out b_cpu.pgm --device cpu
+rc_cpu=$rc
+px run prog.pxl box3 --in img.pgm --border in=clamp --out b_ref.pgm --device ref
+assert "--border on a kernel run directly; cpu and ref agree" '[ $rc_cpu -eq 0 ] && [ $rc -eq 0 ] && [ -s b_cpu.pgm ] && cmp -s b_cpu.pgm b_ref.pgm'
+
+# ---- reductions and histograms ----
+
+px run total.pxl --in img.pgm
+assert "reduction prints total = $SUM" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "total = $SUM" ]'
+
+px run total.pxl total --in img.pgm --roi 1,1,2,2 --device ref
+assert "reduction over --roi prints total = $SUM_ROI" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "total = $SUM_ROI" ]'
+
+px run total.pxl --in img.pgm --out o2.pgm
+assert "--out is ignored with a note for a reduction" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "total = $SUM" ] && has err.txt "note" && [ ! -e o2.pgm ]'
+
+px run hist.pxl --in img.pgm
+assert "histogram CSV has 257 lines" '[ $rc -eq 0 ] && [ "$(wc -l <out.txt | tr -d " ")" -eq 257 ]'
+assert "histogram CSV starts with bin,count" '[ "$(sed -n 1p out.txt)" = "bin,count" ]'
+assert "histogram CSV has the right counts" 'cmp -s out.txt hist.expected'
+
+echo stale >h.csv
+px run hist.pxl h --in img.pgm --out h.csv --device ref
+assert "histogram --out FILE.csv writes the CSV there, not to stdout" '[ $rc -eq 0 ] && cmp -s h.csv hist.expected && [ ! -s out.txt ]'
+
+# ---- check and compile ----
+
+px check prog.pxl
+assert "pxl check prints FILE: ok (3 entry points)" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "prog.pxl: ok (3 entry points)" ]'
+
+px check prog.pxl --explain
+assert "pxl check --explain names P2P and N2P" '[ $rc -eq 0 ] && has out.txt "prog.pxl: ok" && has out.txt "P2P" && has out.txt "N2P"'
+
+mkdir -p gen
+px compile prog.pxl -o gen/prog
+assert "pxl compile writes BASE.c and BASE.h and names them" '[ $rc -eq 0 ] && [ -s gen/prog.c ] && [ -s gen/prog.h ] && has out.txt "gen/prog.c" && has out.txt "gen/prog.h"'
+
+if command -v cc >/dev/null 2>&1; then
+  cc -std=c11 -c -Igen gen/prog.c -o gen/prog.o >out.txt 2>err.txt
+  rc=$?
+  last="cc -std=c11 -c gen/prog.c"
+  assert "the generated C compiles with cc -std=c11" '[ $rc -eq 0 ]'
+else
+  skip "the generated C compiles with cc -std=c11" "no cc"
+fi
+
+cp inv.pxl kern.c
+cp inv.pxl kern.orig
+px compile kern.c -o kern
+assert "pxl compile refuses to overwrite its source" '[ $rc -eq 2 ] && cmp -s kern.c kern.orig'
+
+px compile bad.pxl -o gen/bad
+assert "pxl compile of a bad kernel exits 1 and writes nothing" '[ $rc -eq 1 ] && [ ! -e gen/bad.c ] && [ ! -e gen/bad.h ]'
+
+# ---- summary ----
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
