@@ -329,18 +329,6 @@ struct HalidePeer {
     if (const char *e = std::getenv("BENCH_HL_RSTRIP")) RS = std::atoi(e);
     if (const char *e = std::getenv("BENCH_HL_TTILE")) TT = std::atoi(e);
     if (const char *e = std::getenv("BENCH_HL_TBLOCK")) TB = std::atoi(e);
-    in.set_host_alignment(64);
-    in.dim(0).set_min(0);
-    in.dim(1).set_min(0);
-    in.dim(1).set_stride((in.dim(1).stride() / 64) * 64);
-  }
-
-  static void align_output(hl::Func f, int esize) {
-    f.output_buffer().set_host_alignment(64);
-    f.output_buffer().dim(0).set_min(0);
-    f.output_buffer().dim(1).set_min(0);
-    int q = 64 / esize;
-    f.output_buffer().dim(1).set_stride((f.output_buffer().dim(1).stride() / q) * q);
   }
 
   hl::Func build(const std::string &k) {
@@ -452,7 +440,6 @@ struct HalidePeer {
       f.update().vectorize(b, 16);
       return f;
     }
-    align_output(f, k == "sobel3" ? 2 : 1);
     return f;
   }
 

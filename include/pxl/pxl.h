@@ -126,7 +126,7 @@ int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
 /* Loads PNG (8/16-bit), JPEG, PGM/PPM (P2 P3 P5 P6) as u8 or u16 with 1 (gray), 3 (RGB)
  * or 4 (RGBA) channels; gray+alpha PNGs become RGBA. Corrupt, truncated or unsupported
  * files fail with PXL_EFORMAT and a message naming the file and the reason; dimensions
- * over 65535 or images over 1 GiB fail with PXL_ETOOBIG before any pixel allocation. */
+ * over 65535 or images over 4 GiB fail with PXL_ETOOBIG before any pixel allocation. */
 int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out);
 /* Saves by extension (.png .jpg/.jpeg .pgm .ppm .pnm). Writes a temporary file in the same
  * directory and renames it, so a failure never leaves a partial file. u8 and u16 only

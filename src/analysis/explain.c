@@ -2,42 +2,12 @@
  * explain.c - the report of `pxl check --explain`: per declaration its skeleton class,
  * the window or affine pattern of each image it reads, and per-pixel metrics.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
 #include "util/alloc.h"
-
-typedef struct {
-  char *s;
-  size_t len, cap;
-  bool oom;
-} Buf;
-
-static void put(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(Buf *b, const char *fmt, ...) {
-  char tmp[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n < 0 || b->oom) return;
-  if ((size_t)n >= sizeof tmp) n = sizeof tmp - 1;
-  if (b->len + (size_t)n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 1024;
-    while (cap < b->len + (size_t)n + 1) cap *= 2;
-    char *t = PXL_REALLOC(b->s, cap);
-    if (!t) {
-      b->oom = true;
-      return;
-    }
-    b->s = t;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, tmp, (size_t)n + 1);
-  b->len += (size_t)n;
-}
+#include "util/strbuf.h"
 
 /* Prints an affine index such as "h - 1 - y" or "2*x + 1". */
 static void affine_str(char *out, size_t n, Affine a) {
@@ -59,26 +29,26 @@ static void affine_str(char *out, size_t n, Affine a) {
 }
 
 const char *explain_program(Program *p) {
-  Buf b = {0};
+  StrBuf b = {0};
   static const char *const kinds[] = {"kernel", "reduce", "histogram", "pipeline"};
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     char t[16];
-    put(&b, "%s %s: %s\n", kinds[D->kind], D->name, skeleton_name(D->skel));
+    sb_printf(&b, "%s %s: %s\n", kinds[D->kind], D->name, skeleton_name(D->skel));
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues; v++) {
         PipeValue *pv = &D->values[v];
         if (!pv->callee) continue;
-        put(&b, "  stage %s = %s(", pv->name ? pv->name : "(anonymous)", pv->callee->name);
+        sb_printf(&b, "  stage %s = %s(", pv->name ? pv->name : "(anonymous)", pv->callee->name);
         for (int a = 0; a < pv->nargs; a++) {
           PipeArg *pa = &pv->args[a];
           if (pa->source >= 0)
-            put(&b, "%s%s : %s", a ? ", " : "", D->values[pa->source].name ? D->values[pa->source].name : "(call)",
+            sb_printf(&b, "%s%s : %s", a ? ", " : "", D->values[pa->source].name ? D->values[pa->source].name : "(call)",
                 border_name(pa->border.kind));
           else
-            put(&b, "%sscalar", a ? ", " : "");
+            sb_printf(&b, "%sscalar", a ? ", " : "");
         }
-        put(&b, ") -> image %s [%s]\n", type_str(pv->type, t), skeleton_name(pv->callee->skel));
+        sb_printf(&b, ") -> image %s [%s]\n", type_str(pv->type, t), skeleton_name(pv->callee->skel));
       }
       continue;
     }
@@ -86,30 +56,30 @@ const char *explain_program(Program *p) {
       Param *pa = D->params[k];
       if (!pa->is_image) continue;
       Access *ac = &D->access[pa->img_index];
-      put(&b, "  image %s %s:", type_str(pa->type, t), pa->name);
+      sb_printf(&b, "  image %s %s:", type_str(pa->type, t), pa->name);
       if (ac->read_rel && ac->window_known)
-        put(&b, " window dx %d..%d, dy %d..%d (%dx%d)", ac->x0, ac->x1, ac->y0, ac->y1, ac->x1 - ac->x0 + 1,
+        sb_printf(&b, " window dx %d..%d, dy %d..%d (%dx%d)", ac->x0, ac->x1, ac->y0, ac->y1, ac->x1 - ac->x0 + 1,
             ac->y1 - ac->y0 + 1);
       if (ac->read_abs && ac->abs_affine) {
         char ax[96], ay[96];
         affine_str(ax, sizeof ax, ac->ax);
         affine_str(ay, sizeof ay, ac->ay);
-        put(&b, " affine read at (%s, %s)", ax, ay);
+        sb_printf(&b, " affine read at (%s, %s)", ax, ay);
       }
-      if (ac->gather) put(&b, " data-dependent reads (gather)");
-      if (!ac->read_rel && !ac->read_abs && !ac->gather) put(&b, " not read");
-      put(&b, "; border %s\n", border_name(pa->border.kind));
+      if (ac->gather) sb_printf(&b, " data-dependent reads (gather)");
+      if (!ac->read_rel && !ac->read_abs && !ac->gather) sb_printf(&b, " not read");
+      sb_printf(&b, "; border %s\n", border_name(pa->border.kind));
     }
     Metrics *m = &D->metrics;
-    put(&b, "  per pixel: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
+    sb_printf(&b, "  per pixel: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
         m->arith, m->flops, m->reads, m->branches, m->exact ? "" : " (loops with run-time bounds counted once)");
-    if (m->reads > 0) put(&b, "  arithmetic per read: %.2f\n", m->arith / m->reads);
+    if (m->reads > 0) sb_printf(&b, "  arithmetic per read: %.2f\n", m->arith / m->reads);
   }
   if (b.oom || !b.s) {
-    PXL_FREE(b.s);
+    sb_free(&b);
     return "out of memory\n";
   }
   char *r = arena_strndup(p->arena, b.s, b.len);
-  PXL_FREE(b.s);
+  sb_free(&b);
   return r ? r : "out of memory\n";
 }

@@ -364,6 +364,14 @@ static Node *check_expr(Checker *C, Node *n) {
       return n->a;
     }
     n->a = conv(C, n->a, n->type);
+    if (n->a->kind == ND_NUM) { /* fold -literal with the type's wrap-around */
+      Node *lit = n->a;
+      if (scalar_is_float(lit->type.s)) lit->fval = -lit->fval;
+      else if (lit->type.s == T_I32) lit->ival = pxr_neg_i32((int32_t)lit->ival);
+      else if (lit->type.s == T_U32) lit->ival = (uint32_t)(0u - (uint32_t)lit->ival);
+      else lit->ival = (int64_t)(0u - (uint64_t)lit->ival);
+      return lit;
+    }
     return n;
   case ND_BITNOT:
     n->a = check_expr(C, n->a);

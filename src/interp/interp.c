@@ -556,8 +556,10 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
   Lane acc = red_identity(D, imgs, scalars);
   res->x = res->y = -1;
   bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
-  for (int y = 0; y < F.h; y++) {
-    for (int x = 0; x < F.w; x++) {
+  int x0, y0, x1, y1;
+  stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
+  for (int y = y0; y < y1; y++) {
+    for (int x = x0; x < x1; x++) {
       F.x = x;
       F.y = y;
       Lane v = eval(&F, D->body).l[0];
@@ -595,8 +597,10 @@ int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lan
   F.h = imgs[0].img->height;
   F.bins = bins;
   memset(bins, 0, sizeof(Lane) * (size_t)D->nbins);
-  for (int y = 0; y < F.h; y++)
-    for (int x = 0; x < F.w; x++) {
+  int x0, y0, x1, y1;
+  stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
+  for (int y = y0; y < y1; y++)
+    for (int x = x0; x < x1; x++) {
       F.x = x;
       F.y = y;
       exec(&F, D->body);

@@ -24,15 +24,15 @@
 #include "io/formats.h"
 #include "util/alloc.h"
 
-/* Formats: name, the element types and channel counts it stores, and its codecs. A
- * `types` or `chans` entry is a bit set (1 << pxl_type, 1 << channels). */
-#define IO_FORMATS(X)                                                                      \
-  X(FMT_PNG, "PNG", (1u << PXL_U8) | (1u << PXL_U16), "u8 or u16", (1u << 1) | (1u << 3) | (1u << 4), \
-    "1, 3 or 4", io_png_load, io_png_save)                                                 \
-  X(FMT_JPEG, "JPEG", 1u << PXL_U8, "u8 only", (1u << 1) | (1u << 3), "1 or 3", io_jpeg_load, \
-    io_jpeg_save)                                                                          \
-  X(FMT_PNM, "PGM/PPM", (1u << PXL_U8) | (1u << PXL_U16), "u8 or u16", (1u << 1) | (1u << 3), \
-    "1 or 3", io_pnm_load, io_pnm_save)
+/* Formats: name, the element types and channel counts it stores (bit sets: 1 << pxl_type,
+ * 1 << channels, with the same sets spelt out for messages), and its codecs. */
+#define T(t) (1u << (t))
+#define IO_FORMATS(X)                                                                     \
+  X(FMT_PNG, "PNG", T(PXL_U8) | T(PXL_U16), "u8 or u16", T(1) | T(3) | T(4), "1, 3 or 4", \
+    io_png_load, io_png_save)                                                             \
+  X(FMT_JPEG, "JPEG", T(PXL_U8), "u8", T(1) | T(3), "1 or 3", io_jpeg_load, io_jpeg_save) \
+  X(FMT_PNM, "PGM/PPM", T(PXL_U8) | T(PXL_U16), "u8 or u16", T(1) | T(3), "1 or 3",       \
+    io_pnm_load, io_pnm_save)
 
 typedef enum {
 #define X(tag, name, types, tnames, chans, cnames, load, save) tag,

@@ -4,7 +4,8 @@
  * Decoding maps every PNG colour type onto the three layouts pxl images have: gray (1),
  * RGB (3) and RGBA (4 channels), u8 or, for 16-bit files, host-order u16. Gray+alpha
  * becomes RGBA with the gray replicated; palette images expand to RGB, or RGBA when they
- * carry a tRNS chunk; 1/2/4-bit gray is scaled to 0..255. The header is checked against
+ * carry a tRNS chunk (tRNS on gray or RGB images is ignored); 1/2/4-bit gray is scaled
+ * to 0..255. Gamma and colour chunks are not applied. The header is checked against
  * the image limits before the pixel buffer exists, and rows are decoded progressively
  * straight into the pitched image, so no second full-size buffer is needed.
  *
@@ -49,7 +50,7 @@ static struct spng_alloc spng_allocator = {spng_malloc_cb, spng_realloc_cb, spng
 /* Turns a libspng decoder error into a status and a message naming the file. */
 static int decode_error(int e, const char *name, Err *err) {
   if (e == SPNG_EMEM || alloc_failed) return io_err(err, PXL_ENOMEM, name, "out of memory decoding PNG");
-  if (e == SPNG_EOF) return io_err(err, PXL_EFORMAT, name, "truncated PNG data");
+  if (e == SPNG_EOF || e == SPNG_IO_EOF) return io_err(err, PXL_EFORMAT, name, "truncated PNG data");
   if (e == SPNG_ECHUNK_LIMITS)
     return io_err(err, PXL_EFORMAT, name, "invalid PNG: chunk exceeds the size limits");
   return io_err(err, PXL_EFORMAT, name, "invalid PNG: %s", spng_strerror(e));

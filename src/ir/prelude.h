@@ -73,6 +73,47 @@ PXR_SAT_FROM_U(pxr_u2i64, int64_t, INT64_MAX)
 #undef PXR_SAT_FROM_U
 static inline uint64_t pxr_u2u64(uint64_t v) { return v; }
 
+/* Narrow-source saturations, so generated code stays in 32-bit lanes (vectorisable). */
+#define PXR_SAT_I32(name, T, lo, hi)                                                        \
+  static inline T name(int32_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
+PXR_SAT_I32(pxr_i32_u8, uint8_t, 0, 255)
+PXR_SAT_I32(pxr_i32_i16, int16_t, -32768, 32767)
+PXR_SAT_I32(pxr_i32_u16, uint16_t, 0, 65535)
+#undef PXR_SAT_I32
+static inline uint32_t pxr_i32_u32(int32_t v) { return v < 0 ? 0u : (uint32_t)v; }
+#define PXR_SAT_U32(name, T, hi)                                                            \
+  static inline T name(uint32_t v) { return v > (uint32_t)(hi) ? (T)(hi) : (T)v; }
+PXR_SAT_U32(pxr_u32_u8, uint8_t, 255)
+PXR_SAT_U32(pxr_u32_i16, int16_t, 32767)
+PXR_SAT_U32(pxr_u32_u16, uint16_t, 65535)
+PXR_SAT_U32(pxr_u32_i32, int32_t, INT32_MAX)
+#undef PXR_SAT_U32
+/* f32 -> small integers in single precision (exact: the bounds are floats). */
+#define PXR_SAT_F32(name, T, lo, hi)                                                        \
+  static inline T name(float v) {                                                         \
+    if (!(v == v)) return 0;                                                              \
+    v = nearbyintf(v);                                                                    \
+    return v <= (float)(lo) ? (T)(lo) : v >= (float)(hi) ? (T)(hi) : (T)v;                \
+  }
+PXR_SAT_F32(pxr_f32_u8, uint8_t, 0, 255)
+PXR_SAT_F32(pxr_f32_i16, int16_t, -32768, 32767)
+PXR_SAT_F32(pxr_f32_u16, uint16_t, 0, 65535)
+#undef PXR_SAT_F32
+
+/* ---- integer min/max (functions, so nested uses do not repeat their operands) ---- */
+
+#define PXR_MINMAX(T, sfx)                                                                  \
+  static inline T pxr_min_##sfx(T a, T b) { return b < a ? b : a; }                       \
+  static inline T pxr_max_##sfx(T a, T b) { return b > a ? b : a; }
+PXR_MINMAX(uint8_t, u8)
+PXR_MINMAX(int16_t, i16)
+PXR_MINMAX(uint16_t, u16)
+PXR_MINMAX(int32_t, i32)
+PXR_MINMAX(uint32_t, u32)
+PXR_MINMAX(int64_t, i64)
+PXR_MINMAX(uint64_t, u64)
+#undef PXR_MINMAX
+
 /* ---- integer arithmetic: wraps (two's complement); x / 0 == 0 and x % 0 == 0 ---- */
 
 static inline int32_t pxr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }

@@ -1,0 +1,36 @@
+/*
+ * gen_c.h - the C code generator (CPU backend): checked, analysed IR -> C11 + OpenMP.
+ *
+ * The unit of generation is a stage instance: one kernel, reduction or histogram with a
+ * border mode fixed for each of its image parameters (borders are compile-time, so the
+ * interior path has no border code at all). The JIT (src/runtime/host/cpu.c) compiles one
+ * instance per module; `pxl compile` (gen_c_program) writes every entry point, pipelines
+ * included, into one standalone .c/.h pair.
+ *
+ * Generated entry points (the ABI, also written into each file):
+ *   kernel:    void f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads)
+ *   reduction: void f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_scalar *res, int32_t *pos, int nthreads)
+ *   histogram: void f(const pxlc_image *in, const pxlc_scalar *sc, void *bins, int nthreads)
+ *   pipeline:  int  f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads)
+ */
+#ifndef PXL_GEN_C_H
+#define PXL_GEN_C_H
+
+#include "ir/ir.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+
+#define PXLC_ABI_VERSION 1
+
+/* Text of src/ir/prelude.h (generated at build time). */
+extern const char pxl_prelude_text[];
+
+/* Appends a complete translation unit for instance (D, borders) whose entry point is
+ * named `fname` and exported. borders[i] is the border of image parameter i. */
+int gen_c_stage(StrBuf *out, const Decl *D, const Border *borders, const char *fname, Err *err);
+
+/* Ahead-of-time output for a whole program: C source and header (heap strings owned by
+ * the caller, freed with sb_free). `base` names the header to #include. */
+int gen_c_program(const Program *p, const char *header_name, StrBuf *c_out, StrBuf *h_out, Err *err);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * exec.c - runs an entry point on a backend (see backend.h).
+ *
+ * Everything that is the same for every backend lives here: output sizes (size()
+ * evaluated by the interpreter's host evaluator), allocation of outputs and pipeline
+ * intermediates, scalar arguments of pipeline calls, and freeing each intermediate after
+ * its last use.
+ */
+#include <string.h>
+
+#include "interp/interp.h"
+#include "runtime/host/backend.h"
+#include "util/alloc.h"
+
+static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
+  const char *a0 = a->data, *a1 = a0 + (size_t)(a->height - 1) * a->pitch + (size_t)a->width * a->channels * pxl_type_size(a->type);
+  const char *b0 = b->data, *b1 = b0 + (size_t)(b->height - 1) * b->pitch + (size_t)b->width * b->channels * pxl_type_size(b->type);
+  return a0 < b1 && b0 < a1;
+}
+
+static pxl_type pxl_type_of(Scalar s) {
+  switch (s) {
+  case T_U8: return PXL_U8;
+  case T_I16: return PXL_I16;
+  case T_U16: return PXL_U16;
+  case T_I32: return PXL_I32;
+  case T_U32: return PXL_U32;
+  case T_F32: return PXL_F32;
+  default: return PXL_F64;
+  }
+}
+
+/* Checks a caller's output image, or allocates one, for kernel output of w x h of type t. */
+static int prepare_output(const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
+                          struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err) {
+  if (given) {
+    if (given->width != w || given->height != h || given->type != pxl_type_of(t.s) || given->channels != t.lanes)
+      return err_set(err, PXL_EARG, "output image of %s must be %dx%d %s with %d channel%s, got %dx%d %s with %d channel%s",
+                     name, w, h, scalar_name(t.s), t.lanes, t.lanes == 1 ? "" : "s", given->width, given->height,
+                     pxl_type_name(given->type), given->channels, given->channels == 1 ? "" : "s");
+    for (int i = 0; i < nimgs; i++)
+      if (overlaps(given, imgs[i].img))
+        return err_set(err, PXL_EARG, "the output image of %s overlaps an input image; use a separate buffer", name);
+    *out = given;
+    *owned = false;
+    return PXL_OK;
+  }
+  *owned = true;
+  return image_new(w, h, pxl_type_of(t.s), t.lanes, out, err);
+}
+
+static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
+                        ExecResult *res, Err *err) {
+  int n = P->nvalues;
+  struct pxl_image **vals = PXL_CALLOC((size_t)n, sizeof *vals);
+  bool *owned = PXL_CALLOC((size_t)n, sizeof *owned);
+  int *last_use = PXL_CALLOC((size_t)n, sizeof *last_use);
+  int rc = PXL_OK;
+  if (!vals || !owned || !last_use) {
+    rc = err_set(err, PXL_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int v = 0; v < n; v++)
+    for (int a = 0; a < P->values[v].nargs; a++)
+      if (P->values[v].args[a].source >= 0) last_use[P->values[v].args[a].source] = v;
+  for (int v = 0; v < n && !rc; v++) {
+    const PipeValue *pv = &P->values[v];
+    if (!pv->callee) {
+      vals[v] = (struct pxl_image *)imgs[pv->param->img_index].img;
+      continue;
+    }
+    const Decl *K = pv->callee;
+    ImgArg kimgs[64];
+    Lane ks[32];
+    for (int a = 0; a < pv->nargs; a++) {
+      const Param *kp = K->params[a];
+      if (kp->is_image) {
+        kimgs[kp->img_index].img = vals[pv->args[a].source];
+        kimgs[kp->img_index].border = pv->args[a].border;
+      } else {
+        ks[kp->scalar_index] = interp_host_expr(pv->args[a].expr, P, imgs, scalars);
+      }
+    }
+    int w, h;
+    rc = interp_output_size(K, kimgs, ks, &w, &h, err);
+    if (rc) break;
+    bool last = v == P->result;
+    rc = prepare_output(P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
+    if (rc) break;
+    rc = be->kernel(be, K, kimgs, ks, vals[v], err);
+    /* free intermediates whose last reader just ran */
+    for (int a = 0; a < pv->nargs && !rc; a++) {
+      int s = pv->args[a].source;
+      if (s >= 0 && last_use[s] == v && owned[s] && s != P->result) {
+        image_free(vals[s]);
+        vals[s] = NULL;
+        owned[s] = false;
+      }
+    }
+  }
+  if (!rc) {
+    res->kind = PXL_RESULT_IMAGE;
+    res->image = vals[P->result];
+    res->image_owned = owned[P->result];
+    owned[P->result] = false;
+  }
+done:
+  if (vals && owned)
+    for (int v = 0; v < n; v++)
+      if (owned[v]) image_free(vals[v]);
+  PXL_FREE(vals);
+  PXL_FREE(owned);
+  PXL_FREE(last_use);
+  return rc;
+}
+
+int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+               ExecResult *res, Err *err) {
+  memset(res, 0, sizeof *res);
+  switch (D->kind) {
+  case D_PIPELINE:
+    return run_pipeline(be, D, imgs, scalars, out, res, err);
+  case D_KERNEL: {
+    int w, h;
+    int rc = interp_output_size(D, imgs, scalars, &w, &h, err);
+    if (rc) return rc;
+    rc = prepare_output(D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
+    if (rc) return rc;
+    rc = be->kernel(be, D, imgs, scalars, res->image, err);
+    if (rc && res->image_owned) {
+      image_free(res->image);
+      res->image = NULL;
+    }
+    res->kind = PXL_RESULT_IMAGE;
+    return rc;
+  }
+  case D_REDUCE:
+    res->kind = PXL_RESULT_SCALAR;
+    return be->reduce(be, D, imgs, scalars, &res->red, err);
+  case D_HISTOGRAM: {
+    res->kind = PXL_RESULT_HISTOGRAM;
+    res->bins = PXL_CALLOC((size_t)D->nbins, sizeof(Lane));
+    if (!res->bins) return err_set(err, PXL_ENOMEM, "out of memory");
+    res->nbins = D->nbins;
+    res->bins_float = D->weighted_float;
+    int rc = be->histogram(be, D, imgs, scalars, res->bins, err);
+    if (rc) {
+      PXL_FREE(res->bins);
+      res->bins = NULL;
+    }
+    return rc;
+  }
+  }
+  return err_set(err, PXL_ERROR, "internal: unknown declaration kind");
+}
