@@ -26,6 +26,7 @@ typedef struct {
   Arena *a;
   Interval *vars;  /* per slot: interval of a loop counter or single-assignment local */
   int *assigns;    /* per slot: number of assignments outside declarations and for-steps */
+  int *steps;      /* per slot: number of assignments in for-steps */
   Metrics *m;
 } An;
 
@@ -167,7 +168,7 @@ static void count_assigns(An *A, Node *s, bool in_step) {
   for (; s; s = s->next) {
     switch (s->kind) {
     case ND_ASSIGN: case ND_LANESET:
-      if (!in_step && s->var) A->assigns[s->var->slot]++;
+      if (s->var) (in_step ? A->steps : A->assigns)[s->var->slot]++;
       break;
     case ND_BLOCK: count_assigns(A, s->body, false); break;
     case ND_IF: count_assigns(A, s->b, false); count_assigns(A, s->c, false); break;
@@ -221,9 +222,9 @@ static int64_t counted_loop(An *A, Node *f) {
   if (!init || init->next || !cond || !step || step->next) return -1;
   Var *v = init->var;
   if (!v || (init->kind != ND_DECL && init->kind != ND_ASSIGN) || !init->a) return -1;
-  if (A->assigns[v->slot] > (init->kind == ND_ASSIGN ? 1 : 0)) return -1;
+  if (A->assigns[v->slot] > (init->kind == ND_ASSIGN ? 1 : 0) || A->steps[v->slot] != 1) return -1;
   Interval start = interval_of(A, init->a);
-  if (!start.known || start.lo != start.hi) return -1;
+  if (!start.known) return -1;
   if (step->kind != ND_ASSIGN || step->var != v || !step->a) return -1;
   Node *st = step->a;
   while (st->kind == ND_CAST) st = st->a;
@@ -237,13 +238,15 @@ static int64_t counted_loop(An *A, Node *f) {
   while (lhs && lhs->kind == ND_CAST) lhs = lhs->a;
   if (!lhs || lhs->kind != ND_VAR || lhs->var != v) return -1;
   Interval bound = interval_of(A, rhs);
-  if (!bound.known || bound.lo != bound.hi) return -1;
-  int64_t a = start.lo, b = bound.lo, lo, hi;
-  if (dir > 0 && cond->kind == ND_LT) lo = a, hi = b - 1;
-  else if (dir > 0 && cond->kind == ND_LE) lo = a, hi = b;
-  else if (dir < 0 && cond->kind == ND_GT) lo = b + 1, hi = a;
-  else if (dir < 0 && cond->kind == ND_GE) lo = b, hi = a;
+  if (!bound.known) return -1;
+  /* start and bound may themselves range over an outer counter: take the hull */
+  int64_t lo, hi;
+  if (dir > 0 && cond->kind == ND_LT) lo = start.lo, hi = bound.hi - 1;
+  else if (dir > 0 && cond->kind == ND_LE) lo = start.lo, hi = bound.hi;
+  else if (dir < 0 && cond->kind == ND_GT) lo = bound.lo + 1, hi = start.hi;
+  else if (dir < 0 && cond->kind == ND_GE) lo = bound.lo, hi = start.hi;
   else return -1;
+  if (start.lo != start.hi || bound.lo != bound.hi) A->m->exact = false; /* trips: an upper bound */
   if (hi < lo) return 0;
   A->vars[v->slot] = iv(lo, hi);
   return hi - lo + 1;
@@ -255,7 +258,8 @@ static void walk_stmts(An *A, Node *s, double w) {
     case ND_BLOCK: walk_stmts(A, s->body, w); break;
     case ND_DECL:
       walk_expr(A, s->a, w);
-      if (s->var && s->a && A->assigns[s->var->slot] == 0) A->vars[s->var->slot] = interval_of(A, s->a);
+      if (s->var && s->a && A->assigns[s->var->slot] == 0 && A->steps[s->var->slot] == 0)
+        A->vars[s->var->slot] = interval_of(A, s->a);
       break;
     case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT:
       walk_expr(A, s->a, w);
@@ -298,7 +302,8 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   An A = {.D = D, .a = arena, .m = &D->metrics};
   A.vars = arena_alloc(arena, sizeof(Interval) * (size_t)(D->nslots + 1));
   A.assigns = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
-  if (!D->access || !A.vars || !A.assigns) return false;
+  A.steps = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
+  if (!D->access || !A.vars || !A.assigns || !A.steps) return false;
   D->metrics.exact = true;
   if (D->kind == D_REDUCE) {
     walk_expr(&A, D->body, 1);

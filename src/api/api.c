@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "api/api_internal.h"
 #include "codegen/c/gen_c.h"
 #include "front/front.h"
 #include "image/image.h"
@@ -284,6 +285,8 @@ void pxl_program_free(pxl_program *prog) {
   PXL_FREE(prog->source);
   PXL_FREE(prog);
 }
+
+const Program *pxl_program_ir(const pxl_program *prog) { return prog ? prog->prog : NULL; }
 
 int pxl_program_entry_count(const pxl_program *prog) { return prog ? prog->prog->ndecls : 0; }
 

@@ -144,7 +144,13 @@ static int run_compiler(const char *src, const char *so, const char *log, Err *e
 static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err *err) {
   Border borders[64];
   if (D->nimages > 64) return err_set(err, PXL_EARG, "%s: too many image parameters", D->name);
-  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  for (int i = 0; i < D->nimages; i++) {
+    /* an image read only at (0, 0) never reads outside: its border cannot matter, so
+     * every mode shares one module */
+    const Access *ac = &D->access[i];
+    bool inside = !ac->read_abs && !ac->gather && !ac->x0 && !ac->x1 && !ac->y0 && !ac->y1;
+    borders[i] = inside ? (Border){B_CLAMP, 0} : imgs[i].border;
+  }
   StrBuf src = {0};
   int rc = gen_c_stage(&src, D, borders, "pxl_stage", err);
   if (rc) {
