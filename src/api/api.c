@@ -603,7 +603,7 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       if (!a->used && a->kind == ARG_IMAGE && !a->name[0]) found = a;
     }
     if (!found) {
-      char t[32];
+      char t[64];
       describe_type(p->type, t, sizeof t);
       if (p->is_image)
         return fail(ctx, PXL_EARG, "%s '%s' needs an image for parameter '%s' (%s)", kind_name(D->kind), D->name,
@@ -618,7 +618,7 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       ia->img = img;
       ia->border = p->border;
       if (scalar_of_pxl(img->type) != p->type.s || img->channels != p->type.lanes) {
-        char want[32], got[32];
+        char want[64], got[64];
         describe_type(p->type, want, sizeof want);
         describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
         return fail(ctx, PXL_EARG, "image for parameter '%s' of '%s' must be %s, got %s", p->name, D->name, want, got);

@@ -256,14 +256,85 @@ static Val read_image(Frame *F, const Param *p, int ix, int iy) {
 /* ---- expressions ---- */
 
 static Val eval(Frame *F, const Node *n);
+static Lane eval_s(Frame *F, const Node *n);
 
 static Val broadcast(Val v, int lanes) {
   for (int k = 1; k < lanes; k++) v.l[k] = v.l[0];
   return v;
 }
 
+/* Scalar fast path: a node whose value and operands all have one lane. The general
+ * eval() below handles vectors; both follow the same rules. */
+static bool all_scalar(const Node *n) {
+  if (n->type.lanes > 1) return false;
+  if (n->a && n->a->type.lanes > 1) return false;
+  if (n->b && n->b->type.lanes > 1) return false;
+  if (n->c && n->c->type.lanes > 1) return false;
+  for (int i = 0; i < n->nargs; i++)
+    if (n->args[i]->type.lanes > 1) return false;
+  return true;
+}
+
+static Lane eval_s(Frame *F, const Node *n) {
+  Lane r;
+  Scalar s = n->type.s;
+  switch (n->kind) {
+  case ND_NUM:
+    if (scalar_is_float(s)) r.f = n->fval;
+    else r.i = n->ival;
+    return r;
+  case ND_VAR:
+    if (n->var->param) return F->scalars[n->var->param->scalar_index];
+    return F->slots[n->var->slot].l[0];
+  case ND_COORD:
+    r.i = n->ival == 0 ? F->x : n->ival == 1 ? F->y : n->ival == 2 ? F->w : F->h;
+    return r;
+  case ND_READ:
+    if (n->param->type.lanes == 1) {
+      int dx = (int)eval_s(F, n->a).i, dy = (int)eval_s(F, n->b).i;
+      return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy)).l[0];
+    }
+    break;
+  case ND_CAST:
+    if (n->a->type.lanes == 1) return lane_convert(eval_s(F, n->a), n->a->type.s, s);
+    break;
+  case ND_ADD: case ND_SUB: case ND_MUL: case ND_DIV: case ND_MOD: case ND_SHL: case ND_SHR:
+  case ND_BITAND: case ND_BITOR: case ND_BITXOR:
+    if (all_scalar(n)) return arith(n->kind, eval_s(F, n->a), eval_s(F, n->b), s);
+    break;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
+    int c = compare(eval_s(F, n->a), eval_s(F, n->b), n->a->type.s);
+    bool v;
+    switch (n->kind) {
+    case ND_EQ: v = c == 0; break;
+    case ND_NE: v = c != 0; break;
+    case ND_LT: v = c == -1; break;
+    case ND_LE: v = c == -1 || c == 0; break;
+    case ND_GT: v = c == 1; break;
+    default: v = c == 1 || c == 0; break;
+    }
+    r.i = v;
+    return r;
+  }
+  case ND_COND:
+    if (all_scalar(n)) return truthy(eval_s(F, n->a), n->a->type.s) ? eval_s(F, n->b) : eval_s(F, n->c);
+    break;
+  case ND_CALL:
+    if (all_scalar(n)) {
+      Lane v[3];
+      for (int i = 0; i < n->nargs; i++) v[i] = eval_s(F, n->args[i]);
+      return call_n(n->builtin, v, s);
+    }
+    break;
+  default:
+    break;
+  }
+  return eval(F, n).l[0];
+}
+
 static Val eval(Frame *F, const Node *n) {
-  Val r = {0};
+  Val r;
+  memset(&r, 0, sizeof r);
   int lanes = n->type.lanes > 0 ? n->type.lanes : 1;
   Scalar s = n->type.s;
   switch (n->kind) {
@@ -374,20 +445,23 @@ static bool exec(Frame *F, const Node *s) {
     case ND_BLOCK:
       if (exec(F, s->body)) return true;
       break;
-    case ND_DECL: {
-      Val v = {0};
-      if (s->a) v = eval(F, s->a);
-      F->slots[s->var->slot] = v;
-      break;
-    }
+    case ND_DECL:
     case ND_ASSIGN:
-      F->slots[s->var->slot] = eval(F, s->a);
+      if (s->var->type.lanes == 1) {
+        Lane v = {0};
+        if (s->a) v = eval_s(F, s->a);
+        F->slots[s->var->slot].l[0] = v;
+      } else {
+        Val v = {0};
+        if (s->a) v = eval(F, s->a);
+        F->slots[s->var->slot] = v;
+      }
       break;
     case ND_LANESET:
       F->slots[s->var->slot].l[s->ival] = eval(F, s->a).l[0];
       break;
     case ND_IF:
-      if (truthy(eval(F, s->a).l[0], s->a->type.s)) {
+      if (truthy(eval_s(F, s->a), s->a->type.s)) {
         if (exec(F, s->b)) return true;
       } else if (s->c && exec(F, s->c)) {
         return true;
@@ -395,7 +469,7 @@ static bool exec(Frame *F, const Node *s) {
       break;
     case ND_FOR:
       if (s->init && exec(F, s->init)) return true;
-      while (truthy(eval(F, s->a).l[0], s->a->type.s)) {
+      while (truthy(eval_s(F, s->a), s->a->type.s)) {
         if (exec(F, s->b)) return true;
         if (s->step) exec(F, s->step);
       }
@@ -404,7 +478,7 @@ static bool exec(Frame *F, const Node *s) {
       F->ret = eval(F, s->a);
       return true;
     case ND_BIN: {
-      int64_t i = eval(F, s->a).l[0].i;
+      int64_t i = eval_s(F, s->a).i;
       if (i < 0 || i >= F->D->nbins) break;
       if (F->D->weighted_float) {
         double w = 1;
@@ -562,7 +636,7 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
     for (int x = x0; x < x1; x++) {
       F.x = x;
       F.y = y;
-      Lane v = eval(&F, D->body).l[0];
+      Lane v = eval_s(&F, D->body);
       if (arg) {
         if (res->x < 0 || arg_better(D, v, acc)) {
           acc = v;

@@ -21,7 +21,6 @@ static const int scalar_sizes[] = {
 
 const char *scalar_name(Scalar s) { return s < T_COUNT ? scalar_names[s] : "?"; }
 int scalar_size(Scalar s) { return s < T_COUNT ? scalar_sizes[s] : 0; }
-bool scalar_is_float(Scalar s) { return s == T_F32 || s == T_F64; }
 bool scalar_is_signed(Scalar s) { return s == T_I16 || s == T_I32 || s == T_I64 || scalar_is_float(s); }
 bool type_eq(Type a, Type b) { return a.s == b.s && a.lanes == b.lanes; }
 Type type_scalar(Scalar s) { return (Type){s, s == T_VOID ? 0 : 1}; }

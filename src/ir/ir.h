@@ -47,7 +47,7 @@ typedef struct {
 
 const char *scalar_name(Scalar s);         /* "u8", ... */
 int scalar_size(Scalar s);                 /* bytes */
-bool scalar_is_float(Scalar s);            /* f32, f64 */
+static inline bool scalar_is_float(Scalar s) { return s == T_F32 || s == T_F64; } /* f32, f64 */
 bool scalar_is_signed(Scalar s);           /* signed ints and floats */
 bool type_eq(Type a, Type b);              /* same scalar and lanes */
 const char *type_str(Type t, char buf[16]); /* "u8x3" etc. */

@@ -9,7 +9,7 @@
  * sums are combined in a different order. Pipelines whose source contains the word
  * BORDER are run once per border mode with BORDER replaced.
  *
- * usage: diff_test DEVICE [--quick] FILE.pxl...
+ * usage: diff_test DEVICE [--quick] FILE.pxl...   (PXL_TEST_QUICK=1 also means --quick)
  * Prints one line per failure and a summary "N passed, M failed".
  */
 #include <math.h>
@@ -269,10 +269,11 @@ int main(int argc, char **argv) {
   int first = 2;
   const Size *sizes = sizes_full;
   int nsizes = sizeof sizes_full / sizeof *sizes_full;
-  if (!strcmp(argv[2], "--quick")) {
+  const char *q = getenv("PXL_TEST_QUICK");
+  if (!strcmp(argv[2], "--quick") || (q && *q && strcmp(q, "0"))) {
     sizes = sizes_quick;
     nsizes = sizeof sizes_quick / sizeof *sizes_quick;
-    first = 3;
+    if (!strcmp(argv[2], "--quick")) first = 3;
   }
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
   if (pxl_set_device(ref, "ref") || pxl_set_device(dev, device)) {

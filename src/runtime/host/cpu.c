@@ -86,7 +86,7 @@ static int make_dirs(const char *dir, Err *err) {
 }
 
 static int write_file_atomic(const char *path, const char *text, size_t n, Err *err) {
-  char tmp[4200];
+  char tmp[4400];
   snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "wb");
   if (!f) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));

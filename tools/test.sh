@@ -1,0 +1,16 @@
+#!/bin/sh
+# Builds pxl twice - a release build and an ASan+UBSan build - and runs the whole test
+# suite (ctest) in each. Exit status: non-zero if anything fails.
+set -eu
+cd "$(dirname "$0")/.."
+JOBS=$(nproc 2>/dev/null || echo 2)
+# compiled kernels are cached here, shared by both builds (the key is the generated code)
+export PXL_CACHE_DIR="${PXL_CACHE_DIR:-$PWD/build/pxl-cache}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build
+ctest --test-dir build --output-on-failure -j "$JOBS"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPXL_SANITIZE=ON -DPXL_BENCH=OFF >/dev/null
+cmake --build build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PXL_TEST_QUICK=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+echo "test.sh: release and sanitizer suites passed"
