@@ -264,6 +264,67 @@ static void truth(Gen *g, const Node *n) {
   OUT(" != 0)");
 }
 
+/* ---- narrowing ----
+ * The checker widens u8/i16/u16 operands to i32, as C does. For min/max/clamp that is
+ * wasted width: the result is one of the operands. narrow_of() finds an expression whose
+ * value is exactly a min/max/clamp of values of one narrow type T (or constants that fit
+ * T); it is then emitted in T, which keeps vector lanes narrow (32 u8 per AVX2 register
+ * instead of 8 i32). Values are unchanged, so the interpreter still checks the result. */
+
+static bool fits(int64_t v, Scalar t) {
+  switch (t) {
+  case T_U8: return v >= 0 && v <= 255;
+  case T_I16: return v >= -32768 && v <= 32767;
+  case T_U16: return v >= 0 && v <= 65535;
+  default: return false;
+  }
+}
+
+static bool narrow_type(Scalar t) { return t == T_U8 || t == T_I16 || t == T_U16; }
+
+/* The narrow type T this integer expression is exactly a value of, or T_VOID. Literals
+ * answer `want` when they fit it. */
+static Scalar narrow_of(const Node *n, Scalar want) {
+  if (n->type.lanes != 1 || !is_int(n->type.s)) return T_VOID;
+  if (n->kind == ND_NUM) return fits(n->ival, want) ? want : T_VOID;
+  if (n->kind == ND_CAST && narrow_type(n->a->type.s) && int_widens(n->a->type.s, n->type.s) &&
+      n->a->type.lanes == 1)
+    return n->a->type.s;
+  if (n->kind == ND_CALL && (n->builtin == BI_MIN || n->builtin == BI_MAX || n->builtin == BI_CLAMP)) {
+    Scalar t = T_VOID;
+    for (int i = 0; i < n->nargs && t == T_VOID; i++)
+      if (n->args[i]->kind != ND_NUM) t = narrow_of(n->args[i], T_VOID);
+    if (t == T_VOID) return T_VOID;
+    for (int i = 0; i < n->nargs; i++)
+      if (narrow_of(n->args[i], t) != t) return T_VOID;
+    return t;
+  }
+  return T_VOID;
+}
+
+/* Emits n (for which narrow_of(n, t) == t) computed in type t. */
+static void expr_narrow(Gen *g, const Node *n, Scalar t) {
+  if (n->kind == ND_NUM) {
+    emit_int(g->o, n->ival, t);
+  } else if (n->kind == ND_CAST) {
+    expr(g, n->a, 0);
+  } else if (n->builtin == BI_CLAMP) {
+    OUT("pxr_min_%s(pxr_max_%s(", sfx(t), sfx(t));
+    expr_narrow(g, n->args[0], t);
+    OUT(", ");
+    expr_narrow(g, n->args[1], t);
+    OUT("), ");
+    expr_narrow(g, n->args[2], t);
+    OUT(")");
+  } else {
+    OUT("pxr_%s_%s(", n->builtin == BI_MIN ? "min" : "max", sfx(t));
+    expr_narrow(g, n->args[0], t);
+    OUT(", ");
+    expr_narrow(g, n->args[1], t);
+    OUT(")");
+  }
+}
+
 static void expr(Gen *g, const Node *n, int lane) {
   Scalar s = n->type.s;
   switch (n->kind) {
@@ -293,6 +354,10 @@ static void expr(Gen *g, const Node *n, int lane) {
     return;
   case ND_CAST:
   {
+    if (n->type.lanes == 1 && narrow_type(s) && narrow_of(n->a, s) == s && n->a->kind != ND_NUM) {
+      expr_narrow(g, n->a, s); /* the value already has type s */
+      return;
+    }
     int close = open_conv(g, n->a->type.s, s);
     expr(g, n->a, lane_of(n->a, lane));
     while (close--) OUT(")");
@@ -340,9 +405,17 @@ static void expr(Gen *g, const Node *n, int lane) {
     expr(g, n->c, lane_of(n->c, lane));
     OUT(")");
     return;
-  case ND_CALL:
+  case ND_CALL: {
+    Scalar t = n->type.lanes == 1 && is_int(s) ? narrow_of(n, T_VOID) : T_VOID;
+    if (t != T_VOID) {
+      OUT("((%s)", ctype(s));
+      expr_narrow(g, n, t);
+      OUT(")");
+      return;
+    }
     call(g, n, lane);
     return;
+  }
   default:
     binop(g, n, lane);
     return;
@@ -528,14 +601,16 @@ static void read_fns(Gen *g) {
 
 static const char *variant_name(int v) { return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : "pt"; }
 
-/* Pixel function of a kernel or histogram: runs the body for (x, y). */
-static void pixel_fn(Gen *g, int variant) {
+/* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
+ * histogram variant that counts into 32-bit sub-histograms (suffix "c"). */
+static void pixel_fn(Gen *g, int variant, bool counts32) {
   const Decl *D = g->D;
   g->variant = variant;
-  OUT("static inline __attribute__((always_inline)) void %s_%s(", g->pfx, variant_name(variant));
+  OUT("static inline __attribute__((always_inline)) void %s_%s%s(", g->pfx, variant_name(variant), counts32 ? "c" : "");
   img_params(g);
   if (D->kind == D_HISTOGRAM)
-    OUT(", int x, int y, int W, int H, %s *restrict bins) {\n", D->weighted_float ? "double" : "int64_t");
+    OUT(", int x, int y, int W, int H, %s *restrict bins) {\n",
+        counts32 ? "uint32_t" : D->weighted_float ? "double" : "int64_t");
   else
     OUT(", int x, int y, int W, int H, %s *restrict o) {\n", ctype(D->type.s));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
@@ -637,7 +712,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   if (D->skel == SK_P2P_NONSEQ) {
     /* tiles, so that both the reads and the writes of a transpose stay in cache */
     OUT("  const int TS = %d;\n", scalar_size(D->type.s) * C >= 4 ? 32 : 64);
-    OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
+    OUT("  #pragma omp parallel for schedule(dynamic, 1) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
     OUT("  for (int ty = 0; ty < H; ty += TS) {\n");
     OUT("    for (int tx = 0; tx < W; tx += TS) {\n");
     OUT("      const int ye = ty + TS < H ? ty + TS : H, xe = tx + TS < W ? tx + TS : W;\n");
@@ -667,7 +742,10 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     sb_free(&args);
     return;
   }
-  OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
+  /* dynamic chunks of about 64K pixels: a core shared with another process does not hold
+   * the whole launch back, as it would with a static split */
+  OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n");
+  OUT("  #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
   OUT("  for (int y = 0; y < H; y++) {\n");
   OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
   OUT("    if (y < ry0 || y >= ry1) { for (ptrdiff_t i = 0; i < (ptrdiff_t)W * %d; i++) orow[i] = 0; continue; }\n", C);
@@ -778,8 +856,14 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
         Scalar in = D->body->a->type.s;
         const char *RT = in == T_I16 ? "int32_t" : "uint32_t";
         OUT("        { %s racc = 0;\n", RT);
-        OUT("          for (int x = %s; x < %s; x++) racc += (%s)%s_%sr(%s, x, y, W, H);\n", ranges[r][q][0],
-            ranges[r][q][1], RT, g->pfx, ranges[r][q][2], A);
+        if (in == T_U8) /* blocks of 256 sum exactly in 16 bits: narrower vector lanes */
+          OUT("          for (int xb = %s; xb < %s; xb += 256) { const int xe = xb + 256 < %s ? xb + 256 : %s;"
+              " uint16_t bacc = 0; for (int x = xb; x < xe; x++) bacc += (uint16_t)%s_%sr(%s, x, y, W, H);"
+              " racc += bacc; }\n",
+              ranges[r][q][0], ranges[r][q][1], ranges[r][q][1], ranges[r][q][1], g->pfx, ranges[r][q][2], A);
+        else
+          OUT("          for (int x = %s; x < %s; x++) racc += (%s)%s_%sr(%s, x, y, W, H);\n", ranges[r][q][0],
+              ranges[r][q][1], RT, g->pfx, ranges[r][q][2], A);
         OUT("          ");
         char v[64];
         snprintf(v, sizeof v, "(%s)racc", T);
@@ -818,9 +902,21 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
   sb_free(&args);
 }
 
+/* True if no bin() of the body has a weight: the histogram only counts. */
+static bool counts_only(const Node *s) {
+  for (; s; s = s->next) {
+    if (s->kind == ND_BIN && s->b) return false;
+    if (s->kind == ND_BLOCK && !counts_only(s->body)) return false;
+    if (s->kind == ND_IF && (!counts_only(s->b) || !counts_only(s->c))) return false;
+    if (s->kind == ND_FOR && (!counts_only(s->init) || !counts_only(s->b) || !counts_only(s->step))) return false;
+  }
+  return true;
+}
+
 static void histogram_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
   const char *BT = D->weighted_float ? "double" : "int64_t";
+  bool counts = counts_only(D->body);
   StrBuf args = {0};
   StrBuf *saved = g->o;
   g->o = &args;
@@ -839,15 +935,41 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   OUT("  if (!priv) nt = 1;\n");
   OUT("  #pragma omp parallel num_threads(nt) if (nt > 1)\n  {\n");
   OUT("    %s *mine = priv ? priv + (size_t)pxlc_thread_id() * NB : bins;\n", BT);
-  OUT("    #pragma omp for schedule(static)\n");
+  if (counts) {
+    /* four 32-bit sub-histograms, so that runs of equal pixels do not serialise on one
+     * counter; flushed into the 64-bit bins every 256 rows, before any can overflow */
+    OUT("    uint32_t *sub = (uint32_t *)calloc((size_t)4 * NB, sizeof(uint32_t));\n");
+    OUT("    int rows = 0;\n");
+  }
+  OUT("    #pragma omp for schedule(dynamic, 16)\n");
   OUT("    for (int y = ry0; y < ry1; y++) {\n");
-  OUT("      if (y >= iy0 && y < iy1) {\n");
-  OUT("        for (int x = rx0; x < ix0; x++) %s_pe(%s, x, y, W, H, mine);\n", g->pfx, A);
-  OUT("        for (int x = ix0; x < ix1; x++) %s_pi(%s, x, y, W, H, mine);\n", g->pfx, A);
-  OUT("        for (int x = ix1; x < rx1; x++) %s_pe(%s, x, y, W, H, mine);\n", g->pfx, A);
-  OUT("      } else {\n");
-  OUT("        for (int x = rx0; x < rx1; x++) %s_pe(%s, x, y, W, H, mine);\n", g->pfx, A);
-  OUT("      }\n    }\n  }\n");
+  const char *segs[4][3] = {{"rx0", "ix0", "pe"}, {"ix0", "ix1", "pi"}, {"ix1", "rx1", "pe"}, {"rx0", "rx1", "pe"}};
+  for (int k = 0; k < 4; k++) {
+    if (k == 0) OUT("      if (y >= iy0 && y < iy1) {\n");
+    if (k == 3) OUT("      } else {\n");
+    if (counts) {
+      OUT("        if (sub) {\n");
+      OUT("          int x = %s;\n", segs[k][0]);
+      OUT("          for (; x + 3 < %s; x += 4) {\n", segs[k][1]);
+      for (int j = 0; j < 4; j++)
+        OUT("            %s_%sc(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], A, j, j);
+      OUT("          }\n          for (; x < %s; x++) %s_%sc(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2], A);
+      OUT("        } else\n  ");
+    }
+    OUT("        for (int x = %s; x < %s; x++) %s_%s(%s, x, y, W, H, mine);\n", segs[k][0], segs[k][1], g->pfx,
+        segs[k][2], A);
+  }
+  OUT("      }\n");
+  if (counts) {
+    OUT("      if (sub && ++rows == 256) {\n");
+    OUT("        for (int b = 0; b < 4 * NB; b++) { mine[b %% NB] += sub[b]; sub[b] = 0; }\n");
+    OUT("        rows = 0;\n      }\n");
+  }
+  OUT("    }\n");
+  if (counts) {
+    OUT("    if (sub) {\n      for (int b = 0; b < 4 * NB; b++) mine[b %% NB] += sub[b];\n      free(sub);\n    }\n");
+  }
+  OUT("  }\n");
   OUT("  if (priv) {\n    for (int t = 0; t < nt; t++)\n      for (int b = 0; b < NB; b++)\n");
   OUT("        bins[b] = (int64_t)((uint64_t)bins[b] + (uint64_t)priv[(size_t)t * NB + b]);\n");
   OUT("    free(priv);\n  }\n}\n");
@@ -905,13 +1027,17 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     reduce_fn(g, V_DIRECT_REL, inner);
     reduce_entry(g, fname, exported);
   } else if (D->kind == D_HISTOGRAM) {
-    pixel_fn(g, V_EDGE);
-    pixel_fn(g, V_DIRECT_REL);
+    pixel_fn(g, V_EDGE, false);
+    pixel_fn(g, V_DIRECT_REL, false);
+    if (counts_only(D->body)) {
+      pixel_fn(g, V_EDGE, true);
+      pixel_fn(g, V_DIRECT_REL, true);
+    }
     histogram_entry(g, fname, exported);
   } else {
-    pixel_fn(g, V_EDGE);
-    pixel_fn(g, V_DIRECT_REL);
-    if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT);
+    pixel_fn(g, V_EDGE, false);
+    pixel_fn(g, V_DIRECT_REL, false);
+    if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     kernel_entry(g, fname, exported);
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
