@@ -3,7 +3,7 @@
 // of every peer against pxl's output.
 //
 //   bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]
-//             [--check-ref] [--peers pxl,opencv,halide]
+//             [--check-ref] [--peers pxl,opencv,halide] [--max-bg PCT]
 //
 // Sizes are N (N x N) or WxH. Per kernel and size: 2 warm-up runs (the first pxl run
 // JIT-compiles; Halide pipelines are compile_jit'ed once before any timing), then N timed
@@ -16,6 +16,14 @@
 // elements). --check-ref also compares pxl with the reference. The exit status is 1 when
 // a check fails (OpenCV's blur3 may differ by 1 from rounding: tolerated, still shown),
 // or when pxl fails on a kernel.
+//
+// bg%: the share of the machine's CPU time used by other processes (or stolen by the
+// hypervisor) while the row was timed; on a shared machine it inflates the timings (and
+// hurts statically scheduled OpenMP code most). --max-bg PCT waits for a quiet machine
+// before each row and retries a row (up to 5 attempts, keeping the quietest) whose bg%
+// exceeded PCT. The peers run with their default thread pools (OpenCV: cv::getNumThreads;
+// Halide: HL_NUM_THREADS or all cores; pxl: all cores); all three see the same input
+// buffer and write into preallocated buffers with rows padded to 64 bytes.
 //
 // Build with -DBENCH_NO_PXL to time the peers alone.
 
@@ -32,7 +40,11 @@
 #include <pxl/pxl.h>
 #endif
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -231,6 +243,7 @@ struct Prepared {
   std::function<void()> run;     // one timed run
   std::function<void()> finish;  // optional: result -> Output, untimed
   std::string error;             // non-empty: the peer cannot run this kernel
+  std::string note;              // printed after the table
 };
 
 // ---- OpenCV ----
@@ -303,77 +316,104 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
 
 // ---- Halide ----
 //
-// One Pipeline per kernel over a shared ImageParam, compile_jit'ed once. Schedules: u8
-// vectors of the target's natural width, rows split into strips run in parallel,
-// separable windows with the row pass computed per strip as a sliding window (store_at
-// strip, compute_at row), transpose by register blocks inside cache tiles, reductions as
-// per-strip vector partials merged by a small second stage.
+// One Pipeline per kernel over a shared ImageParam, compile_jit'ed once. Schedules (tuned
+// on the 2-core AVX-512 box, see docs/PERFORMANCE.md): u8 vectors of 32 lanes for the
+// stencils (the natural width, 64, for the streaming kernels and reductions); rows split
+// into strips run in parallel; separable windows with the row pass computed per strip as
+// a sliding window (store_at strip, compute_at row) or, where that measured faster, the
+// column pass computed per row; transpose through cache tiles staged in a stack buffer
+// and transposed in 8x8 register blocks; reductions as per-strip vector partials merged by
+// a second stage; the histogram as 4 interleaved partial histograms per strip.
+// Row-tiled variants (e.g. 256x32 tiles with compute_at the tile) measured 2-3x slower
+// than full-row strips here and are not used.
 
 namespace hl = Halide;
 
 struct HalidePeer {
   hl::Target target;
   hl::ImageParam in{hl::UInt(8), 2, "in"};
-  std::map<std::string, hl::Pipeline> pipes;
-  int V = 32;  // u8 vector width
-  int S = 32;  // rows per parallel strip (image kernels)
-  int RS = 64; // rows per parallel strip (reductions)
-  int TT = 64; // transpose cache tile
-  int TB = 16; // transpose register block
+  std::map<std::string, hl::Pipeline> pipes, generic;  // tuned; generic (small images)
+  int VN = 64;  // natural u8 vector width (streaming kernels, reductions)
+  int V = 32;   // u8 vector width of the stencils
+  int S = 32;   // rows per parallel strip (image kernels)
+  int RS = 32;  // rows per parallel strip (reductions, histogram)
+  int TT = 64;  // transpose cache tile
+  int TB = 8;   // transpose register block
+  int HK = 4;   // interleaved partial histograms per strip
 
   HalidePeer() {
     target = hl::get_jit_target_from_environment();
-    V = target.natural_vector_size<uint8_t>();
-    if (const char *e = std::getenv("BENCH_HL_VEC")) V = std::atoi(e);
-    if (const char *e = std::getenv("BENCH_HL_STRIP")) S = std::atoi(e);
-    if (const char *e = std::getenv("BENCH_HL_RSTRIP")) RS = std::atoi(e);
-    if (const char *e = std::getenv("BENCH_HL_TTILE")) TT = std::atoi(e);
-    if (const char *e = std::getenv("BENCH_HL_TBLOCK")) TB = std::atoi(e);
+    VN = target.natural_vector_size<uint8_t>();
+    V = std::min(VN, 32);
+    // Tuning knobs (not needed for normal runs).
+    auto knob = [](const char *name, int &v) {
+      if (const char *e = std::getenv(name)) v = std::max(1, std::atoi(e));
+    };
+    knob("BENCH_HL_VEC", V), knob("BENCH_HL_VECN", VN), knob("BENCH_HL_STRIP", S);
+    knob("BENCH_HL_RSTRIP", RS), knob("BENCH_HL_TTILE", TT), knob("BENCH_HL_TBLOCK", TB);
+    knob("BENCH_HL_HISTK", HK);
   }
 
-  hl::Func build(const std::string &k) {
+  // The smallest image the tuned schedules handle (vectors, strips and tiles must fit);
+  // smaller images run a generic (unscheduled, inlined) version of the same algorithm.
+  bool fits(int w, int h) const {
+    return w >= std::max({VN, V, TT}) && h >= std::max({S, TT});
+  }
+
+  // The algorithm of kernel k; with tuned = false, left unscheduled (generic fallback).
+  hl::Func build(const std::string &k, bool tuned) {
     using namespace hl;
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func c = BoundaryConditions::repeat_edge(in);
     Func f(k);
 
-    // Separable window: row pass per strip as a sliding window, column pass vectorized.
-    auto strip_schedule = [&](std::vector<Func> rowpass) {
+    // Separable window, row pass first: the row pass per strip as a sliding window.
+    auto sliding = [&](std::vector<Func> rowpass) {
+      if (!tuned) return;
       f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
       for (Func &r : rowpass) r.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
+    };
+    // Column pass first: the column pass computed per output row (w + window columns).
+    auto per_row = [&](std::vector<Func> colpass) {
+      if (!tuned) return;
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+      for (Func &r : colpass) r.compute_at(f, yi).vectorize(x, V);
     };
 
     if (k == "binarize") {
       f(x, y) = select(in(x, y) > 128, cast<uint8_t>(255), cast<uint8_t>(0));
-      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+      if (tuned) f.split(y, yo, yi, S).parallel(yo).vectorize(x, VN);
     } else if (k == "copy") {
       f(x, y) = in(x, y);
-      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+      if (tuned) f.split(y, yo, yi, S).parallel(yo).vectorize(x, VN);
     } else if (k == "transpose") {
-      // Vector loads of a TB x TB block into registers, transposed by shuffles, inside
-      // TT x TT cache tiles; rows of tiles in parallel.
-      Func blk("blk");
+      // Per TT x TT tile: the transposed tile is built in a stack buffer (so) from TB x TB
+      // blocks: TB vector loads (blk), an interleave network (bt, vectorized along y:
+      // Halide turns the TB strided stores into one interleave_vectors), TB vector stores;
+      // then written out with full-width vector stores.
+      Func blk("tr_blk"), bt("tr_bt"), so("tr_tile");
       blk(x, y) = in(x, y);
-      f(x, y) = blk(y, x);
-      Var xo("xo"), xi("xi"), xb("xb"), yb("yb"), xr("xr"), yr("yr");
-      f.tile(x, y, xo, yo, xi, yi, TT, TT)
-          .tile(xi, yi, xb, yb, xr, yr, TB, TB)
-          .vectorize(xr)
-          .unroll(yr)
-          .parallel(yo);
-      blk.compute_at(f, xb).vectorize(x).unroll(y);
+      bt(x, y) = blk(y, x);
+      so(x, y) = bt(x, y);
+      f(x, y) = so(x, y);
+      Var xo("xo"), xi("xi"), sxo("sxo"), syo("syo"), sxi("sxi"), syi("syi");
+      if (!tuned) return f;
+      f.tile(x, y, xo, yo, xi, yi, TT, TT).vectorize(xi, std::min(VN, TT)).parallel(yo);
+      so.compute_at(f, xo).tile(x, y, sxo, syo, sxi, syi, TB, TB).vectorize(sxi).unroll(syi);
+      blk.compute_at(so, sxo).vectorize(x).unroll(y);
+      bt.compute_at(so, sxo).vectorize(y).unroll(x);
     } else if (k == "blur3") {
       Func bx("blur3_x");
       bx(x, y) = cast<uint16_t>(c(x - 1, y)) + c(x, y) + c(x + 1, y);
       f(x, y) = cast<uint8_t>((bx(x, y - 1) + bx(x, y) + bx(x, y + 1) + 4) / 9);
-      strip_schedule({bx});
+      sliding({bx});
     } else if (k == "sobel3") {
-      // Column smoothing per row (needs w + 2 columns), then the x difference.
+      // Inlined (6 loads per output vector pair); computing the column smoothing per row
+      // measured slower. Short strips balance the two threads better.
       Func sy("sobel3_y");
       sy(x, y) = cast<int16_t>(c(x, y - 1)) + 2 * cast<int16_t>(c(x, y)) + c(x, y + 1);
       f(x, y) = sy(x + 1, y) - sy(x - 1, y);
-      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
-      sy.compute_at(f, yi).vectorize(x, V);
+      if (tuned) f.split(y, yo, yi, std::max(1, S / 4)).parallel(yo).vectorize(x, V);
     } else if (k == "erode3" || k == "dilate5") {
       bool is_max = k == "dilate5";
       int r = is_max ? 2 : 1;
@@ -385,35 +425,35 @@ struct HalidePeer {
       Expr v = hx(x, y - r);
       for (int d = -r + 1; d <= r; d++) v = op(v, hx(x, y + d));
       f(x, y) = v;
-      strip_schedule({hx});
+      sliding({hx});
     } else if (k == "gradient73") {
-      Func hmax("grad_xmax"), hmin("grad_xmin");
-      Expr emax = c(x - 3, y), emin = c(x - 3, y);
-      for (int d = -2; d <= 3; d++) emax = max(emax, c(x + d, y)), emin = min(emin, c(x + d, y));
-      hmax(x, y) = emax;
-      hmin(x, y) = emin;
-      Expr vmax = max(hmax(x, y - 1), hmax(x, y), hmax(x, y + 1));
-      Expr vmin = min(hmin(x, y - 1), hmin(x, y), hmin(x, y + 1));
-      f(x, y) = vmax - vmin;
-      strip_schedule({hmax, hmin});
+      // Column max/min over 3 rows per output row, then 7 wide along the row.
+      Func vmax("grad_ymax"), vmin("grad_ymin");
+      vmax(x, y) = max(c(x, y - 1), c(x, y), c(x, y + 1));
+      vmin(x, y) = min(c(x, y - 1), c(x, y), c(x, y + 1));
+      Expr emax = vmax(x - 3, y), emin = vmin(x - 3, y);
+      for (int d = -2; d <= 3; d++) emax = max(emax, vmax(x + d, y)), emin = min(emin, vmin(x + d, y));
+      f(x, y) = emax - emin;
+      per_row({vmax, vmin});
     } else if (k == "sum" || k == "min" || k == "max") {
-      // part(l, s): lane l of the partial of strip s (RS rows), V lanes wide, over the
+      // (Reductions use this schedule at every size.)
+      // part(l, s): lane l of the partial of strip s (RS rows), VN lanes wide, over the
       // image padded to whole vectors and strips with the neutral element.
       Var l("l"), s("s");
       Type acc = k == "sum" ? UInt(32) : UInt(8);
       int pad = k == "min" ? 255 : 0;
       Func cz = BoundaryConditions::constant_exterior(in, cast<uint8_t>(pad));
-      Expr nc = (in.width() + V - 1) / V, ns = (in.height() + RS - 1) / RS;
+      Expr nc = (in.width() + VN - 1) / VN, ns = (in.height() + RS - 1) / RS;
       RDom rr(0, nc, 0, RS, "rr");
       Func part(k + "_part");
       part(l, s) = cast(acc, pad);
-      Expr v = cast(acc, cz(rr.x * V + l, s * RS + rr.y));
-      if (k == "sum") part(l, s) += v;
+      Expr v = cast(acc, cz(rr.x * VN + l, s * RS + rr.y));
+      if (k == "sum") part(l, s) += v;  // < 2^32: RS * ceil(w / VN) * 255 for w <= 65535
       else if (k == "min") part(l, s) = min(part(l, s), v);
       else part(l, s) = max(part(l, s), v);
       part.compute_root().vectorize(l).parallel(s);
       part.update().reorder(l, rr.x, rr.y, s).vectorize(l).parallel(s);
-      RDom rt(0, V, 0, ns, "rt");
+      RDom rt(0, VN, 0, ns, "rt");
       if (k == "sum") {
         f() = cast<uint64_t>(0);
         f() += cast<uint64_t>(part(rt.x, rt.y));
@@ -423,19 +463,29 @@ struct HalidePeer {
       }
       return f;
     } else if (k == "hist256") {
-      // Per-strip partial histograms (strips in parallel), then a vectorized merge.
-      Var b("b"), s("s");
-      Expr ns = (in.height() + RS - 1) / RS;
-      RDom rr(0, in.width(), 0, RS, "rr");
-      rr.where(s * RS + rr.y < in.height());
+      // HK partial histograms per strip of RS rows (pixel x goes to partial x % HK, which
+      // breaks the store-to-load dependency between neighbouring pixels), strips in
+      // parallel; the w % HK trailing columns go to partial 0; then a vectorized merge.
+      Var b("b"), j("j"), s("s");
+      Expr w = in.width(), h = in.height();
+      Expr ns = (h + RS - 1) / RS, wk = w / HK;
       Func part("hist_part");
-      part(b, s) = cast<uint32_t>(0);
-      part(cast<int>(in(rr.x, s * RS + rr.y)), s) += cast<uint32_t>(1);
+      part(b, j, s) = cast<uint32_t>(0);
+      // (The row is clamped as well as predicated: bounds inference ignores predicates.)
+      RDom r(0, HK, 0, wk, 0, RS, "r");
+      r.where(s * RS + r.z < h);
+      Expr ry = min(s * RS + r.z, h - 1);
+      part(cast<int>(in(r.y * HK + r.x, ry)), r.x, s) += cast<uint32_t>(1);
+      RDom t(0, w - wk * HK, 0, RS, "t");
+      t.where(s * RS + t.y < h);
+      Expr ty = min(s * RS + t.y, h - 1);
+      part(cast<int>(in(wk * HK + t.x, ty)), 0, s) += cast<uint32_t>(1);
       part.compute_root().vectorize(b, 16).parallel(s);
-      part.update().parallel(s);
-      RDom rs(0, ns, "rs");
+      part.update(0).unroll(r.x).parallel(s);
+      part.update(1).parallel(s);
+      RDom m(0, HK, 0, ns, "m");
       f(b) = cast<uint32_t>(0);
-      f(b) += part(b, rs);
+      f(b) += part(b, m.x, m.y);
       f.vectorize(b, 16);
       f.update().vectorize(b, 16);
       return f;
@@ -447,11 +497,11 @@ struct HalidePeer {
   void compile(const std::vector<std::string> &kernels, std::map<std::string, std::string> &errors) {
     for (const auto &k : kernels) {
       try {
-        hl::Pipeline p(build(k));
+        hl::Pipeline p(build(k, true));
         p.compile_jit(target);
         pipes[k] = p;
       } catch (const hl::Error &e) {
-        errors[k] = std::string("Halide: ") + e.what();
+        errors[k] = e.what();
       }
     }
   }
@@ -471,6 +521,20 @@ struct HalidePeer {
       return p;
     }
     hl::Pipeline pipe = it->second;
+    if (o.kind == Kind::Image && !fits(input.w, input.h)) {
+      if (!generic.count(k)) {  // compiled here, outside the timings
+        try {
+          hl::Pipeline g(build(k, false));
+          g.compile_jit(target);
+          generic[k] = g;
+        } catch (const hl::Error &e) {
+          p.error = e.what();
+          return p;
+        }
+      }
+      pipe = generic[k];
+      p.note = "image smaller than the tuned schedule's tiles: generic (unscheduled) pipeline";
+    }
     auto inbuf = std::make_shared<hl::Buffer<uint8_t>>(wrap<uint8_t>(input));
     hl::ImageParam param = in;
     auto bind = [param, inbuf]() mutable { param.set(*inbuf); };
@@ -603,12 +667,54 @@ struct PxlPeer {
 
 struct Timing {
   bool ok = false;
-  std::string error;
+  std::string error, note;
   double median_ms = 0, min_ms = 0;
 };
 
+// Background load: the share of all CPUs' time used by other processes (and stolen by the
+// hypervisor) between two samples. The benchmark shares its cores with whatever else
+// runs; rows with a high share have inflated timings.
+struct CpuSample {
+  unsigned long long busy = 0, total = 0;
+  double self_s = 0;
+};
+
+CpuSample cpu_sample() {
+  CpuSample c;
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  unsigned long long v[8] = {0};  // user nice system idle iowait irq softirq steal
+  f >> cpu;
+  for (auto &x : v) f >> x;
+  c.busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  c.total = c.busy + v[3] + v[4];
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  c.self_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  return c;
+}
+
+double background_load(const CpuSample &a, const CpuSample &b) {
+  double hz = (double)sysconf(_SC_CLK_TCK);
+  double total = (b.total - a.total) / hz, busy = (b.busy - a.busy) / hz;
+  if (total <= 0) return 0;
+  return std::max(0.0, std::min(1.0, (busy - (b.self_s - a.self_s)) / total));
+}
+
+// Waits (at most max_s seconds) until the background load over half a second is <= limit.
+bool wait_quiet(double limit, double max_s) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    CpuSample a = cpu_sample();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (background_load(a, cpu_sample()) <= limit) return true;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > max_s) return false;
+  }
+}
+
 Timing time_it(Prepared &p, int warmup, int reps, Output &o) {
   Timing t;
+  t.note = p.note;
   if (!p.error.empty()) return t.error = p.error, t;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let other pools go idle
   try {
@@ -628,10 +734,11 @@ Timing time_it(Prepared &p, int warmup, int reps, Output &o) {
     t.ok = true;
     o.valid = true;
   } catch (const Halide::Error &e) {
-    t.error = std::string("Halide: ") + e.what();
+    t.error = e.what();
   } catch (const std::exception &e) {
     t.error = e.what();
   }
+  while (!t.error.empty() && std::isspace((unsigned char)t.error.back())) t.error.pop_back();
   return t;
 }
 
@@ -676,7 +783,7 @@ std::string cv_parallel_framework() {
 void usage(FILE *f) {
   std::fprintf(f,
                "usage: bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]\n"
-               "                 [--check-ref] [--peers pxl,opencv,halide]\n"
+               "                 [--check-ref] [--peers pxl,opencv,halide] [--max-bg PCT]\n"
                "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -697,6 +804,7 @@ int main(int argc, char **argv) {
   int reps_override = 0;
   std::string csv_path;
   bool check_ref = false;
+  double max_bg_allowed = 1.0;  // --max-bg: retry rows with more background load
   bool use_pxl = true, use_cv = true, use_hl = true;
 
   for (int i = 1; i < argc; i++) {
@@ -739,6 +847,9 @@ int main(int argc, char **argv) {
       if (reps_override < 1) return std::fprintf(stderr, "bench_cpu: bad --reps\n"), 2;
     } else if (a == "--csv") {
       csv_path = next();
+    } else if (a == "--max-bg") {
+      max_bg_allowed = std::atof(next().c_str()) / 100.0;
+      if (max_bg_allowed <= 0 || max_bg_allowed > 1) return std::fprintf(stderr, "bench_cpu: bad --max-bg (1..100)\n"), 2;
     } else if (a == "--check-ref") {
       check_ref = true;
     } else if (a == "--peers") {
@@ -799,14 +910,15 @@ int main(int argc, char **argv) {
                  "kernel,width,height,reps,bytes,pxl_ms,pxl_min_ms,opencv_ms,opencv_min_ms,halide_ms,"
                  "halide_min_ms,pxl_gbs,opencv_gbs,halide_gbs,opencv_over_pxl,halide_over_pxl,"
                  "opencv_mismatches,opencv_maxdiff,halide_mismatches,halide_maxdiff,check_baseline,"
-                 "pxl_ref_mismatches\n");
+                 "pxl_ref_mismatches,background_load\n");
   }
 
-  std::printf("%-10s | %-9s | %9s | %9s | %9s | %8s | %10s | %10s | %s\n", "kernel", "size", "pxl ms",
-              "OpenCV ms", "Halide ms", "pxl GB/s", "OpenCV/pxl", "Halide/pxl", "check");
-  std::printf("%s\n", std::string(110, '-').c_str());
+  std::printf("%-10s | %-9s | %9s | %9s | %9s | %8s | %10s | %10s | %3s | %s\n", "kernel", "size",
+              "pxl ms", "OpenCV ms", "Halide ms", "pxl GB/s", "OpenCV/pxl", "Halide/pxl", "bg%", "check");
+  std::printf("%s\n", std::string(116, '-').c_str());
 
   int status = 0;
+  double max_bg = 0;
   std::vector<std::string> notes;
   for (auto wh : sizes) {
     const int w = wh.first, h = wh.second;
@@ -823,28 +935,33 @@ int main(int argc, char **argv) {
 
       Output o_pxl = make_output(*kd, w, h), o_cv = make_output(*kd, w, h),
              o_hl = make_output(*kd, w, h);
-      Timing t_pxl, t_cv, t_hl;
-      t_pxl.error = "not built";
-      t_cv.error = t_hl.error = "skipped";
+      // Prepare (untimed) once; time the row, retried under --max-bg.
+      Prepared p_pxl, p_cv, p_hl;
+      p_pxl.error = "not built";
+      p_cv.error = p_hl.error = "skipped";
 #ifndef BENCH_NO_PXL
-      if (use_pxl) {
-        Prepared p = pxl->prepare(k, input, o_pxl);
-        t_pxl = time_it(p, 2, reps, o_pxl);
-        if (!t_pxl.ok) status = 1;
-      } else {
-        t_pxl.error = "skipped";
-      }
+      if (use_pxl) p_pxl = pxl->prepare(k, input, o_pxl);
+      else p_pxl.error = "skipped";
 #endif
-      if (use_cv) {
-        Prepared p = opencv_prepare(k, input, o_cv);
-        t_cv = time_it(p, 2, reps, o_cv);
-      }
+      if (use_cv) p_cv = opencv_prepare(k, input, o_cv);
       if (use_hl) {
-        Prepared p;
-        if (hl_errors.count(k)) p.error = hl_errors[k];
-        else p = halide.prepare(k, input, o_hl);
-        t_hl = time_it(p, 2, reps, o_hl);
+        if (hl_errors.count(k)) p_hl.error = hl_errors[k];
+        else p_hl = halide.prepare(k, input, o_hl);
       }
+      Timing t_pxl, t_cv, t_hl;
+      double bg = 1;
+      for (int attempt = 1;; attempt++) {
+        if (max_bg_allowed < 1) wait_quiet(max_bg_allowed, 60);
+        CpuSample cpu0 = cpu_sample();
+        Timing a_pxl = time_it(p_pxl, 2, reps, o_pxl);
+        Timing a_cv = time_it(p_cv, 2, reps, o_cv);
+        Timing a_hl = time_it(p_hl, 2, reps, o_hl);
+        double b = background_load(cpu0, cpu_sample());
+        if (attempt == 1 || b < bg) t_pxl = a_pxl, t_cv = a_cv, t_hl = a_hl, bg = b;
+        if (b <= max_bg_allowed || attempt >= 5) break;
+      }
+      if (!t_pxl.ok && p_pxl.error != "skipped" && p_pxl.error != "not built") status = 1;
+      max_bg = std::max(max_bg, bg);
 
       // ---- check ----
       Output ref;
@@ -887,15 +1004,17 @@ int main(int argc, char **argv) {
         return t.ok && t_pxl.ok ? fmt("%10.2f", t.median_ms / t_pxl.median_ms) : std::string("         -");
       };
       std::string size = w == h ? std::to_string(w) : std::to_string(w) + "x" + std::to_string(h);
-      std::printf("%-10s | %-9s | %s | %s | %s | %8s | %s | %s | %s\n", k.c_str(), size.c_str(),
-                  ms(t_pxl).c_str(), ms(t_cv).c_str(), ms(t_hl).c_str(),
+      std::printf("%-10s | %-9s | %s | %s | %s | %8s | %s | %s | %3.0f | %s\n", k.c_str(),
+                  size.c_str(), ms(t_pxl).c_str(), ms(t_cv).c_str(), ms(t_hl).c_str(),
                   t_pxl.ok ? fmt("%8.2f", bytes / (t_pxl.median_ms * 1e6)).c_str() : "       -",
-                  ratio(t_cv).c_str(), ratio(t_hl).c_str(), check.c_str());
+                  ratio(t_cv).c_str(), ratio(t_hl).c_str(), 100 * bg, check.c_str());
       std::fflush(stdout);
       for (auto [peer, t] : {std::pair<const char *, Timing *>{"pxl", &t_pxl}, {"OpenCV", &t_cv},
                              {"Halide", &t_hl}})
         if (!t->ok && t->error != "skipped" && t->error != "not built")
           notes.push_back(k + " " + size + ": " + peer + ": " + t->error);
+        else if (!t->note.empty())
+          notes.push_back(k + " " + size + ": " + peer + ": " + t->note);
 
       if (csv) {
         auto num = [](const Timing &t, double v) { return t.ok ? fmt("%.4f", v) : std::string(""); };
@@ -903,7 +1022,7 @@ int main(int argc, char **argv) {
         auto rat = [&](const Timing &t) {
           return t.ok && t_pxl.ok ? fmt("%.4f", t.median_ms / t_pxl.median_ms) : std::string("");
         };
-        std::fprintf(csv, "%s,%d,%d,%d,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        std::fprintf(csv, "%s,%d,%d,%d,%.0f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.3f\n",
                      k.c_str(), w, h, reps, bytes, num(t_pxl, t_pxl.median_ms).c_str(),
                      num(t_pxl, t_pxl.min_ms).c_str(), num(t_cv, t_cv.median_ms).c_str(),
                      num(t_cv, t_cv.min_ms).c_str(), num(t_hl, t_hl.median_ms).c_str(),
@@ -913,11 +1032,16 @@ int main(int argc, char **argv) {
                      t_cv.ok ? std::to_string(d_cv.maxdiff).c_str() : "",
                      t_hl.ok ? std::to_string(d_hl.mismatches).c_str() : "",
                      t_hl.ok ? std::to_string(d_hl.maxdiff).c_str() : "", t_pxl.ok ? "pxl" : "ref",
-                     t_pxl.ok && check_ref ? std::to_string(d_pxl.mismatches).c_str() : "");
+                     t_pxl.ok && check_ref ? std::to_string(d_pxl.mismatches).c_str() : "", bg);
       }
     }
   }
   if (csv) std::fclose(csv);
+  std::printf("\nms: median of the timed runs; speedups: peer ms / pxl ms (> 1: pxl faster); bg%%: CPU\n"
+              "share used by other processes during the row (max %.0f%%)\n", 100 * max_bg);
+  if (max_bg > 0.10)
+    std::printf("warning: other processes used up to %.0f%% of the CPUs during timed runs: "
+                "those rows are inflated; rerun on an idle machine\n", 100 * max_bg);
   for (const auto &n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   return status;
 }

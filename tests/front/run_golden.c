@@ -19,15 +19,51 @@
  * instead (review the change with git diff before committing it).
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "front/front.h"
 #include "pxl/pxl.h"
 
 static int failures, passes;
+
+/* Runs fn(a, b, c) in a child process, so that a crash or a hang (the parser looping)
+ * fails this case and the others still run. The child prints its "ok"/"FAIL" line and
+ * exits 0, or 3 after a failure it reported; it is killed after 20 s. Any other end is a
+ * crash (AddressSanitizer exits 1). */
+static void run_case(const char *name, void (*fn)(const char *, const char *, const char *), const char *a,
+                     const char *b, const char *c) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) { /* no process: run it here */
+    fn(a, b, c);
+    return;
+  }
+  if (pid == 0) {
+    alarm(20);
+    failures = 0;
+    fn(a, b, c);
+    fflush(stdout);
+    _exit(failures ? 3 : 0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    passes++;
+  } else {
+    failures++;
+    if (WIFSIGNALED(status))
+      printf("FAIL %s: %s\n", name, WTERMSIG(status) == SIGALRM ? "timed out after 20 s (a hang)" : strsignal(WTERMSIG(status)));
+    else if (WEXITSTATUS(status) != 3)
+      printf("FAIL %s: crashed (exit status %d)\n", name, WEXITSTATUS(status));
+  }
+}
 
 /* "PXL_ESOURCE" ... (local, so that the runner needs only the front end) */
 static const char *status_name(int rc) {
@@ -161,7 +197,8 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* ---- one file ---- */
 
-static void run_file(const char *dir, const char *name) {
+static void run_file(const char *dir, const char *name, const char *unused) {
+  (void)unused;
   char path[4096], expected[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   char *src = read_file(path);
@@ -228,7 +265,7 @@ static void run_dir(const char *dir) {
   closedir(dp);
   qsort(names, (size_t)n, sizeof *names, cmp_names);
   for (int i = 0; i < n; i++) {
-    run_file(dir, names[i]);
+    run_case(names[i], run_file, dir, names[i], NULL);
     free(names[i]);
   }
   free(names);
@@ -263,7 +300,7 @@ static int count(const char *text, const char *needle) {
 
 /* Compiles src; with `message` it must fail with exactly one error containing it,
  * without it it must compile. */
-static void run_generated(const char *name, const char *src, const char *message) {
+static void generated_case(const char *name, const char *src, const char *message) {
   Diag d;
   diag_init(&d, name, src);
   Program *p = NULL;
@@ -287,6 +324,10 @@ static void run_generated(const char *name, const char *src, const char *message
   }
   program_free(p);
   diag_free(&d);
+}
+
+static void run_generated(const char *name, const char *src, const char *message) {
+  run_case(name, generated_case, name, src, message);
 }
 
 static void generated_cases(void) {
@@ -386,6 +427,7 @@ static void generated_cases(void) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress is visible even if a case crashes */
   int ndirs = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--update")) {

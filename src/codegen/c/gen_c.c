@@ -20,7 +20,7 @@
 
 #include "interp/interp.h"
 
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2 };
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4 };
 
 typedef struct {
   StrBuf *o;
@@ -29,6 +29,7 @@ typedef struct {
   const char *pfx;   /* prefix of this instance's static functions */
   int variant;       /* V_* flags of the pixel function being emitted */
   bool *direct;      /* per image: relative reads may go direct in the interior */
+  int tb_img;        /* image whose absolute reads come from a tile buffer (V_TILEBUF), or -1 */
   int depth;         /* indentation */
 } Gen;
 
@@ -151,6 +152,14 @@ static void emit_read(Gen *g, const Node *n, int lane) {
   int k = p->img_index;
   bool rel = n->kind == ND_READ;
   bool direct = rel ? (g->variant & V_DIRECT_REL) && g->direct[k] : (g->variant & V_DIRECT_AT) != 0;
+  if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
+    OUT("tb[(ptrdiff_t)(");
+    expr(g, n->b, 0);
+    OUT(" - fy0) * fs + (ptrdiff_t)(");
+    expr(g, n->a, 0);
+    OUT(" - fx0) * %d + %d]", p->type.lanes, lane);
+    return;
+  }
   if (direct) {
     read_direct(g, p, n->a, n->b, rel);
     if (p->type.lanes > 1) OUT(" + %d", lane);
@@ -550,6 +559,26 @@ static void stmts(Gen *g, const Node *s) {
 
 /* ---- functions of one instance ---- */
 
+/* The parameter of image number k. */
+static const Param *image_param(const Decl *D, int k) {
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->img_index == k) return D->params[i];
+  return D->params[0];
+}
+
+/* For a non-sequential P2P kernel: the one image read by affine absolute reads only,
+ * whose tile footprint can be staged in a buffer; -1 if there is no such single image. */
+static int tile_buffer_image(const Decl *D) {
+  int k = -1;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (!ac->read_abs) continue;
+    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather) return -1;
+    k = i;
+  }
+  return k;
+}
+
 /* Parameter list of the pixel and read functions: images then scalars. */
 static void img_params(Gen *g) {
   const Decl *D = g->D;
@@ -599,7 +628,9 @@ static void read_fns(Gen *g) {
   }
 }
 
-static const char *variant_name(int v) { return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : "pt"; }
+static const char *variant_name(int v) {
+  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : "pt";
+}
 
 /* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
  * histogram variant that counts into 32-bit sub-histograms (suffix "c"). */
@@ -608,6 +639,8 @@ static void pixel_fn(Gen *g, int variant, bool counts32) {
   g->variant = variant;
   OUT("static inline __attribute__((always_inline)) void %s_%s%s(", g->pfx, variant_name(variant), counts32 ? "c" : "");
   img_params(g);
+  if (variant & V_TILEBUF)
+    OUT(", const %s *restrict tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *restrict bins) {\n",
         counts32 ? "uint32_t" : D->weighted_float ? "double" : "int64_t");
@@ -711,7 +744,8 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
   if (D->skel == SK_P2P_NONSEQ) {
     /* tiles, so that both the reads and the writes of a transpose stay in cache */
-    OUT("  const int TS = %d;\n", scalar_size(D->type.s) * C >= 4 ? 32 : 64);
+    const int TS = scalar_size(D->type.s) * C >= 4 ? 32 : 64;
+    OUT("  const int TS = %d;\n", TS);
     OUT("  #pragma omp parallel for schedule(dynamic, 1) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
     OUT("  for (int ty = 0; ty < H; ty += TS) {\n");
     OUT("    for (int tx = 0; tx < W; tx += TS) {\n");
@@ -728,6 +762,39 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
             (long long)ac->ax.ch, i, i, (long long)ac->ay.c0, (long long)ac->ay.cx, cx, (long long)ac->ay.cy, cy,
             (long long)ac->ay.cw, i, (long long)ac->ay.ch, i, i);
       }
+    }
+    if (g->tb_img >= 0) {
+      /* stage the tile's footprint (a TS x TS block for a permutation) contiguously: the
+       * column walk of a transpose then hits a small buffer, not rows a page apart that
+       * all land in the same cache sets */
+      const Access *ac = &D->access[g->tb_img];
+      const Param *ip = image_param(D, g->tb_img);
+      int k = g->tb_img, IC = ip->type.lanes;
+      OUT("      int fx0 = 0, fy0 = 0, fx1 = -1, fy1 = -1;\n");
+      OUT("      for (int c = 0; fast && c < 4; c++) {\n");
+      OUT("        const int cx = (c & 1) ? xe - 1 : tx, cy = (c & 2) ? ye - 1 : ty;\n");
+      OUT("        const int ex = (int)(%lldLL + %lldLL * cx + %lldLL * cy + %lldLL * w%d + %lldLL * h%d);\n",
+          (long long)ac->ax.c0, (long long)ac->ax.cx, (long long)ac->ax.cy, (long long)ac->ax.cw, k,
+          (long long)ac->ax.ch, k);
+      OUT("        const int ey = (int)(%lldLL + %lldLL * cx + %lldLL * cy + %lldLL * w%d + %lldLL * h%d);\n",
+          (long long)ac->ay.c0, (long long)ac->ay.cx, (long long)ac->ay.cy, (long long)ac->ay.cw, k,
+          (long long)ac->ay.ch, k);
+      OUT("        if (c == 0 || ex < fx0) fx0 = ex;\n        if (c == 0 || ex > fx1) fx1 = ex;\n");
+      OUT("        if (c == 0 || ey < fy0) fy0 = ey;\n        if (c == 0 || ey > fy1) fy1 = ey;\n      }\n");
+      OUT("      const ptrdiff_t fs = (ptrdiff_t)(fx1 - fx0 + 1) * %d;\n", IC);
+      OUT("      %s tb[%d * %d * %d];\n", ctype(ip->type.s), TS, TS, IC);
+      OUT("      if (fast && (fx1 - fx0 + 1) * (fy1 - fy0 + 1) <= %d * %d) {\n", TS, TS);
+      OUT("        for (int r = fy0; r <= fy1; r++)\n");
+      OUT("          memcpy(tb + (ptrdiff_t)(r - fy0) * fs, i%d + (ptrdiff_t)r * p%d + (ptrdiff_t)fx0 * %d,"
+          " (size_t)fs * sizeof(%s));\n", k, k, IC, ctype(ip->type.s));
+      OUT("        for (int y = ty; y < ye; y++) {\n");
+      OUT("          %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+      char tbtail[4200];
+      snprintf(tbtail, sizeof tbtail, "%%s_%%s(%s, tb, fx0, fy0, fs, x, y, W, H, orow + (ptrdiff_t)x * %d);",
+               args.s ? args.s : "", C);
+      OUT("    ");
+      xloop(g, "tx", "xe", V_DIRECT_REL | V_TILEBUF, tbtail);
+      OUT("        }\n        continue;\n      }\n");
     }
     OUT("      for (int y = ty; y < ye; y++) {\n");
     OUT("        %s *orow = o + (ptrdiff_t)y * op;\n", OT);
@@ -1001,7 +1068,8 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     const Access *ac = &D->access[i];
     direct[i] = ac->read_rel && ac->window_known && !ac->gather;
   }
-  Gen gen = {.o = out, .D = D, .borders = borders, .pfx = pfx, .direct = direct};
+  Gen gen = {.o = out, .D = D, .borders = borders, .pfx = pfx, .direct = direct, .tb_img = -1};
+  if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) gen.tb_img = tile_buffer_image(D);
   Gen *g = &gen;
   OUT("\n/* ---- %s %s: %s", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));
@@ -1038,6 +1106,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     pixel_fn(g, V_EDGE, false);
     pixel_fn(g, V_DIRECT_REL, false);
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
+    if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     kernel_entry(g, fname, exported);
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
