@@ -291,6 +291,180 @@ static void walk_stmts(An *A, Node *s, double w) {
   }
 }
 
+
+/* ---- separable window reductions ---- */
+
+static const Node *strip_casts(const Node *n) {
+  while (n && n->kind == ND_CAST) n = n->a;
+  return n;
+}
+
+static bool is_var(const Node *n, const Var *v) {
+  n = strip_casts(n);
+  return n && n->kind == ND_VAR && n->var == v;
+}
+
+/* Does every value of `from` fit in `to` (a widening or identity conversion)? */
+static bool widens(Type from, Type to) {
+  if (from.lanes != 1 || to.lanes != 1) return false;
+  if (from.s == to.s) return true;
+  if (scalar_is_float(from.s) || scalar_is_float(to.s)) return false;
+  bool uf = !scalar_is_signed(from.s), ut = !scalar_is_signed(to.s);
+  int sf = scalar_size(from.s), st = scalar_size(to.s);
+  if (uf == ut) return st >= sf;
+  return uf && st > sf;
+}
+
+/* Only widening casts between n and the leaf. */
+static bool widening_chain(const Node *n) {
+  while (n && n->kind == ND_CAST) {
+    if (!widens(n->a->type, n->type)) return false;
+    n = n->a;
+  }
+  return true;
+}
+
+/* A counted loop `for (int v = A; v <= B / < B; v++)` with literal bounds: its range. */
+static bool const_loop(const Node *f, Var **v, int *lo, int *hi) {
+  const Node *init = f->init, *cond = f->a, *step = f->step;
+  if (!init || init->next || init->kind != ND_DECL || !init->a || init->a->kind != ND_NUM) return false;
+  if (!step || step->next || step->kind != ND_ASSIGN || step->var != init->var) return false;
+  const Node *st = strip_casts(step->a);
+  if (st->kind != ND_ADD || !is_var(st->a, init->var) || strip_casts(st->b)->kind != ND_NUM ||
+      strip_casts(st->b)->ival != 1)
+    return false;
+  if (!cond || (cond->kind != ND_LT && cond->kind != ND_LE) || !is_var(cond->a, init->var) ||
+      strip_casts(cond->b)->kind != ND_NUM)
+    return false;
+  int64_t a = init->a->ival, b = strip_casts(cond->b)->ival - (cond->kind == ND_LT);
+  if (b < a || a < -64 || b > 64) return false;
+  *v = init->var;
+  *lo = (int)a;
+  *hi = (int)b;
+  return true;
+}
+
+/* The single statement of a body (unwrapping blocks), or NULL. */
+static const Node *only_stmt(const Node *s) {
+  while (s && s->kind == ND_BLOCK && s->body && !s->body->next && !s->next) s = s->body;
+  return s && !s->next ? s : NULL;
+}
+
+static bool reads_image(const Node *n, const Param *img) {
+  if (!n) return false;
+  if ((n->kind == ND_READ || n->kind == ND_AT) && (!img || n->param == img)) return true;
+  if (reads_image(n->a, img) || reads_image(n->b, img) || reads_image(n->c, img)) return true;
+  if (reads_image(n->init, img) || reads_image(n->step, img) || reads_image(n->body, img)) return true;
+  for (int i = 0; i < n->nargs; i++)
+    if (reads_image(n->args[i], img)) return true;
+  return reads_image(n->next, img);
+}
+
+static Node *tmp_reads[PXL_MAX_SEP_ACC]; /* scratch: the read behind each temporary */
+
+static const Node *tmp_read(const Separable *S, int i) {
+  (void)S;
+  return tmp_reads[i];
+}
+
+/* Matches `T t = img(vx, vy);` (widening only) and records t. */
+static bool match_temp(Separable *S, const Node *d) {
+  if (d->kind != ND_DECL || !d->var || !d->a || d->var->type.lanes != 1 || !widening_chain(d->a)) return false;
+  const Node *r = strip_casts(d->a);
+  if (r->kind != ND_READ || r->param->type.lanes != 1 || (S->img && r->param != S->img)) return false;
+  if (!is_var(r->a, S->vx) || !is_var(r->b, S->vy) || S->ntmp == PXL_MAX_SEP_ACC) return false;
+  tmp_reads[S->ntmp] = (Node *)r;
+  S->tmp[S->ntmp++] = d->var;
+  return true;
+}
+
+/* Matches one update `acc = OP(acc, img(vx, vy))` of the loop nest. */
+static bool match_update(Separable *S, const Node *u) {
+  if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param) return false;
+  Var *acc = u->var;
+  if (!widening_chain(u->a) && !(u->a->kind == ND_CAST && widening_chain(u->a->a))) return false;
+  const Node *e = strip_casts(u->a);
+  int op;
+  const Node *x, *y;
+  if (e->kind == ND_CALL && (e->builtin == BI_MIN || e->builtin == BI_MAX)) {
+    op = e->builtin;
+    x = e->args[0], y = e->args[1];
+  } else if (e->kind == ND_ADD && e->type.s == acc->type.s && !scalar_is_float(e->type.s) && u->a == e) {
+    op = -1; /* integer sums wrap: any grouping gives the same value */
+    x = e->a, y = e->b;
+  } else {
+    return false;
+  }
+  if (!is_var(x, acc)) {
+    const Node *t = x;
+    x = y;
+    y = t;
+  }
+  if (!is_var(x, acc) || !widening_chain(x) || !widening_chain(y)) return false;
+  const Node *leaf = strip_casts(y), *r = leaf;
+  if (leaf->kind == ND_VAR) { /* a temporary `T t = img(vx, vy)` */
+    r = NULL;
+    for (int i = 0; i < S->ntmp; i++)
+      if (S->tmp[i] == leaf->var) r = tmp_read(S, i);
+    if (!r) return false;
+  }
+  if (r->kind != ND_READ || r->param->type.lanes != 1) return false;
+  if (S->img && r->param != S->img) return false;
+  if (!is_var(r->a, S->vx) || !is_var(r->b, S->vy) || !widening_chain(r->a) || !widening_chain(r->b)) return false;
+  if (!widens(leaf->type, acc->type) || !widens(r->type, leaf->type)) return false;
+  if (S->nacc == PXL_MAX_SEP_ACC) return false;
+  for (int i = 0; i < S->nacc; i++)
+    if (S->acc[i] == acc) return false;
+  S->img = r->param;
+  S->acc[S->nacc] = acc;
+  S->op[S->nacc] = op;
+  S->read[S->nacc] = (Node *)leaf;
+  if (op >= 0) {
+    S->col[S->nacc] = leaf->type;
+  } else { /* sums of a few u8 rows fit 16 bits: narrower vectors in the column pass */
+    int rows = S->y1 - S->y0 + 1;
+    S->col[S->nacc] = r->type.s == T_U8 && rows <= 257 && scalar_size(acc->type.s) >= 4 ? type_scalar(T_U16) : acc->type;
+  }
+  S->nacc++;
+  return true;
+}
+
+/* Finds `decls; for (vy) for (vx) { acc_i = OP_i(acc_i, img(vx, vy)); } rest` in a
+ * kernel whose other statements do not read that image. */
+static Separable *find_separable(Decl *D, Arena *a) {
+  if (D->kind != D_KERNEL || D->type.lanes != 1 || !D->body || D->nimages != 1) return NULL;
+  const Node *loop = NULL;
+  for (const Node *s = D->body->body; s; s = s->next) {
+    if (s->kind == ND_FOR && !loop) {
+      loop = s;
+      continue;
+    }
+    if (s->kind == ND_FOR) return NULL;
+  }
+  if (!loop) return NULL;
+  Separable S = {0};
+  if (!const_loop(loop, &S.vy, &S.y0, &S.y1)) return NULL;
+  const Node *inner = only_stmt(loop->b);
+  if (!inner || inner->kind != ND_FOR || !const_loop(inner, &S.vx, &S.x0, &S.x1)) return NULL;
+  const Node *u = inner->b;
+  while (u && u->kind == ND_BLOCK && !u->next) u = u->body;
+  for (; u; u = u->next)
+    if (!match_temp(&S, u) && !match_update(&S, u)) return NULL;
+  if (!S.nacc || (S.y1 == S.y0 && S.x1 == S.x0)) return NULL;
+  /* accumulators must be declared before the loop, and nothing else may read the image */
+  for (const Node *s = D->body->body; s; s = s->next) {
+    if (s == loop) continue;
+    if (reads_image(s->a, S.img) || reads_image(s->b, S.img) || reads_image(s->c, S.img) ||
+        reads_image(s->body, S.img))
+      return NULL;
+  }
+  Separable *out = arena_alloc(a, sizeof *out);
+  if (!out) return NULL;
+  *out = S;
+  out->loop = (Node *)loop;
+  return out;
+}
+
 static bool is_signed_perm(const Access *ac) {
   int64_t ax = ac->ax.cx, ay = ac->ax.cy, bx = ac->ay.cx, by = ac->ay.cy;
   bool unit = (llabs(ax) + llabs(ay) == 1) && (llabs(bx) + llabs(by) == 1);
@@ -328,6 +502,7 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) window = true;
   }
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
+  if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
   return true;
 }
 

@@ -264,6 +264,25 @@ typedef struct {
   bool exact;      /* false when a loop has data-dependent bounds (counts are per iteration) */
 } Metrics;
 
+/* A window reduction that splits into a column pass and a row pass (found by analysis):
+ *   acc_i = init_i; for (vy = y0..y1) for (vx = x0..x1) acc_i = OP_i(acc_i, img(vx, vy)); ...
+ * with OP min, max or integer +. Backends compute OP over each column of the window
+ * once per pixel column, then OP over x0..x1 of those: the same value, fewer reads. */
+#define PXL_MAX_SEP_ACC 4
+typedef struct {
+  Param *img;             /* the image read */
+  Node *loop;             /* the outer for statement (replaced by the row pass) */
+  Var *vx, *vy;           /* inner and outer counters */
+  int x0, x1, y0, y1;     /* their ranges (inclusive) */
+  int nacc;
+  Var *acc[PXL_MAX_SEP_ACC];
+  int op[PXL_MAX_SEP_ACC];   /* BI_MIN, BI_MAX, or -1 for a sum */
+  Node *read[PXL_MAX_SEP_ACC]; /* the operand of each update: the read, or a temporary holding it */
+  Var *tmp[PXL_MAX_SEP_ACC];   /* temporaries declared in the loop as `T t = img(vx, vy)` */
+  int ntmp;
+  Type col[PXL_MAX_SEP_ACC];   /* type of a column value */
+} Separable;
+
 /* One call in a pipeline: img = kernel(args...). */
 typedef struct PipeArg PipeArg;
 struct PipeArg {
@@ -313,6 +332,7 @@ struct Decl {
   /* filled by analysis */
   Skeleton skel;
   Access *access;     /* one per image param */
+  Separable *sep;     /* N2P kernels whose window splits into columns and rows, else NULL */
   Metrics metrics;
 };
 

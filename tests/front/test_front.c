@@ -630,9 +630,11 @@ static void test_ir_invariants(void **state) {
 
 /* ---- out-of-memory injection ---- */
 
-static void oom_sweep(const char *name, const char *src, int want_ok) {
+/* Compiles src with allocation n failing, for n = 0..max: never a crash, a leak or a
+ * hang; the status is want_ok or PXL_ENOMEM. */
+static void oom_sweep(const char *name, const char *src, int want_ok, long max) {
   int ok = 0, oom = 0;
-  for (long n = 0; n <= 200; n++) {
+  for (long n = 0; n <= max; n++) {
     Diag d;
     diag_init(&d, name, src);
     Program *p = NULL;
@@ -656,22 +658,30 @@ static void oom_sweep(const char *name, const char *src, int want_ok) {
     diag_free(&d);
   }
   assert_true(oom > 0); /* the first allocations are needed */
-  assert_true(ok > 0);  /* and 200 are enough */
+  assert_true(ok > 0);  /* and max are enough */
 }
 
 static void test_out_of_memory(void **state) {
   (void)state;
   char *src = read_example("edges.pxl");
-  oom_sweep("edges.pxl", src, PXL_OK);
+  oom_sweep("edges.pxl", src, PXL_OK, 200);
   free(src);
   src = read_example("cartoon.pxl");
-  oom_sweep("cartoon.pxl", src, PXL_OK);
+  oom_sweep("cartoon.pxl", src, PXL_OK, 200);
   free(src);
+  /* large enough to need several arena blocks, so that allocations fail in mid-parse */
+  size_t cap = 100000, len = 0;
+  char *big = malloc(cap);
+  len += (size_t)snprintf(big + len, cap - len, "kernel u8 k(image u8 in) {\n  int s = 0;\n");
+  for (int i = 0; i < 1500; i++) len += (size_t)snprintf(big + len, cap - len, "  s += in(1, %d);\n", i % 3);
+  snprintf(big + len, cap - len, "  return s;\n}\n");
+  oom_sweep("big.pxl", big, PXL_OK, 50);
+  free(big);
   /* with errors: the diagnostics text needs memory too */
   oom_sweep("bad.pxl",
             "kernel u8 k(image u8 in) { int a = 1 $ 2; return b; }\n"
             "pipeline p(image u8 in) -> image u8 { return q(in); }\n",
-            PXL_ESOURCE);
+            PXL_ESOURCE, 200);
 }
 
 int main(int argc, char **argv) {

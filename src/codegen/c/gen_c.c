@@ -20,7 +20,7 @@
 
 #include "interp/interp.h"
 
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4 };
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8 };
 
 typedef struct {
   StrBuf *o;
@@ -152,6 +152,14 @@ static void emit_read(Gen *g, const Node *n, int lane) {
   int k = p->img_index;
   bool rel = n->kind == ND_READ;
   bool direct = rel ? (g->variant & V_DIRECT_REL) && g->direct[k] : (g->variant & V_DIRECT_AT) != 0;
+  if (rel && (g->variant & V_SEP)) { /* row pass of a separable window: the column value */
+    const Separable *S = g->D->sep;
+    for (int i = 0; i < S->nacc; i++)
+      if (S->read[i] == n) {
+        OUT("c%d[x + v%d - xa]", i, S->vx->slot);
+        return;
+      }
+  }
   if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
     OUT("tb[(ptrdiff_t)(");
     expr(g, n->b, 0);
@@ -342,6 +350,14 @@ static void expr(Gen *g, const Node *n, int lane) {
     else emit_int(g->o, n->ival, s);
     return;
   case ND_VAR:
+    if (g->variant & V_SEP) {
+      const Separable *S = g->D->sep;
+      for (int i = 0; i < S->nacc; i++)
+        if (S->read[i] == n) {
+          OUT("c%d[x + v%d - xa]", i, S->vx->slot);
+          return;
+        }
+    }
     if (n->var->param) OUT("s%d", n->var->param->scalar_index);
     else if (n->type.lanes > 1) OUT("v%d[%d]", n->var->slot, lane);
     else OUT("v%d", n->var->slot);
@@ -446,6 +462,9 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("}\n");
     return;
   case ND_DECL:
+    if (g->variant & V_SEP) /* temporaries of the window loop: replaced by column values */
+      for (int i = 0; i < g->D->sep->ntmp; i++)
+        if (g->D->sep->tmp[i] == s->var) return;
     lanes = s->var->type.lanes;
     ind(g);
     if (lanes > 1) {
@@ -502,6 +521,18 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("}\n");
     return;
   case ND_FOR:
+    if ((g->variant & V_SEP) && s == g->D->sep->loop) { /* the row pass over column values */
+      const Separable *S = g->D->sep;
+      const Node *inner = s->b;
+      while (inner->kind == ND_BLOCK) inner = inner->body;
+      ind(g), OUT("for (int32_t v%d = %d; v%d <= %d; v%d++) {\n", S->vx->slot, S->x0, S->vx->slot, S->x1,
+                  S->vx->slot);
+      g->depth++;
+      stmts(g, inner->b);
+      g->depth--;
+      ind(g), OUT("}\n");
+      return;
+    }
     ind(g), OUT("{\n");
     g->depth++;
     stmts(g, s->init);
@@ -629,7 +660,7 @@ static void read_fns(Gen *g) {
 }
 
 static const char *variant_name(int v) {
-  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : "pt";
+  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_SEP) ? "ph" : "pt";
 }
 
 /* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
@@ -641,6 +672,9 @@ static void pixel_fn(Gen *g, int variant, bool counts32) {
   img_params(g);
   if (variant & V_TILEBUF)
     OUT(", const %s *restrict tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
+  if (variant & V_SEP)
+    for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *restrict c%d", ctype(D->sep->col[i].s), i);
+  if (variant & V_SEP) OUT(", int xa");
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *restrict bins) {\n",
         counts32 ? "uint32_t" : D->weighted_float ? "double" : "int64_t");
@@ -726,6 +760,81 @@ static void xloop(Gen *g, const char *from, const char *to, int variant, const c
   OUT("\n");
 }
 
+static const char *A_text(const StrBuf *b) { return b->s ? b->s : ""; }
+
+/* Column value of accumulator i at column xs (C expression text in `xs`), direct or
+ * through the border function. */
+static void column(Gen *g, int i, bool direct) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index;
+  const char *CT = ctype(S->col[i].s);
+  char rd[256];
+  if (direct)
+    snprintf(rd, sizeof rd, "(%s)i%d[(ptrdiff_t)(y + %%d) * p%d + xs]", CT, k, k);
+  else
+    snprintf(rd, sizeof rd, "(%s)%s_rd%d(i%d, p%d, w%d, h%d, xs, y + %%d, 0)", CT, g->pfx, k, k, k, k, k);
+  OUT("          %s v = ", CT);
+  sb_printf(g->o, rd, S->y0);
+  OUT(";\n");
+  for (int dy = S->y0 + 1; dy <= S->y1; dy++) {
+    OUT("          v = ");
+    Scalar cs = S->col[i].s;
+    if (S->op[i] >= 0) OUT("pxr_%s_%s(v, ", S->op[i] == BI_MIN ? "min" : "max", sfx(cs));
+    else if (cs == T_I32 || cs == T_I64) OUT("pxr_add_%s(v, ", sfx(cs));
+    else OUT("(%s)(v + ", CT);
+    sb_printf(g->o, rd, dy);
+    OUT(");\n");
+  }
+  OUT("          c%d[j] = v;\n", i);
+}
+
+/* A separable window: per row, a column pass into per-thread buffers, then the row pass
+ * (pixel function "ph") over the column values. */
+static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  int k = S->img->img_index;
+  OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n");
+  OUT("  #pragma omp parallel num_threads(nt_) if ((int64_t)W * H > 16384)\n  {\n");
+  OUT("    const int cn = rx1 - rx0 + %d;\n", S->x1 - S->x0);
+  for (int i = 0; i < S->nacc; i++)
+    OUT("    %s *c%d = (%s *)malloc(sizeof(%s) * (size_t)(cn > 0 ? cn : 1));\n", ctype(S->col[i].s), i,
+        ctype(S->col[i].s), ctype(S->col[i].s));
+  OUT("    int okbuf = 1");
+  for (int i = 0; i < S->nacc; i++) OUT(" && c%d", i);
+  OUT(";\n");
+  OUT("    #pragma omp for schedule(dynamic, chunk_)\n");
+  OUT("    for (int y = 0; y < H; y++) {\n");
+  OUT("      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("      if (y < ry0 || y >= ry1) { for (ptrdiff_t i = 0; i < (ptrdiff_t)W * %d; i++) orow[i] = 0; continue; }\n", C);
+  OUT("      for (ptrdiff_t i = 0; i < (ptrdiff_t)rx0 * %d; i++) orow[i] = 0;\n", C);
+  OUT("      for (ptrdiff_t i = (ptrdiff_t)rx1 * %d; i < (ptrdiff_t)W * %d; i++) orow[i] = 0;\n", C, C);
+  OUT("      if (!okbuf) {\n");
+  OUT("        for (int x = rx0; x < rx1; x++) %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", g->pfx, A, C);
+  OUT("        continue;\n      }\n");
+  OUT("      const int xa = rx0 + %d;\n", S->x0);
+  OUT("      int jd0 = 0, jd1 = 0;\n");
+  OUT("      if (y + %d >= 0 && y + %d < h%d) {\n", S->y0, S->y1, k);
+  OUT("        jd0 = -xa < 0 ? 0 : -xa > cn ? cn : -xa;\n");
+  OUT("        jd1 = w%d - xa < jd0 ? jd0 : w%d - xa > cn ? cn : w%d - xa;\n      }\n", k, k, k);
+  const char *ranges[3][3] = {{"0", "jd0", "e"}, {"jd0", "jd1", "d"}, {"jd1", "cn", "e"}};
+  for (int r = 0; r < 3; r++) {
+    OUT("      for (int j = %s; j < %s; j++) {\n        const int xs = xa + j;\n", ranges[r][0], ranges[r][1]);
+    for (int i = 0; i < S->nacc; i++) {
+      OUT("        {\n");
+      column(g, i, ranges[r][2][0] == 'd');
+      OUT("        }\n");
+    }
+    OUT("      }\n");
+  }
+  OUT("      for (int x = rx0; x < rx1; x++) %s_ph(%s", g->pfx, A);
+  for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
+  OUT(", xa, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
+  OUT("    }\n");
+  for (int i = 0; i < S->nacc; i++) OUT("    free(c%d);\n", i);
+  OUT("  }\n}\n");
+}
+
 static void kernel_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
   int C = D->type.lanes;
@@ -806,6 +915,11 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("            ");
     sb_printf(g->o, tail, g->pfx, variant_name(V_EDGE));
     OUT("\n          }\n        }\n      }\n    }\n  }\n}\n");
+    sb_free(&args);
+    return;
+  }
+  if (D->sep) {
+    separable_loop(g, A_text(&args), C, OT);
     sb_free(&args);
     return;
   }
@@ -1107,6 +1221,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     pixel_fn(g, V_DIRECT_REL, false);
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
+    if (D->sep) pixel_fn(g, V_SEP, false);
     kernel_entry(g, fname, exported);
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
