@@ -317,15 +317,17 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
 // ---- Halide ----
 //
 // One Pipeline per kernel over a shared ImageParam, compile_jit'ed once. Schedules (tuned
-// on the 2-core AVX-512 box, see docs/PERFORMANCE.md): u8 vectors of 32 lanes for the
-// stencils (the natural width, 64, for the streaming kernels and reductions); rows split
-// into strips run in parallel; separable windows with the row pass computed per strip as
-// a sliding window (store_at strip, compute_at row) or, where that measured faster, the
-// column pass computed per row; transpose through cache tiles staged in a stack buffer
-// and transposed in 8x8 register blocks; reductions as per-strip vector partials merged by
-// a second stage; the histogram as 4 interleaved partial histograms per strip.
-// Row-tiled variants (e.g. 256x32 tiles with compute_at the tile) measured 2-3x slower
-// than full-row strips here and are not used.
+// on the 2-core AVX-512 box, see docs/PERFORMANCE.md): rows split into strips run in
+// parallel; stencils read the clamped input from rows materialized per strip (sliding
+// window), separable windows compute their row pass per strip as a sliding window
+// (store_at strip, compute_at row); u8 vectors of 32 lanes for blur3/sobel3/erode3, of
+// the natural width (64 with AVX-512) for the rest; transpose through cache tiles staged
+// in a stack buffer and transposed in 8x8 register blocks; reductions as per-strip vector
+// partials merged by a second stage; the histogram as 4 interleaved partial histograms
+// per strip. Variants measured and rejected: row tiles (256x32, compute_at the tile:
+// 2-5x slower: every tile row pays the clamped-edge gathers), repeat_edge read directly
+// by the stencil (1.5-3x slower), fully inlined windows (except sobel3), vector width 64
+// for the 3x3 windows.
 
 namespace hl = Halide;
 
@@ -367,17 +369,16 @@ struct HalidePeer {
     Func c = BoundaryConditions::repeat_edge(in);
     Func f(k);
 
-    // Separable window, row pass first: the row pass per strip as a sliding window.
-    auto sliding = [&](std::vector<Func> rowpass) {
+    // Stencils: the repeat_edge'd input rows are materialized per strip as a sliding
+    // window (store_at strip, compute_at row): clamped vector loads in Halide 14 are
+    // scalarized gathers, and doing them on every row's first and last vectors of every
+    // pass costs 1.5-3x at 2048 wide; from the materialized rows every load is dense.
+    // Separable windows then compute the row pass per strip as a sliding window too.
+    auto stencil = [&](int vec, std::vector<Func> rowpass) {
       if (!tuned) return;
-      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
-      for (Func &r : rowpass) r.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
-    };
-    // Column pass first: the column pass computed per output row (w + window columns).
-    auto per_row = [&](std::vector<Func> colpass) {
-      if (!tuned) return;
-      f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
-      for (Func &r : colpass) r.compute_at(f, yi).vectorize(x, V);
+      f.split(y, yo, yi, S).parallel(yo).vectorize(x, vec);
+      for (Func &r : rowpass) r.store_at(f, yo).compute_at(f, yi).vectorize(x, vec);
+      c.store_at(f, yo).compute_at(f, yi).vectorize(c.args()[0], vec);
     };
 
     if (k == "binarize") {
@@ -406,14 +407,13 @@ struct HalidePeer {
       Func bx("blur3_x");
       bx(x, y) = cast<uint16_t>(c(x - 1, y)) + c(x, y) + c(x + 1, y);
       f(x, y) = cast<uint8_t>((bx(x, y - 1) + bx(x, y) + bx(x, y + 1) + 4) / 9);
-      sliding({bx});
+      stencil(V, {bx});
     } else if (k == "sobel3") {
-      // Inlined (6 loads per output vector pair); computing the column smoothing per row
-      // measured slower. Short strips balance the two threads better.
+      // Inlined (6 loads per output vector): measured faster than either separable order.
       Func sy("sobel3_y");
       sy(x, y) = cast<int16_t>(c(x, y - 1)) + 2 * cast<int16_t>(c(x, y)) + c(x, y + 1);
       f(x, y) = sy(x + 1, y) - sy(x - 1, y);
-      if (tuned) f.split(y, yo, yi, std::max(1, S / 4)).parallel(yo).vectorize(x, V);
+      stencil(V, {});
     } else if (k == "erode3" || k == "dilate5") {
       bool is_max = k == "dilate5";
       int r = is_max ? 2 : 1;
@@ -425,16 +425,17 @@ struct HalidePeer {
       Expr v = hx(x, y - r);
       for (int d = -r + 1; d <= r; d++) v = op(v, hx(x, y + d));
       f(x, y) = v;
-      sliding({hx});
+      stencil(is_max ? VN : V, {hx});
     } else if (k == "gradient73") {
-      // Column max/min over 3 rows per output row, then 7 wide along the row.
-      Func vmax("grad_ymax"), vmin("grad_ymin");
-      vmax(x, y) = max(c(x, y - 1), c(x, y), c(x, y + 1));
-      vmin(x, y) = min(c(x, y - 1), c(x, y), c(x, y + 1));
-      Expr emax = vmax(x - 3, y), emin = vmin(x - 3, y);
-      for (int d = -2; d <= 3; d++) emax = max(emax, vmax(x + d, y)), emin = min(emin, vmin(x + d, y));
-      f(x, y) = emax - emin;
-      per_row({vmax, vmin});
+      Func hmax("grad_xmax"), hmin("grad_xmin");
+      Expr emax = c(x - 3, y), emin = c(x - 3, y);
+      for (int d = -2; d <= 3; d++) emax = max(emax, c(x + d, y)), emin = min(emin, c(x + d, y));
+      hmax(x, y) = emax;
+      hmin(x, y) = emin;
+      Expr vmax = max(hmax(x, y - 1), hmax(x, y), hmax(x, y + 1));
+      Expr vmin = min(hmin(x, y - 1), hmin(x, y), hmin(x, y + 1));
+      f(x, y) = vmax - vmin;
+      stencil(VN, {hmax, hmin});
     } else if (k == "sum" || k == "min" || k == "max") {
       // (Reductions use this schedule at every size.)
       // part(l, s): lane l of the partial of strip s (RS rows), VN lanes wide, over the

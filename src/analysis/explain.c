@@ -70,6 +70,9 @@ const char *explain_program(Program *p) {
       if (!ac->read_rel && !ac->read_abs && !ac->gather) sb_printf(&b, " not read");
       sb_printf(&b, "; border %s\n", border_name(pa->border.kind));
     }
+    if (D->sep)
+      sb_printf(&b, "  separable: %d column pass%s over %d rows, then a row pass over %d columns\n", D->sep->nacc,
+                D->sep->nacc == 1 ? "" : "es", D->sep->y1 - D->sep->y0 + 1, D->sep->x1 - D->sep->x0 + 1);
     Metrics *m = &D->metrics;
     sb_printf(&b, "  per pixel: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
         m->arith, m->flops, m->reads, m->branches, m->exact ? "" : " (loops with run-time bounds counted once)");
