@@ -41,4 +41,17 @@ static inline Scalar scalar_of_pxl(pxl_type t) {
   return map[t];
 }
 
+/* API pixel type of an IR element type (pixel types only). */
+static inline pxl_type pxl_of_scalar(Scalar s) {
+  switch (s) {
+  case T_U8: return PXL_U8;
+  case T_I16: return PXL_I16;
+  case T_U16: return PXL_U16;
+  case T_I32: return PXL_I32;
+  case T_U32: return PXL_U32;
+  case T_F32: return PXL_F32;
+  default: return PXL_F64;
+  }
+}
+
 #endif

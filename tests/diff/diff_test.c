@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "ir/value.h"
 #include "image/image.h"
 #include "pxl/pxl.h"
 
@@ -40,18 +41,6 @@ static uint64_t next(void) {
   rng ^= rng >> 7;
   rng ^= rng << 17;
   return rng;
-}
-
-static pxl_type api_type(Scalar s) {
-  switch (s) {
-  case T_U8: return PXL_U8;
-  case T_I16: return PXL_I16;
-  case T_U16: return PXL_U16;
-  case T_I32: return PXL_I32;
-  case T_U32: return PXL_U32;
-  case T_F32: return PXL_F32;
-  default: return PXL_F64;
-  }
 }
 
 /* Random pixels over the whole range, small values often (they exercise edges of the
@@ -131,7 +120,7 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
     const Param *p = D->params[i];
     if (p->is_image) {
       pxl_image *img;
-      if (pxl_image_create(ref, s.w, s.h, api_type(p->type.s), p->type.lanes, &img)) {
+      if (pxl_image_create(ref, s.w, s.h, pxl_of_scalar(p->type.s), p->type.lanes, &img)) {
         snprintf(why, sizeof why, "create: %s", pxl_errmsg(ref));
         ok = false;
         break;

@@ -1246,6 +1246,16 @@ static void host_expr(StrBuf *o, const Decl *D, const Node *n) {
   expr(&g, n, 0);
 }
 
+/* `const T sN = sc[N]` for the scalar parameters of D. */
+static void unpack_scalars(StrBuf *o, const Decl *D) {
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->is_image)
+      sb_printf(o, "  const %s s%d = (%s)sc[%d].%c; (void)s%d;\n", ctype(p->type.s), p->scalar_index,
+                ctype(p->type.s), p->scalar_index, scalar_is_float(p->type.s) ? 'f' : 'i', p->scalar_index);
+  }
+}
+
 static void emit_size_fn(StrBuf *o, const Decl *D, const char *name) {
   sb_printf(o, "void %s_size(const pxlc_image *in, const pxlc_scalar *sc, int32_t *width, int32_t *height) {\n", name);
   for (int i = 0; i < D->nparams; i++) {
@@ -1253,10 +1263,8 @@ static void emit_size_fn(StrBuf *o, const Decl *D, const char *name) {
     if (p->is_image)
       sb_printf(o, "  const int w%d = in[%d].width, h%d = in[%d].height; (void)w%d; (void)h%d;\n", p->img_index,
                 p->img_index, p->img_index, p->img_index, p->img_index, p->img_index);
-    else
-      sb_printf(o, "  const %s s%d = (%s)sc[%d].%c; (void)s%d;\n", ctype(p->type.s), p->scalar_index,
-                ctype(p->type.s), p->scalar_index, scalar_is_float(p->type.s) ? 'f' : 'i', p->scalar_index);
   }
+  unpack_scalars(o, D);
   if (D->size_w) {
     sb_printf(o, "  *width = ");
     host_expr(o, D, D->size_w);
@@ -1269,14 +1277,28 @@ static void emit_size_fn(StrBuf *o, const Decl *D, const char *name) {
   sb_printf(o, "}\n");
 }
 
+/* Opens a block binding the arguments of pipeline call pv: images a[], scalars s[]. */
+static void stage_args(StrBuf *o, const Decl *P, const PipeValue *pv) {
+  const Decl *K = pv->callee;
+  sb_printf(o, "  {\n    pxlc_image a[%d]; pxlc_scalar s[%d];\n", K->nimages ? K->nimages : 1,
+            K->nscalars ? K->nscalars : 1);
+  for (int j = 0; j < pv->nargs; j++) {
+    const Param *kp = K->params[j];
+    if (kp->is_image) {
+      sb_printf(o, "    a[%d] = v[%d];\n", kp->img_index, pv->args[j].source);
+    } else {
+      sb_printf(o, "    s[%d].%c = ", kp->scalar_index, scalar_is_float(kp->type.s) ? 'f' : 'i');
+      host_expr(o, P, pv->args[j].expr);
+      sb_printf(o, ";\n");
+    }
+  }
+}
+
+/* The pipeline function (stages in order, intermediates malloc'd and freed) and its size
+ * function (the size functions of the stages along the chain). */
 static void pipeline_fn(StrBuf *o, const Decl *P) {
   sb_printf(o, "\nint %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n", P->name);
-  for (int i = 0; i < P->nparams; i++) {
-    const Param *p = P->params[i];
-    if (!p->is_image)
-      sb_printf(o, "  const %s s%d = (%s)sc[%d].%c; (void)s%d;\n", ctype(p->type.s), p->scalar_index,
-                ctype(p->type.s), p->scalar_index, scalar_is_float(p->type.s) ? 'f' : 'i', p->scalar_index);
-  }
+  unpack_scalars(o, P);
   sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n  int rc = 0;\n", P->nvalues);
   for (int i = 0; i < P->nvalues; i++) {
     const PipeValue *pv = &P->values[i];
@@ -1285,18 +1307,7 @@ static void pipeline_fn(StrBuf *o, const Decl *P) {
       continue;
     }
     const Decl *K = pv->callee;
-    sb_printf(o, "  {\n    pxlc_image a[%d]; pxlc_scalar s[%d];\n", K->nimages ? K->nimages : 1,
-              K->nscalars ? K->nscalars : 1);
-    for (int j = 0; j < pv->nargs; j++) {
-      const Param *kp = K->params[j];
-      if (kp->is_image) {
-        sb_printf(o, "    a[%d] = v[%d];\n", kp->img_index, pv->args[j].source);
-      } else {
-        sb_printf(o, "    s[%d].%c = ", kp->scalar_index, scalar_is_float(kp->type.s) ? 'f' : 'i');
-        host_expr(o, P, pv->args[j].expr);
-        sb_printf(o, ";\n");
-      }
-    }
+    stage_args(o, P, pv);
     sb_printf(o, "    int32_t W, H;\n    %s__s%d_size(a, s, &W, &H);\n", P->name, i);
     if (i == P->result) {
       sb_printf(o, "    if (out->width != W || out->height != H) { rc = -1; goto done; }\n    v[%d] = *out;\n", i);
@@ -1312,14 +1323,8 @@ static void pipeline_fn(StrBuf *o, const Decl *P) {
   for (int i = 0; i < P->nvalues; i++)
     if (P->values[i].callee && i != P->result) sb_printf(o, "  free(v[%d].data);\n", i);
   sb_printf(o, "  return rc;\n}\n");
-  /* its size function: run the size functions along the chain */
   sb_printf(o, "void %s_size(const pxlc_image *in, const pxlc_scalar *sc, int32_t *width, int32_t *height) {\n", P->name);
-  for (int i = 0; i < P->nparams; i++) {
-    const Param *p = P->params[i];
-    if (!p->is_image)
-      sb_printf(o, "  const %s s%d = (%s)sc[%d].%c; (void)s%d;\n", ctype(p->type.s), p->scalar_index,
-                ctype(p->type.s), p->scalar_index, scalar_is_float(p->type.s) ? 'f' : 'i', p->scalar_index);
-  }
+  unpack_scalars(o, P);
   sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n", P->nvalues);
   for (int i = 0; i < P->nvalues; i++) {
     const PipeValue *pv = &P->values[i];
@@ -1327,19 +1332,7 @@ static void pipeline_fn(StrBuf *o, const Decl *P) {
       sb_printf(o, "  v[%d] = in[%d];\n", i, pv->param->img_index);
       continue;
     }
-    const Decl *K = pv->callee;
-    sb_printf(o, "  {\n    pxlc_image a[%d]; pxlc_scalar s[%d];\n", K->nimages ? K->nimages : 1,
-              K->nscalars ? K->nscalars : 1);
-    for (int j = 0; j < pv->nargs; j++) {
-      const Param *kp = K->params[j];
-      if (kp->is_image) {
-        sb_printf(o, "    a[%d] = v[%d];\n", kp->img_index, pv->args[j].source);
-      } else {
-        sb_printf(o, "    s[%d].%c = ", kp->scalar_index, scalar_is_float(kp->type.s) ? 'f' : 'i');
-        host_expr(o, P, pv->args[j].expr);
-        sb_printf(o, ";\n");
-      }
-    }
+    stage_args(o, P, pv);
     sb_printf(o, "    %s__s%d_size(a, s, &v[%d].width, &v[%d].height);\n  }\n", P->name, i, i, i);
   }
   sb_printf(o, "  *width = v[%d].width;\n  *height = v[%d].height;\n}\n", P->result, P->result);

@@ -18,23 +18,11 @@ static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
   return a0 < b1 && b0 < a1;
 }
 
-static pxl_type pxl_type_of(Scalar s) {
-  switch (s) {
-  case T_U8: return PXL_U8;
-  case T_I16: return PXL_I16;
-  case T_U16: return PXL_U16;
-  case T_I32: return PXL_I32;
-  case T_U32: return PXL_U32;
-  case T_F32: return PXL_F32;
-  default: return PXL_F64;
-  }
-}
-
 /* Checks a caller's output image, or allocates one, for kernel output of w x h of type t. */
 static int prepare_output(const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
                           struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err) {
   if (given) {
-    if (given->width != w || given->height != h || given->type != pxl_type_of(t.s) || given->channels != t.lanes)
+    if (given->width != w || given->height != h || given->type != pxl_of_scalar(t.s) || given->channels != t.lanes)
       return err_set(err, PXL_EARG, "output image of %s must be %dx%d %s with %d channel%s, got %dx%d %s with %d channel%s",
                      name, w, h, scalar_name(t.s), t.lanes, t.lanes == 1 ? "" : "s", given->width, given->height,
                      pxl_type_name(given->type), given->channels, given->channels == 1 ? "" : "s");
@@ -46,7 +34,7 @@ static int prepare_output(const char *name, Type t, int w, int h, const ImgArg *
     return PXL_OK;
   }
   *owned = true;
-  return image_new(w, h, pxl_type_of(t.s), t.lanes, out, err);
+  return image_new(w, h, pxl_of_scalar(t.s), t.lanes, out, err);
 }
 
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
