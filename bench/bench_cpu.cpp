@@ -354,6 +354,7 @@ struct HalidePeer {
     knob("BENCH_HL_VEC", V), knob("BENCH_HL_VECN", VN), knob("BENCH_HL_STRIP", S);
     knob("BENCH_HL_RSTRIP", RS), knob("BENCH_HL_TTILE", TT), knob("BENCH_HL_TBLOCK", TB);
     knob("BENCH_HL_HISTK", HK);
+    RS = std::min(RS, 4096);  // keeps the u32 lanes of sum's partials from overflowing
   }
 
   // The smallest image the tuned schedules handle (vectors, strips and tiles must fit);
@@ -449,7 +450,7 @@ struct HalidePeer {
       Func part(k + "_part");
       part(l, s) = cast(acc, pad);
       Expr v = cast(acc, cz(rr.x * VN + l, s * RS + rr.y));
-      if (k == "sum") part(l, s) += v;  // < 2^32: RS * ceil(w / VN) * 255 for w <= 65535
+      if (k == "sum") part(l, s) += v;  // < 2^32: RS * ceil(w / VN) * 255, w <= 65535
       else if (k == "min") part(l, s) = min(part(l, s), v);
       else part(l, s) = max(part(l, s), v);
       part.compute_root().vectorize(l).parallel(s);
@@ -879,9 +880,9 @@ int main(int argc, char **argv) {
   HalidePeer halide;
   std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(),
               std::thread::hardware_concurrency());
-  std::printf("OpenCV %s (%s, %d threads); Halide %s JIT, target %s, u8 vector %d\n", CV_VERSION,
-              cv_parallel_framework().c_str(), cv::getNumThreads(), BENCH_HALIDE_VERSION,
-              halide.target.to_string().c_str(), halide.V);
+  std::printf("OpenCV %s (%s, %d threads); Halide %s JIT, target %s, u8 vectors %d/%d\n",
+              CV_VERSION, cv_parallel_framework().c_str(), cv::getNumThreads(), BENCH_HALIDE_VERSION,
+              halide.target.to_string().c_str(), halide.V, halide.VN);
 #ifdef BENCH_NO_PXL
   std::printf("pxl: not built (BENCH_NO_PXL): checks compare the peers with a scalar reference\n");
 #else

@@ -34,6 +34,10 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
   bool ok = d->nerrors == 0;
   ok = parse_program(p, d, toks, ntoks) && ok;
   PXL_FREE(toks);
+  if (a->failed) { /* the tree may hold placeholders: do not check it */
+    arena_free(a);
+    return PXL_ENOMEM;
+  }
   ok = check_program(p, d) && ok; /* checks the declarations that parsed cleanly */
   if (ok) ok = analyze_program(p, d);
   if (a->failed || d->oom) {

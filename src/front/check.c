@@ -50,6 +50,16 @@ bool type_from_name(const char *name, Type *out) {
   return false;
 }
 
+/* ".x/.r" ... for lane i, as the user may have written either. */
+static const char *lane_str(int64_t i) {
+  static const char *const names[] = {".x/.r", ".y/.g", ".z/.b", ".w/.a"};
+  return i >= 0 && i < 4 ? names[i] : "?";
+}
+
+static const char *lanes_str(Type t) {
+  return t.lanes <= 1 ? "it is not a vector" : t.lanes == 3 ? "it has 3 channels" : "it has 4 channels";
+}
+
 static char *tstr(Type t) {
   static char bufs[4][16];
   static int i;
@@ -118,6 +128,7 @@ static void fold_int_literal(Node *n, Scalar s) {
 static Node *conv(Checker *C, Node *n, Type t) {
   if (is_err(n) || t.s == T_VOID) return n;
   if (type_eq(n->type, t) && !(n->flags & NF_UNTYPED_FLOAT && t.s == T_F64)) {
+    if (n->kind == ND_NUM && n->type.s == T_F32) n->fval = (float)n->fval; /* literal now f32 */
     n->flags &= ~NF_UNTYPED_FLOAT;
     return n;
   }
@@ -240,7 +251,8 @@ static Node *check_binary(Checker *C, Node *n) {
       return err_out(n);
     }
     if (n->b->type.lanes != 1 && n->b->type.lanes != n->a->type.lanes) {
-      diag_error(C->d, n->loc, "shift count has %d channels, the value %d", n->b->type.lanes, n->a->type.lanes);
+      diag_error(C->d, n->loc, "the shift count has %d channels but the shifted value %d", n->b->type.lanes,
+                 n->a->type.lanes);
       return err_out(n);
     }
     t = type_vec(promote(n->a->type.s), n->a->type.lanes);
@@ -255,7 +267,8 @@ static Node *check_binary(Checker *C, Node *n) {
     return n;
   }
   case ND_LOGAND: case ND_LOGOR:
-    if (!need_scalar(C, n->a, "'&&' and '||'") || !need_scalar(C, n->b, "'&&' and '||'")) return err_out(n);
+    if (!need_scalar(C, n->a, "an operand of '&&' or '||'") || !need_scalar(C, n->b, "an operand of '&&' or '||'"))
+      return err_out(n);
     n->type = type_scalar(T_I32);
     return n;
   default:
@@ -323,7 +336,8 @@ static Node *check_expr(Checker *C, Node *n) {
     n->a = check_expr(C, n->a);
     if (is_err(n->a)) return err_out(n);
     if (n->a->type.lanes <= 1 || n->ival >= n->a->type.lanes) {
-      diag_error(C->d, n->loc, "%s has no component %d", tstr(n->a->type), (int)n->ival);
+      diag_error(C->d, n->loc, "%s has no component %s (%s)", tstr(n->a->type), lane_str(n->ival),
+                 lanes_str(n->a->type));
       return err_out(n);
     }
     n->type = type_scalar(n->a->type.s);
@@ -334,9 +348,19 @@ static Node *check_expr(Checker *C, Node *n) {
       n->args[i] = check_expr(C, n->args[i]);
       if (is_err(n->args[i])) return err_out(n);
     }
-    if (n->nargs == 1) return conv(C, n->args[0], t);
+    if (n->nargs == 1) {
+      if (n->args[0]->type.lanes > 1 && t.lanes == 1) {
+        diag_error(C->d, n->loc, "cannot convert %s to %s (pick a component with .x .y .z .w)",
+                   tstr(n->args[0]->type), tstr(t));
+        return err_out(n);
+      }
+      return conv(C, n->args[0], t);
+    }
     if (n->nargs != t.lanes) {
-      diag_error(C->d, n->loc, "%s(...) takes 1 or %d values, got %d", tstr(t), t.lanes, n->nargs);
+      if (t.lanes == 1)
+        diag_error(C->d, n->loc, "%s(...) takes 1 value, got %d", tstr(t), n->nargs);
+      else
+        diag_error(C->d, n->loc, "%s(...) takes 1 or %d values, got %d", tstr(t), t.lanes, n->nargs);
       return err_out(n);
     }
     for (int i = 0; i < n->nargs; i++) {
@@ -411,7 +435,12 @@ static Node *check_expr(Checker *C, Node *n) {
 static Node *conv_store(Checker *C, Node *n, Type t, const char *what) {
   if (is_err(n)) return n;
   if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
-    diag_error(C->d, n->loc, "cannot %s %s as %s", what, tstr(n->type), tstr(t));
+    if (!strcmp(what, "return"))
+      diag_error(C->d, n->loc, "cannot return a %s value from a %s kernel", tstr(n->type), tstr(t));
+    else if (!strcmp(what, "assign"))
+      diag_error(C->d, n->loc, "cannot assign a %s value to a %s variable", tstr(n->type), tstr(t));
+    else
+      diag_error(C->d, n->loc, "cannot initialise a %s variable with a %s value", tstr(t), tstr(n->type));
     n->flags |= NF_ERROR;
     return n;
   }
@@ -426,7 +455,7 @@ static void check_stmt(Checker *C, Node *s) {
     check_stmts(C, s->body);
     break;
   case ND_DECL:
-    if (s->a && s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "initialise with");
+    if (s->a && s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "initialise");
     break;
   case ND_ASSIGN:
     if (s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "assign");
@@ -434,7 +463,8 @@ static void check_stmt(Checker *C, Node *s) {
   case ND_LANESET:
     if (!s->var) break;
     if (s->var->type.lanes <= 1 || s->ival >= s->var->type.lanes) {
-      diag_error(C->d, s->loc, "%s has no component %d", tstr(s->var->type), (int)s->ival);
+      diag_error(C->d, s->loc, "%s has no component %s (%s)", tstr(s->var->type), lane_str(s->ival),
+                 lanes_str(s->var->type));
       break;
     }
     s->a = check_expr(C, s->a);
@@ -514,20 +544,25 @@ static bool host_expr_ok(Checker *C, Node *n, const char *what) {
   return ok;
 }
 
+static bool is_pixel_type(Type t) { return t.s != T_U64 && t.s != T_I64; }
+
+/* Image parameters of any declaration must have pixel types. */
+static void check_image_params(Checker *C, Decl *D) {
+  for (int i = 0; i < D->nparams; i++) {
+    Param *p = D->params[i];
+    if (p->is_image && !is_pixel_type(p->type))
+      diag_error(C->d, p->loc, "%s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", tstr(p->type));
+  }
+}
+
 static void check_kernel(Checker *C, Decl *D) {
   if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
     diag_error(C->d, D->loc, "kernel '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
                tstr(D->type));
   }
-  for (int i = 0; i < D->nparams; i++) {
-    Param *p = D->params[i];
-    if (p->is_image && (p->type.s == T_U64 || p->type.s == T_I64))
-      diag_error(C->d, p->loc, "%s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", tstr(p->type));
-  }
+  check_image_params(C, D);
   if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w)
     diag_error(C->d, D->loc, "kernel '%s' has no image parameter, so it needs size(width, height)", D->name);
-  if (D->kind != D_KERNEL && D->nimages == 0)
-    diag_error(C->d, D->loc, "'%s' needs at least one image parameter", D->name);
   if (D->size_w) {
     D->size_w = check_expr(C, D->size_w);
     D->size_h = check_expr(C, D->size_h);
@@ -544,6 +579,7 @@ static void check_kernel(Checker *C, Decl *D) {
 }
 
 static void check_reduce(Checker *C, Decl *D) {
+  check_image_params(C, D);
   if (D->nimages == 0) diag_error(C->d, D->loc, "reduction '%s' needs at least one image parameter", D->name);
   if (D->type.lanes != 1) {
     diag_error(C->d, D->loc, "reductions produce one value; %s has %d channels", tstr(D->type), D->type.lanes);
@@ -555,7 +591,8 @@ static void check_reduce(Checker *C, Decl *D) {
   if (need_scalar(C, D->body, "a reduction")) D->body = conv(C, D->body, D->type);
   if (D->redop == R_COMBINE) {
     D->combine = check_expr(C, D->combine);
-    if (need_scalar(C, D->combine, "combine()")) D->combine = conv(C, D->combine, D->type);
+    if (host_expr_ok(C, D->combine, "combine() (besides a and b)") && need_scalar(C, D->combine, "combine()"))
+      D->combine = conv(C, D->combine, D->type);
     D->identity = check_expr(C, D->identity);
     if (host_expr_ok(C, D->identity, "the identity of combine()") && need_scalar(C, D->identity, "the identity"))
       D->identity = conv(C, D->identity, D->type);
@@ -564,11 +601,15 @@ static void check_reduce(Checker *C, Decl *D) {
 
 static void check_histogram(Checker *C, Decl *D) {
   if (D->nimages == 0) diag_error(C->d, D->loc, "histogram '%s' needs at least one image parameter", D->name);
-  check_stmts(C, D->body);
+  /* the body was checked by check_kernel */
   D->type = type_scalar(D->weighted_float ? T_F64 : T_I64);
 }
 
 static void check_pipeline(Checker *C, Decl *D) {
+  check_image_params(C, D);
+  if (!is_pixel_type(D->type))
+    diag_error(C->d, D->loc, "pipeline '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
+               tstr(D->type));
   for (int i = 0; i < D->nvalues; i++) {
     PipeValue *v = &D->values[i];
     if (!v->callee) continue; /* a parameter */

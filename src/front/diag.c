@@ -59,11 +59,19 @@ static void show_line(Diag *d, int line, int col) {
 
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
   d->nerrors++;
-  if (d->nerrors == DIAG_MAX_ERRORS + 1) {
+  /* "expected ..." or "... nested too deeply" where the previous error was reported is a
+   * consequence of that error (the parser unwinding without having consumed the token):
+   * not shown. */
+  if (d->nshown > 0 && loc.line == d->last.line && loc.col == d->last.col &&
+      (!strncmp(fmt, "expected", 8) || strstr(fmt, "nested too deeply")))
+    return;
+  d->last = loc;
+  d->nshown++;
+  if (d->nshown == DIAG_MAX_ERRORS + 1) {
     static const char more[] = "note: too many errors; stopping here\n";
     append(d, more, sizeof more - 1);
   }
-  if (d->nerrors > DIAG_MAX_ERRORS) return;
+  if (d->nshown > DIAG_MAX_ERRORS) return;
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);

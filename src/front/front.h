@@ -20,8 +20,10 @@ typedef struct {
   const char *source;
   char *text;     /* accumulated messages (heap), NUL-terminated */
   size_t len, cap;
-  int nerrors;
-  bool oom;       /* an allocation failed while reporting */
+  int nerrors;     /* errors reported, shown or not */
+  int nshown;      /* errors shown in text (at most DIAG_MAX_ERRORS) */
+  Loc last;        /* where the last shown error was */
+  bool oom;        /* an allocation failed while reporting */
 } Diag;
 
 #define DIAG_MAX_ERRORS 20

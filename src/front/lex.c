@@ -89,10 +89,12 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
       while (isalnum((unsigned char)*p) || *p == '_') p++;
       t->kind = is_keyword(start, (int)(p - start)) ? TK_KEYWORD : TK_IDENT;
     } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-      bool is_float = false;
+      bool is_float = false, is_hex = false;
       if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        is_hex = true;
         p += 2;
         while (isxdigit((unsigned char)*p)) p++;
+        if (p == start + 2) diag_error(d, t->loc, "hexadecimal number without digits");
       } else {
         while (isdigit((unsigned char)*p)) p++;
         if (*p == '.') {
@@ -109,7 +111,8 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
       }
       char buf[128];
       size_t len = (size_t)(p - start);
-      if (len >= sizeof buf) {
+      bool too_long = len >= sizeof buf;
+      if (too_long) {
         diag_error(d, t->loc, "number too long");
         len = sizeof buf - 1;
       }
@@ -122,8 +125,11 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
         if (*p == 'f' || *p == 'F') p++;
       } else {
         t->kind = TK_INT;
-        t->ival = strtoull(buf, NULL, 0);
-        if (errno == ERANGE) diag_error(d, t->loc, "integer literal too large");
+        /* decimal or hexadecimal: a leading 0 does not make an octal number as in C */
+        if (!is_hex && buf[0] == '0' && buf[1])
+          diag_error(d, t->loc, "integer with a leading zero (pxl has no octal numbers)");
+        t->ival = strtoull(is_hex ? buf + 2 : buf, NULL, is_hex ? 16 : 10);
+        if (errno == ERANGE && !too_long) diag_error(d, t->loc, "integer literal too large");
         if (*p == 'u' || *p == 'U') p++;
       }
       if (isalnum((unsigned char)*p) || *p == '_') {
@@ -144,9 +150,13 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
         unsigned char c = (unsigned char)*p;
         if (c >= 0x20 && c < 0x7f)
           diag_error(d, t->loc, "unexpected character '%c'", c);
+        else if (c >= 0xc0)
+          diag_error(d, t->loc, "unexpected non-ASCII character (bytes 0x%02x...)", c);
         else
           diag_error(d, t->loc, "unexpected byte 0x%02x", c);
         p++;
+        if (c >= 0xc0) /* one report per UTF-8 sequence: skip its continuation bytes */
+          while (((unsigned char)*p & 0xc0) == 0x80) p++;
         continue;
       }
     }

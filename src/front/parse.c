@@ -15,7 +15,11 @@
 #include "front/front.h"
 #include "util/alloc.h"
 
-#define MAX_DEPTH 200 /* nesting limit: deeper input is refused rather than overflowing */
+/* Limit on the depth of the tree being built: each nesting level (parenthesis, unary
+ * operator, call, statement) and each operator of a chain such as a + b + c counts one.
+ * Deeper input is refused rather than overflowing the stack of this recursive parser or
+ * of the later phases, which all recurse over the tree. */
+#define MAX_DEPTH 1000
 
 typedef struct Scope Scope;
 struct Scope {
@@ -33,6 +37,7 @@ typedef struct {
   Decl *decl;     /* declaration being parsed */
   Scope *scope;   /* innermost binding first */
   int depth;
+  bool too_deep;  /* "nested too deeply" reported: the rest of the statement is skipped */
   bool in_pipeline;
 } Parser;
 
@@ -110,26 +115,31 @@ static const char *ident(Parser *P, const char *what) {
   return s;
 }
 
-/* Skips to just after the next ';' or to the next '}' of this level (not consumed). */
+static bool is_decl_keyword(Parser *P) {
+  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline");
+}
+
+/* Skips the rest of a statement: to just after the next ';' outside braces or the '}'
+ * closing a block opened while skipping, or to the next '}' of this level or the next
+ * declaration keyword (not consumed). Parentheses are not counted, so that an unclosed
+ * '(' does not swallow the statements after it. */
 static void sync_stmt(Parser *P) {
   int depth = 0;
-  while (P->tok->kind != TK_EOF) {
-    if (is(P, "{") || is(P, "(")) depth++;
-    if (is(P, ")")) depth = depth > 0 ? depth - 1 : 0;
-    if (is(P, "}")) {
+  while (P->tok->kind != TK_EOF && !is_decl_keyword(P)) {
+    if (is(P, "{")) {
+      depth++;
+    } else if (is(P, "}")) {
       if (depth == 0) return;
-      depth--;
-    }
-    if (depth == 0 && is(P, ";")) {
+      if (--depth == 0) {
+        advance(P);
+        return;
+      }
+    } else if (depth == 0 && is(P, ";")) {
       advance(P);
       return;
     }
     advance(P);
   }
-}
-
-static bool is_decl_keyword(Parser *P) {
-  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline");
 }
 
 static bool is_coord_name(const char *s) {
@@ -160,7 +170,8 @@ static Param *lookup_image(Parser *P, const char *name) {
   return NULL;
 }
 
-static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
+/* Reports a name that a declaration may not take (coordinates, types, built-ins). */
+static bool reserved_name(Parser *P, const char *name, Loc loc) {
   Type ty;
   if (is_coord_name(name))
     diag_error(P->d, loc, "'%s' is a built-in coordinate and cannot be declared", name);
@@ -168,11 +179,16 @@ static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
     diag_error(P->d, loc, "'%s' is a type name and cannot be declared", name);
   else if (builtin_lookup(name) >= 0)
     diag_error(P->d, loc, "'%s' is a built-in function and cannot be declared", name);
-  else if (lookup_image(P, name))
-    diag_error(P->d, loc, "'%s' is already an image parameter", name);
+  else
+    return false;
+  return true;
+}
+
+/* Adds variable `name` to the innermost scope (no checks). */
+static Var *bind_var(Parser *P, const char *name, Type t, Loc loc) {
   Var *v = alloc(P, sizeof *v);
   Scope *s = alloc(P, sizeof *s);
-  if (!v || !s) return NULL;
+  if (!v || !s || P->a->failed) return NULL; /* never link the shared placeholder */
   v->name = name;
   v->type = t;
   v->slot = P->decl->nslots++;
@@ -182,6 +198,13 @@ static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
   s->up = P->scope;
   P->scope = s;
   return v;
+}
+
+/* Declares a local variable, refusing reserved names and image parameters' names. */
+static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
+  if (!reserved_name(P, name, loc) && lookup_image(P, name))
+    diag_error(P->d, loc, "'%s' is already an image parameter", name);
+  return bind_var(P, name, t, loc);
 }
 
 /* type = scalar-type ("x3" | "x4")? | "int" | "uint" | "float" | "double" */
@@ -207,6 +230,7 @@ static bool at_type(Parser *P) { return at_type_tok(P->tok); }
 
 static Node *expr(Parser *P);
 static Node *assign_expr(Parser *P);
+static NodeKind compound_op(const char *s);
 
 static Node *binary(Parser *P, NodeKind k, Node *a, Node *b, Loc loc) {
   Node *n = new_node(P, k, loc);
@@ -229,8 +253,8 @@ static int call_args(Parser *P, Node ***out) {
   }
   if (!expect(P, ")")) return -1;
   if (n > 16) {
-    diag_error(P->d, P->tok[-1].loc, "too many arguments");
-    n = 16;
+    diag_error(P->d, P->tok[-1].loc, "too many arguments (at most 16)");
+    return -1;
   }
   Node **args = alloc(P, sizeof(Node *) * (size_t)(n ? n : 1));
   if (!args) return -1;
@@ -257,11 +281,15 @@ static Node *primary(Parser *P) {
   if (t->kind == TK_INT) {
     advance(P);
     Node *n = new_node(P, ND_NUM, loc);
-    if (t->ival <= INT32_MAX)
+    /* C's rule: the first type that holds the value, from i32 i64 u64 for decimal,
+     * i32 u32 i64 u64 for hexadecimal, u32 u64 with the suffix u */
+    bool hex = t->len > 1 && (t->text[1] == 'x' || t->text[1] == 'X');
+    bool u = t->text[t->len - 1] == 'u' || t->text[t->len - 1] == 'U';
+    if (t->ival <= INT32_MAX && !u)
       n->type = type_scalar(T_I32);
-    else if (t->ival <= UINT32_MAX)
+    else if (t->ival <= UINT32_MAX && (hex || u))
       n->type = type_scalar(T_U32);
-    else if (t->ival <= INT64_MAX)
+    else if (t->ival <= INT64_MAX && !u)
       n->type = type_scalar(T_I64);
     else
       n->type = type_scalar(T_U64);
@@ -273,7 +301,10 @@ static Node *primary(Parser *P) {
     Node *n = new_node(P, ND_NUM, loc);
     n->type = type_scalar(T_F32);
     n->fval = t->fval;
-    n->flags |= NF_UNTYPED_FLOAT;
+    if (t->text[t->len - 1] == 'f' || t->text[t->len - 1] == 'F')
+      n->fval = (float)n->fval; /* 2.5f is an f32, as in C */
+    else
+      n->flags |= NF_UNTYPED_FLOAT; /* 2.5 adapts to f64 operands */
     return n;
   }
   if (accept(P, "(")) {
@@ -349,10 +380,18 @@ static Node *primary(Parser *P) {
       return r;
     }
     int bi = builtin_lookup(name);
-    if (bi < 0) {
+    if (bi < 0) { /* skip the arguments, parentheses balanced: their errors would be noise */
       diag_error(P->d, loc, "unknown function '%s'", name);
-      Node **args;
-      call_args(P, &args);
+      int depth = 0;
+      while (P->tok->kind != TK_EOF) {
+        if (is(P, "(")) depth++;
+        if (is(P, ")") && --depth <= 0) {
+          advance(P);
+          break;
+        }
+        if (is(P, ";") || is(P, "{") || is(P, "}")) break;
+        advance(P);
+      }
       return error_node(P, loc);
     }
     Node **args;
@@ -388,13 +427,24 @@ static Node *primary(Parser *P) {
 /* postfix = primary ("." lane)* */
 static Node *postfix(Parser *P) {
   Node *n = primary(P);
-  while (is(P, ".")) {
+  int saved = P->depth;
+  while (is(P, ".") && !P->too_deep) {
     Loc loc = P->tok->loc;
+    if (++P->depth > MAX_DEPTH) {
+      P->depth = saved;
+      diag_error(P->d, loc, "expression nested too deeply");
+      P->too_deep = true;
+      return error_node(P, loc);
+    }
     advance(P);
     const char *m = ident(P, "a component name (x y z w or r g b a)");
-    if (!m) return error_node(P, loc);
+    if (!m) {
+      P->depth = saved;
+      return error_node(P, loc);
+    }
     int lane = lane_index(m);
     if (lane < 0) {
+      P->depth = saved;
       diag_error(P->d, loc, "unknown component '%s' (use x y z w or r g b a)", m);
       return error_node(P, loc);
     }
@@ -403,15 +453,23 @@ static Node *postfix(Parser *P) {
     l->ival = lane;
     n = l;
   }
+  P->depth = saved;
+  if (is(P, "++") || is(P, "--")) { /* a++ inside an expression */
+    diag_error(P->d, P->tok->loc, "'%s' is a statement in pxl, not an expression", P->tok->text);
+    advance(P);
+    return error_node(P, n->loc);
+  }
   return n;
 }
 
 /* unary = ("-" | "+" | "!" | "~") unary | "(" type ")" unary | postfix */
 static Node *unary(Parser *P) {
   Loc loc = P->tok->loc;
+  if (P->too_deep) return error_node(P, loc);
   if (++P->depth > MAX_DEPTH) {
     P->depth--;
     diag_error(P->d, loc, "expression nested too deeply");
+    P->too_deep = true;
     return error_node(P, loc);
   }
   Node *r;
@@ -470,27 +528,37 @@ static const BinOp *find_binop(Parser *P) {
 /* binary expression by precedence climbing (C's precedence table). */
 static Node *binexpr(Parser *P, int min_prec) {
   Node *lhs = unary(P);
+  int saved = P->depth;
   for (;;) {
     const BinOp *op = find_binop(P);
-    if (!op || op->prec < min_prec) return lhs;
+    if (!op || op->prec < min_prec || P->too_deep) break;
     Loc loc = P->tok->loc;
+    if (++P->depth > MAX_DEPTH) { /* a + b + c ... is a left-deep tree */
+      diag_error(P->d, loc, "expression nested too deeply");
+      P->too_deep = true;
+      lhs = error_node(P, loc);
+      break;
+    }
     advance(P);
     Node *rhs = binexpr(P, op->prec + 1);
     lhs = binary(P, op->kind, lhs, rhs, loc);
   }
+  P->depth = saved;
+  return lhs;
 }
 
 /* conditional = binexpr ("?" expr ":" conditional)? */
 static Node *conditional(Parser *P) {
   Node *c = binexpr(P, 1);
-  if (!is(P, "?")) return c;
+  if (!is(P, "?") || P->too_deep) return c;
   Loc loc = P->tok->loc;
-  advance(P);
   if (++P->depth > MAX_DEPTH) {
     P->depth--;
     diag_error(P->d, loc, "expression nested too deeply");
+    P->too_deep = true;
     return error_node(P, loc);
   }
+  advance(P);
   Node *n = new_node(P, ND_COND, loc);
   n->a = c;
   n->b = expr(P);
@@ -500,13 +568,17 @@ static Node *conditional(Parser *P) {
   return n;
 }
 
+/* An argument: an expression; `a = b` here is reported as what it is. */
 static Node *assign_expr(Parser *P) {
-  if (is(P, "=") || (P->tok->kind == TK_PUNCT && strlen(P->tok->text) >= 2 &&
-                     P->tok->text[strlen(P->tok->text) - 1] == '=' && strcmp(P->tok->text, "==") &&
-                     strcmp(P->tok->text, "!=") && strcmp(P->tok->text, "<=") && strcmp(P->tok->text, ">="))) {
-    diag_error(P->d, P->tok->loc, "expected an expression before '%s'", P->tok->text);
+  Node *n = conditional(P);
+  if (is(P, "=") || (P->tok->kind == TK_PUNCT && compound_op(P->tok->text) != ND_COUNT)) {
+    if (!(n->flags & NF_ERROR))
+      diag_error(P->d, P->tok->loc, "'%s' is a statement in pxl, not an expression", P->tok->text);
+    advance(P);
+    conditional(P);
+    return error_node(P, n->loc);
   }
-  return conditional(P);
+  return n;
 }
 
 static Node *expr(Parser *P) { return conditional(P); }
@@ -558,6 +630,14 @@ static Node *simple_stmt(Parser *P) {
   if (!v) {
     if (is_coord_name(name))
       diag_error(P->d, loc, "cannot assign to the built-in coordinate '%s'", name);
+    else if (!strcmp(name, "while") || !strcmp(name, "do"))
+      diag_error(P->d, loc, "pxl has no '%s' loop; use for (init; condition; step)", name);
+    else if (!strcmp(name, "break") || !strcmp(name, "continue") || !strcmp(name, "switch") ||
+             !strcmp(name, "goto"))
+      diag_error(P->d, loc, "pxl has no '%s' statement", name);
+    else if (lookup_image(P, name) && P->tok[1].kind == TK_PUNCT &&
+             (!strcmp(P->tok[1].text, "=") || compound_op(P->tok[1].text) != ND_COUNT))
+      diag_error(P->d, loc, "cannot assign to image '%s' (a kernel writes its output pixel with return)", name);
     else if (lookup_image(P, name) || builtin_lookup(name) >= 0)
       diag_error(P->d, loc, "statement has no effect (only assignments, declarations and control flow are statements)");
     else
@@ -631,6 +711,7 @@ static Node *block(Parser *P) {
   while (!is(P, "}") && P->tok->kind != TK_EOF) {
     if (is_decl_keyword(P)) break; /* missing '}' : let the caller report it */
     Node *s = stmt(P);
+    if (P->a->failed) break; /* out of memory: s may be the shared placeholder node */
     *tail = s;
     while (*tail) tail = &(*tail)->next;
   }
@@ -641,6 +722,7 @@ static Node *block(Parser *P) {
 
 static Node *stmt(Parser *P) {
   Loc loc = P->tok->loc;
+  Token *start = P->tok;
   int errs = P->d->nerrors;
   if (++P->depth > MAX_DEPTH) {
     P->depth--;
@@ -704,11 +786,18 @@ static Node *stmt(Parser *P) {
     r = NULL;
   } else {
     r = simple_stmt(P);
-    expect(P, ";");
+    /* After an error in the statement, sync_stmt below finds its end. A ';' missing at
+     * the end of a line is reported and the next line parsed as the next statement. */
+    if (P->d->nerrors == errs && !expect(P, ";") && P->tok->loc.line > P->tok[-1].loc.line)
+      errs = P->d->nerrors;
   }
-  if (P->d->nerrors > errs && !is(P, "}") && P->tok[-1].kind != TK_EOF &&
-      !(P->tok[-1].kind == TK_PUNCT && (!strcmp(P->tok[-1].text, ";") || !strcmp(P->tok[-1].text, "}"))))
+  /* After an error, skip to the end of the statement unless it ended at ';' or '}'; a
+   * statement that consumed nothing is always skipped, so the caller's loop advances. */
+  if (P->d->nerrors > errs && !is(P, "}") &&
+      (P->tok == start ||
+       !(P->tok[-1].kind == TK_PUNCT && (!strcmp(P->tok[-1].text, ";") || !strcmp(P->tok[-1].text, "}")))))
     sync_stmt(P);
+  P->too_deep = false;
   P->depth--;
   return r;
 }
@@ -756,6 +845,7 @@ static void params(Parser *P) {
   Decl *D = P->decl;
   Param *tmp[32];
   int n = 0;
+  bool too_many = false;
   if (!expect(P, "(")) return;
   if (!is(P, ")")) {
     do {
@@ -770,6 +860,7 @@ static void params(Parser *P) {
         if (!parse_type(P, &p->type)) break;
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
+        reserved_name(P, p->name, P->tok[-1].loc);
         if (accept(P, ":")) {
           if (P->in_pipeline)
             diag_error(P->d, P->tok[-1].loc, "border modes of a pipeline are written where an image is used");
@@ -780,12 +871,19 @@ static void params(Parser *P) {
         if (p->type.lanes != 1) diag_error(P->d, loc, "scalar parameters must have one channel");
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
+        reserved_name(P, p->name, P->tok[-1].loc);
+        if (accept(P, ":")) {
+          diag_error(P->d, P->tok[-1].loc, "only image parameters have border modes");
+          Border ignored;
+          parse_border(P, &ignored);
+        }
       }
       for (int i = 0; i < n; i++)
         if (!strcmp(tmp[i]->name, p->name)) diag_error(P->d, loc, "duplicate parameter '%s'", p->name);
-      if (n == 32) {
-        diag_error(P->d, loc, "too many parameters (at most 32)");
-        break;
+      if (n == 32) { /* report once, parse the rest */
+        if (!too_many) diag_error(P->d, loc, "too many parameters (at most 32)");
+        too_many = true;
+        continue;
       }
       p->index = n;
       tmp[n++] = p;
@@ -802,7 +900,7 @@ static void params(Parser *P) {
       p->img_index = D->nimages++;
     } else {
       p->scalar_index = D->nscalars++;
-      p->var = declare_var(P, p->name, p->type, p->loc);
+      p->var = bind_var(P, p->name, p->type, p->loc); /* names checked above */
       if (p->var) p->var->param = p;
     }
   }
@@ -890,6 +988,7 @@ static Decl *histogram_decl(Parser *P, Loc loc) {
     advance(P);
   } else {
     diag_error(P->d, P->tok->loc, "expected the number of bins");
+    while (!is(P, "]") && !is(P, "(") && !is(P, "{") && P->tok->kind != TK_EOF) advance(P);
   }
   expect(P, "]");
   D->name = ident(P, "a histogram name");
@@ -925,9 +1024,10 @@ static int pcall(Parser *P, int *cap);
 static PipeArg parg(Parser *P, int *cap) {
   PipeArg a = {.source = -1, .loc = P->tok->loc};
   Decl *D = P->decl;
-  if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0) {
-    Type t;
-    bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(") && !type_from_name(P->tok->text, &t);
+  Type t;
+  if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0 &&
+      !type_from_name(P->tok->text, &t)) { /* an image: a call or a name */
+    bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(");
     if (call) {
       a.source = pcall(P, cap);
     } else {
@@ -948,16 +1048,34 @@ static int pcall(Parser *P, int *cap) {
   PipeValue v = {.loc = P->tok->loc};
   const char *callee = P->tok->text;
   advance(P);
+  if (++P->depth > MAX_DEPTH) { /* skip the call, parentheses balanced */
+    P->depth--;
+    diag_error(P->d, v.loc, "calls nested too deeply");
+    int depth = 0;
+    while (P->tok->kind != TK_EOF) {
+      if (is(P, "(")) depth++;
+      if (is(P, ")") && --depth <= 0) {
+        advance(P);
+        break;
+      }
+      advance(P);
+    }
+    return -1;
+  }
   PipeArg tmp[32];
   int n = 0;
   expect(P, "(");
   if (!is(P, ")")) {
     do {
       PipeArg a = parg(P, cap);
-      if (n < 32) tmp[n++] = a;
+      if (n == 32) diag_error(P->d, a.loc, "too many arguments (at most 32)");
+      if (n < 32) tmp[n] = a;
+      n++;
     } while (accept(P, ","));
   }
+  if (n > 32) n = 32;
   expect(P, ")");
+  P->depth--;
   v.args = alloc(P, sizeof(PipeArg) * (size_t)(n ? n : 1));
   if (!v.args) return -1;
   memcpy(v.args, tmp, sizeof(PipeArg) * (size_t)n);
@@ -998,6 +1116,7 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
   }
   while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P)) {
     int errs = P->d->nerrors;
+    Token *start = P->tok;
     Loc sloc = P->tok->loc;
     if (accept(P, "image")) {
       Type t;
@@ -1032,7 +1151,9 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
       diag_error(P->d, sloc, "expected 'image T name = kernel(...);' or 'return ...;' before %s",
                  tok_desc(P->tok, b));
     }
-    if (P->d->nerrors > errs) sync_stmt(P);
+    if (P->d->nerrors > errs && (P->tok == start || !(P->tok[-1].kind == TK_PUNCT && !strcmp(P->tok[-1].text, ";"))))
+      sync_stmt(P); /* unless the statement ended at its ';' */
+    P->too_deep = false;
   }
   expect(P, "}");
   if (D->result < 0 && P->d->nerrors == 0) diag_error(P->d, loc, "pipeline '%s' has no return", D->name ? D->name : "?");
@@ -1062,6 +1183,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
     int errs = d->nerrors;
     Decl *D = NULL;
     P.depth = 0;
+    P.too_deep = false;
     if (accept(&P, "kernel"))
       D = kernel_decl(&P, loc);
     else if (accept(&P, "reduce"))

@@ -291,6 +291,12 @@ static void test_float_literals(void **state) {
   n = expr_of_type("f32 r = 1.5f * 2;", T_F32, 1, ND_MUL, &c);
   compiled_free(c);
 
+  n = expr_of_type("f64 r = d * 0.1f;", T_F64, 1, ND_MUL, &c); /* the suffix f makes it f32 */
+  assert_int_equal(n->b->kind, ND_NUM);
+  assert_type(n->b->type, T_F64, 1);
+  assert_true(n->b->fval == (double)0.1f); /* the f32 value, converted */
+  compiled_free(c);
+
   n = expr_of_type("f64 r = f + d * 0.5;", T_F64, 1, ND_ADD, &c);
   compiled_free(c);
 }

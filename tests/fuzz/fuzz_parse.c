@@ -200,8 +200,9 @@ static const char *const vocab[] = {
 static const char *const openers[] = {
     "kernel u8 k(image u8 in) { return ", "kernel u8x3 k(image u8x3 in, f32 t) { ",
     "reduce u64 k(image u8 in) = sum(", "reduce i32 k(image u8 in) = combine(a + b, 0)(",
-    "histogram[16] h(image u8 in) { bin(", "kernel u8 a(image u8 in) { return in(0, 0); }\n"
-                                           "pipeline p(image u8 in, u8 t) -> image u8 { return a(",
+    "histogram[16] h(image u8 in) { bin(",
+    ("kernel u8 a(image u8 in) { return in(0, 0); }\n"
+     "pipeline p(image u8 in, u8 t) -> image u8 { return a("),
     "kernel f32 k(image f32 in : constant(-1.5)) size(in.width, in.height) { f32 s = ",
 };
 
