@@ -592,13 +592,13 @@ struct PxlPeer {
     args.clear(), images.clear();
   }
   std::string err(const char *what) {
-    return std::string("pxl: ") + what + ": " + (ctx ? pxl_errmsg(ctx) : "no context");
+    return std::string(what) + ": " + (ctx ? pxl_errmsg(ctx) : "no context");
   }
 
   Prepared prepare(const std::string &k, Image &input, Output &o) {
     Prepared p;
     release();
-    if (!ctx) return p.error = "pxl: no context", p;
+    if (!ctx) return p.error = "no context (out of memory)", p;
     pxl_program *prog = progs[k];
     if (!prog) {
       std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + k + ".pxl";
@@ -613,7 +613,7 @@ struct PxlPeer {
       return p.error = err("pxl_image_wrap(in)"), p;
     images.push_back(img);
     pxl_args *a = pxl_args_new(ctx);
-    if (!a) return p.error = "pxl: pxl_args_new failed", p;
+    if (!a) return p.error = "pxl_args_new failed", p;
     args.push_back(a);
     if (pxl_args_image(a, "in", img) != PXL_OK) return p.error = err("pxl_args_image(in)"), p;
     if (k == "binarize" && pxl_args_scalar(a, "t", 128) != PXL_OK)

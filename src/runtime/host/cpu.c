@@ -7,6 +7,11 @@
  * else pxl-KEY.c is written there and compiled into pxl-KEY.so (temporary name, then
  * rename, so concurrent processes never load a half-written file). Compiler messages go
  * to pxl-KEY.log and, on failure, into the error.
+ *
+ * Modules are opened RTLD_NODELETE: they stay mapped until the process exits, even after
+ * the context that loaded them is freed. Unmapping a module whose OpenMP regions had run
+ * crashed libgomp's pooled worker threads (seen with GCC 12's libgomp); a module is a
+ * few tens of kilobytes, and reopening it later is then free.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -174,14 +179,14 @@ static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err
   snprintf(log, sizeof log, "%s.log", base);
   snprintf(tmp_so, sizeof tmp_so, "%s.so.tmp%ld", base, (long)getpid());
   void *h = NULL;
-  if (!rc && access(so, R_OK) == 0) h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!rc && access(so, R_OK) == 0) h = dlopen(so, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h && !rc) {
     rc = write_file_atomic(cfile, src.s, src.len, err);
     if (!rc) rc = run_compiler(cfile, tmp_so, log, err);
     if (!rc && rename(tmp_so, so)) rc = err_set(err, PXL_EIO, "%s: %s", so, strerror(errno));
     if (rc) remove(tmp_so);
     if (!rc) {
-      h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+      h = dlopen(so, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
       if (!h) rc = err_set(err, PXL_EBACKEND, "cannot load %s: %s", so, dlerror());
     }
   }
