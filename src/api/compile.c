@@ -23,6 +23,8 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
     return PXL_ENOMEM;
   }
   p->arena = a;
+  static _Atomic uint64_t next_serial = 1;
+  p->serial = next_serial++;
   p->filename = arena_strndup(a, filename, strlen(filename));
   p->source = source;
   int ntoks = 0;
@@ -40,6 +42,10 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
   }
   ok = check_program(p, d) && ok; /* checks the declarations that parsed cleanly */
   if (ok) ok = analyze_program(p, d);
+  for (int i = 0; ok && i < p->ndecls; i++) {
+    p->decls[i]->index = i;
+    p->decls[i]->serial = p->serial;
+  }
   if (a->failed || d->oom) {
     arena_free(a);
     return PXL_ENOMEM;

@@ -329,6 +329,8 @@ struct Decl {
   int nvalues;
   int result;         /* index of the returned value */
   bool bad;           /* had syntax errors: not type-checked */
+  int index;          /* position in Program.decls */
+  uint64_t serial;    /* Program.serial of its program */
   /* filled by analysis */
   Skeleton skel;
   Access *access;     /* one per image param */
@@ -338,6 +340,7 @@ struct Decl {
 
 typedef struct {
   Arena *arena;
+  uint64_t serial;    /* unique per compiled program in this process (caches key on it) */
   const char *filename;
   const char *source;
   Decl **decls;

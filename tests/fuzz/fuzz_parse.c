@@ -209,7 +209,8 @@ static const char *const openers[] = {
 /* ---- inputs ---- */
 
 static void put(Buf *b, const char *s, size_t n) {
-  if (b->n + n > INPUT_LIMIT) n = INPUT_LIMIT - b->n;
+  if (b->n >= INPUT_LIMIT) return;
+  if (n > INPUT_LIMIT - b->n) n = INPUT_LIMIT - b->n;
   memcpy(b->data + b->n, s, n);
   b->n += n;
 }
