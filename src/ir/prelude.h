@@ -13,7 +13,11 @@
 #define PXL_PRELUDE_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- conversions: saturating; float -> int rounds to nearest, ties to even; NaN -> 0 ---- */
 
@@ -181,5 +185,48 @@ static inline int pxr_mirror101_idx(int i, int n) {
   return r < n ? r : 2 * n - 2 - r;
 }
 static inline int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
+
+/* ---- staging for non-sequential P2P: dst[x * ds + y] = src[y * ss + x], bytes ---- */
+
+#if defined(__SSE2__)
+/* A 16x16 block: four rounds of interleaving (8, 16, 32, 64-bit units). */
+static inline void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
+  __m128i r[16], a[16], b[16], c[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ss));
+  for (int i = 0; i < 8; i++) { /* a[2i], a[2i+1]: columns 0-7, 8-15 of rows 2i, 2i+1 */
+    a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int j = 0; j < 4; j++) { /* b[4j + k]: columns 4k..4k+3 of rows 4j..4j+3 */
+    b[4 * j + 0] = _mm_unpacklo_epi16(a[4 * j], a[4 * j + 2]);
+    b[4 * j + 1] = _mm_unpackhi_epi16(a[4 * j], a[4 * j + 2]);
+    b[4 * j + 2] = _mm_unpacklo_epi16(a[4 * j + 1], a[4 * j + 3]);
+    b[4 * j + 3] = _mm_unpackhi_epi16(a[4 * j + 1], a[4 * j + 3]);
+  }
+  for (int m = 0; m < 2; m++) /* c[8m + n]: columns 2n, 2n+1 of rows 8m..8m+7 */
+    for (int k = 0; k < 4; k++) {
+      c[8 * m + 2 * k] = _mm_unpacklo_epi32(b[8 * m + k], b[8 * m + 4 + k]);
+      c[8 * m + 2 * k + 1] = _mm_unpackhi_epi32(b[8 * m + k], b[8 * m + 4 + k]);
+    }
+  for (int n = 0; n < 8; n++) { /* column 2n and 2n+1, all 16 rows */
+    _mm_storeu_si128((__m128i *)(void *)(dst + (2 * n) * ds), _mm_unpacklo_epi64(c[n], c[8 + n]));
+    _mm_storeu_si128((__m128i *)(void *)(dst + (2 * n + 1) * ds), _mm_unpackhi_epi64(c[n], c[8 + n]));
+  }
+}
+#endif
+
+static inline void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int w, int h) {
+  int y0 = 0;
+#if defined(__SSE2__)
+  for (; y0 + 16 <= h; y0 += 16) {
+    int x0 = 0;
+    for (; x0 + 16 <= w; x0 += 16) pxr_t16_u8(src + y0 * ss + x0, ss, dst + x0 * ds + y0, ds);
+    for (int x = x0; x < w; x++)
+      for (int y = y0; y < y0 + 16; y++) dst[x * ds + y] = src[y * ss + x];
+  }
+#endif
+  for (int y = y0; y < h; y++)
+    for (int x = 0; x < w; x++) dst[x * ds + y] = src[y * ss + x];
+}
 
 #endif

@@ -30,6 +30,7 @@ typedef struct {
   int variant;       /* V_* flags of the pixel function being emitted */
   bool *direct;      /* per image: relative reads may go direct in the interior */
   int tb_img;        /* image whose absolute reads come from a tile buffer (V_TILEBUF), or -1 */
+  bool tb_t;         /* the buffer holds the footprint transposed: [ex][ey] */
   int depth;         /* indentation */
 } Gen;
 
@@ -161,11 +162,13 @@ static void emit_read(Gen *g, const Node *n, int lane) {
       }
   }
   if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
+    /* rows of the buffer follow the coordinate that varies with the output's y, so the
+     * pixel loop over x reads it contiguously */
     OUT("tb[(ptrdiff_t)(");
-    expr(g, n->b, 0);
-    OUT(" - fy0) * fs + (ptrdiff_t)(");
-    expr(g, n->a, 0);
-    OUT(" - fx0) * %d + %d]", p->type.lanes, lane);
+    expr(g, g->tb_t ? n->a : n->b, 0);
+    OUT(g->tb_t ? " - fx0) * fs + (ptrdiff_t)(" : " - fy0) * fs + (ptrdiff_t)(");
+    expr(g, g->tb_t ? n->b : n->a, 0);
+    OUT(g->tb_t ? " - fy0) * %d + %d]" : " - fx0) * %d + %d]", p->type.lanes, lane);
     return;
   }
   if (direct) {
@@ -890,12 +893,25 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
           (long long)ac->ay.ch, k);
       OUT("        if (c == 0 || ex < fx0) fx0 = ex;\n        if (c == 0 || ex > fx1) fx1 = ex;\n");
       OUT("        if (c == 0 || ey < fy0) fy0 = ey;\n        if (c == 0 || ey > fy1) fy1 = ey;\n      }\n");
-      OUT("      const ptrdiff_t fs = (ptrdiff_t)(fx1 - fx0 + 1) * %d;\n", IC);
-      OUT("      %s tb[%d * %d * %d];\n", ctype(ip->type.s), TS, TS, IC);
+      const char *ET = ctype(ip->type.s);
+      if (g->tb_t)
+        OUT("      const ptrdiff_t fs = (ptrdiff_t)(fy1 - fy0 + 1) * %d;\n", IC);
+      else
+        OUT("      const ptrdiff_t fs = (ptrdiff_t)(fx1 - fx0 + 1) * %d;\n", IC);
+      OUT("      %s tb[%d * %d * %d];\n", ET, TS, TS, IC);
       OUT("      if (fast && (fx1 - fx0 + 1) * (fy1 - fy0 + 1) <= %d * %d) {\n", TS, TS);
-      OUT("        for (int r = fy0; r <= fy1; r++)\n");
-      OUT("          memcpy(tb + (ptrdiff_t)(r - fy0) * fs, i%d + (ptrdiff_t)r * p%d + (ptrdiff_t)fx0 * %d,"
-          " (size_t)fs * sizeof(%s));\n", k, k, IC, ctype(ip->type.s));
+      if (!g->tb_t) {
+        OUT("        for (int r = fy0; r <= fy1; r++)\n");
+        OUT("          memcpy(tb + (ptrdiff_t)(r - fy0) * fs, i%d + (ptrdiff_t)r * p%d + (ptrdiff_t)fx0 * %d,"
+            " (size_t)fs * sizeof(%s));\n", k, k, IC, ET);
+      } else if (ip->type.s == T_U8 && IC == 1) {
+        OUT("        pxr_transpose_u8(i%d + (ptrdiff_t)fy0 * p%d + fx0, p%d, tb, fs, fx1 - fx0 + 1, fy1 - fy0 + 1);\n", k,
+            k, k);
+      } else {
+        OUT("        for (int r = fy0; r <= fy1; r++)\n          for (int q = fx0; q <= fx1; q++)\n");
+        OUT("            for (int c = 0; c < %d; c++) tb[(ptrdiff_t)(q - fx0) * fs + (ptrdiff_t)(r - fy0) * %d + c] ="
+            " i%d[(ptrdiff_t)r * p%d + (ptrdiff_t)q * %d + c];\n", IC, IC, k, k, IC);
+      }
       OUT("        for (int y = ty; y < ye; y++) {\n");
       OUT("          %s *orow = o + (ptrdiff_t)y * op;\n", OT);
       char tbtail[4200];
@@ -1184,6 +1200,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   }
   Gen gen = {.o = out, .D = D, .borders = borders, .pfx = pfx, .direct = direct, .tb_img = -1};
   if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) gen.tb_img = tile_buffer_image(D);
+  if (gen.tb_img >= 0) gen.tb_t = D->access[gen.tb_img].ax.cx == 0; /* ex follows y: a transpose */
   Gen *g = &gen;
   OUT("\n/* ---- %s %s: %s", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));
