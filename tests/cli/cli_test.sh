@@ -269,6 +269,12 @@ cp keep.pgm keep.orig
 px run thr.pxl --in img.pgm --param t=abc --out keep.pgm
 assert "bad --param value exits 4 and leaves an existing --out unchanged" '[ $rc -eq 4 ] && has err.txt "abc" && cmp -s keep.pgm keep.orig'
 
+px run thr.pxl --in img.pgm --param t=300 --out keep.pgm
+assert "an out-of-range --param for a u8 exits 4, naming the parameter and type" '[ $rc -eq 4 ] && has err.txt "out of range for u8 parameter" && cmp -s keep.pgm keep.orig'
+
+px run thr.pxl --in img.pgm --param t=2.5 --out keep.pgm
+assert "a non-integer --param for an integer parameter exits 4" '[ $rc -eq 4 ] && has err.txt "not an integer" && cmp -s keep.pgm keep.orig'
+
 px run thr.pxl --in img.pgm --param t=100 --param t=5 --out keep.pgm
 assert "a repeated --param exits 2" '[ $rc -eq 2 ] && cmp -s keep.pgm keep.orig'
 
