@@ -627,6 +627,16 @@ static void img_params(Gen *g) {
   }
 }
 
+static void img_args(Gen *g);
+
+/* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
+static void args_text(Gen *g, StrBuf *buf) {
+  StrBuf *saved = g->o;
+  g->o = buf;
+  img_args(g);
+  g->o = saved;
+}
+
 static void img_args(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {
@@ -848,10 +858,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
   /* the call of a pixel function, with %s_%s left for prefix and variant */
   StrBuf args = {0};
-  StrBuf *saved = g->o;
-  g->o = &args;
-  img_args(g);
-  g->o = saved;
+  args_text(g, &args);
   char tail[4096];
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
   if (D->skel == SK_P2P_NONSEQ) {
@@ -1027,10 +1034,7 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
   bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
   bool rowacc = row_accumulate(D);
   StrBuf args = {0};
-  StrBuf *saved = g->o;
-  g->o = &args;
-  img_args(g);
-  g->o = saved;
+  args_text(g, &args);
   const char *A = args.s ? args.s : "";
   OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_scalar *res, int32_t *pos, int nthreads) {\n",
       exported ? "" : "static ", fname);
@@ -1115,10 +1119,7 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   const char *BT = D->weighted_float ? "double" : "int64_t";
   bool counts = counts_only(D->body);
   StrBuf args = {0};
-  StrBuf *saved = g->o;
-  g->o = &args;
-  img_args(g);
-  g->o = saved;
+  args_text(g, &args);
   const char *A = args.s ? args.s : "";
   OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, void *bins_out, int nthreads) {\n",
       exported ? "" : "static ", fname);
