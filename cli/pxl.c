@@ -73,7 +73,11 @@ static const char HELP_MAIN[] =
     "\n"
     "Environment:\n"
     "  PXL_CACHE_DIR  directory for compiled kernels (default $XDG_CACHE_HOME/pxl,\n"
-    "                 else ~/.cache/pxl)\n";
+    "                 else ~/.cache/pxl); each kernel's generated C and compiler log\n"
+    "                 are kept there next to it\n"
+    "  PXL_CC         C compiler of the CPU backend (default: the one pxl was built\n"
+    "                 with). Without a working compiler, --device auto falls back to\n"
+    "                 the interpreter and --device cpu fails (exit 4)\n";
 
 static const char HELP_RUN[] =
     "Usage: pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"

@@ -300,6 +300,17 @@ assert "the default entry is the last pipeline" '[ $rc -eq 0 ] && cmp -s p_cpu.p
 px run inv.pxl --in img.pgm --out inv_ref.pgm --device ref
 assert "--device ref inverts exactly" '[ $rc -eq 0 ] && pgm_is inv_ref.pgm 4 3 inv.raw'
 
+# Fault injection: no C compiler, a compiler that fails. A fresh cache directory, so the
+# kernel is not found already compiled.
+mkdir -p nocc_cache
+PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_nocc.pgm --device cpu
+assert "--device cpu without a C compiler exits 4 and says how to recover" '[ $rc -eq 4 ] && has err.txt "cannot run the C compiler" && has err.txt "--device ref" && [ ! -e inv_nocc.pgm ]'
+PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto.pgm
+assert "--device auto without a C compiler falls back to the interpreter" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_auto.pgm'
+PXL_CACHE_DIR=$T/nocc_cache PXL_CC=false px run inv.pxl --in img.pgm --out inv_false.pgm --device cpu
+assert "a failing C compiler exits 4 and names the generated file and its log" '[ $rc -eq 4 ] && has err.txt "the C compiler failed on generated code" && has err.txt ".log" && [ ! -e inv_false.pgm ]'
+
+
 px run prog.pxl box3 --in img.pgm --border in=clamp --out b_cpu.pgm --device cpu
 rc_cpu=$rc
 px run prog.pxl box3 --in img.pgm --border in=clamp --out b_ref.pgm --device ref
