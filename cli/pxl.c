@@ -150,7 +150,8 @@ static const char HELP_CHECK[] =
     "\n"
     "Compiles FILE.pxl without running it. On errors prints every diagnostic to standard\n"
     "error (FILE:LINE:COL: error: MESSAGE, the source line and a caret) and exits 1. On\n"
-    "success prints \"FILE.pxl: ok (N entry points)\" to standard output.\n"
+    "success prints \"FILE.pxl: ok (N entry points)\" to standard output, then each entry\n"
+    "point as declared, e.g. \"  kernel u8 blur3(image u8 in)\", one per line.\n"
     "\n"
     "Options:\n"
     "  --explain    also print, to standard output, a report per entry point: its\n"
@@ -741,6 +742,11 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     }
   }
 
+  int entry = pxl_program_entry_find(prog, o->entry);
+  if (entry >= 0 && pxl_program_entry_makes_image(prog, entry) && !o->out) {
+    rc = usage_error("run", "'%s' produces an image: give --out PATH", pxl_program_entry_name(prog, entry));
+    goto done;
+  }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   st = pxl_run(ctx, prog, o->entry, args, &res);
@@ -834,6 +840,7 @@ static int cmd_check(int argc, char **argv) {
   if (rc == RC_OK) {
     int n = pxl_program_entry_count(prog);
     printf("%s: ok (%d entry point%s)\n", file, n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) printf("  %s\n", pxl_program_entry_signature(prog, i));
     if (explain) {
       const char *text = pxl_program_explain(ctx, prog);
       if (!text) {

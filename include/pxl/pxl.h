@@ -102,6 +102,14 @@ void pxl_program_free(pxl_program *prog);
 int pxl_program_entry_count(const pxl_program *prog);
 /* Name of entry i, or NULL when out of range. */
 const char *pxl_program_entry_name(const pxl_program *prog, int i);
+/* Index of entry `name`, or with NULL/"" of the entry pxl_run would run by default (the
+ * last pipeline, else the last entry); -1 if there is none. */
+int pxl_program_entry_find(const pxl_program *prog, const char *name);
+/* Entry i as declared, e.g. "kernel u8 blur3(image u8 in : mirror)" or
+ * "pipeline edges(image u8 in, u8 t) -> image u8"; owned by prog; NULL if out of range. */
+const char *pxl_program_entry_signature(const pxl_program *prog, int i);
+/* 1 if entry i produces an image (a kernel or a pipeline), 0 if a value or histogram. */
+int pxl_program_entry_makes_image(const pxl_program *prog, int i);
 /* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
  * counts. Returns a string owned by prog, valid until pxl_program_free. */
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);

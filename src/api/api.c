@@ -295,6 +295,53 @@ const char *pxl_program_entry_name(const pxl_program *prog, int i) {
   return prog->prog->decls[i]->name;
 }
 
+static int default_entry(const Program *p) {
+  for (int i = p->ndecls - 1; i >= 0; i--)
+    if (p->decls[i]->kind == D_PIPELINE) return i;
+  return p->ndecls - 1;
+}
+
+int pxl_program_entry_find(const pxl_program *prog, const char *name) {
+  if (!prog) return -1;
+  if (!name || !*name) return default_entry(prog->prog);
+  const Decl *D = program_find(prog->prog, name);
+  return D ? D->index : -1;
+}
+
+int pxl_program_entry_makes_image(const pxl_program *prog, int i) {
+  if (!prog || i < 0 || i >= prog->prog->ndecls) return 0;
+  DeclKind k = prog->prog->decls[i]->kind;
+  return k == D_KERNEL || k == D_PIPELINE;
+}
+
+const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
+  if (!prog || i < 0 || i >= prog->prog->ndecls) return NULL;
+  const Decl *D = prog->prog->decls[i];
+  char buf[2048], t[16];
+  size_t n = 0;
+  switch (D->kind) {
+  case D_KERNEL: n += (size_t)snprintf(buf, sizeof buf, "kernel %s %s(", type_str(D->type, t), D->name); break;
+  case D_REDUCE: n += (size_t)snprintf(buf, sizeof buf, "reduce %s %s(", type_str(D->type, t), D->name); break;
+  case D_HISTOGRAM: n += (size_t)snprintf(buf, sizeof buf, "histogram[%d] %s(", D->nbins, D->name); break;
+  case D_PIPELINE: n += (size_t)snprintf(buf, sizeof buf, "pipeline %s(", D->name); break;
+  }
+  for (int j = 0; j < D->nparams && n < sizeof buf - 128; j++) {
+    const Param *p = D->params[j];
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s%s %s", j ? ", " : "", p->is_image ? "image " : "",
+                          type_str(p->type, t), p->name);
+    if (p->has_border && D->kind != D_PIPELINE) {
+      if (p->border.kind == B_CONSTANT)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, " : constant(%g)", p->border.value);
+      else
+        n += (size_t)snprintf(buf + n, sizeof buf - n, " : %s", border_name(p->border.kind));
+    }
+  }
+  if (n < sizeof buf - 40)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, D->kind == D_PIPELINE ? ") -> image %s" : ")",
+                          type_str(D->type, t));
+  return arena_strndup(prog->prog->arena, buf, n < sizeof buf ? n : sizeof buf - 1);
+}
+
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog) {
   if (!prog) return NULL;
   return explain_program(prog->prog);
@@ -533,9 +580,7 @@ static Decl *find_entry(pxl_context *ctx, const Program *p, const char *entry) {
          entry, p->ndecls ? list : "nothing");
     return NULL;
   }
-  for (int i = p->ndecls - 1; i >= 0; i--)
-    if (p->decls[i]->kind == D_PIPELINE) return p->decls[i];
-  if (p->ndecls) return p->decls[p->ndecls - 1];
+  if (p->ndecls) return p->decls[default_entry(p)];
   fail(ctx, PXL_ENOTFOUND, "%s defines nothing to run", p->filename);
   return NULL;
 }

@@ -269,6 +269,9 @@ cp keep.pgm keep.orig
 px run thr.pxl --in img.pgm --param t=abc --out keep.pgm
 assert "bad --param value exits 4 and leaves an existing --out unchanged" '[ $rc -eq 4 ] && has err.txt "abc" && cmp -s keep.pgm keep.orig'
 
+px run inv.pxl --in img.pgm
+assert "an image result without --out is refused before running (exit 2)" '[ $rc -eq 2 ] && has err.txt "produces an image: give --out"'
+
 px run thr.pxl --in img.pgm --param t=300 --out keep.pgm
 assert "an out-of-range --param for a u8 exits 4, naming the parameter and type" '[ $rc -eq 4 ] && has err.txt "out of range for u8 parameter" && cmp -s keep.pgm keep.orig'
 
@@ -339,7 +342,7 @@ assert "histogram --out FILE.csv writes the CSV there, not to stdout" '[ $rc -eq
 # ---- check and compile ----
 
 px check prog.pxl
-assert "pxl check prints FILE: ok (3 entry points)" '[ $rc -eq 0 ] && [ "$(cat out.txt)" = "prog.pxl: ok (3 entry points)" ]'
+assert "pxl check prints FILE: ok (3 entry points) and each entry's declaration" '[ $rc -eq 0 ] && [ "$(head -n 1 out.txt)" = "prog.pxl: ok (3 entry points)" ] && [ "$(sed -n 4p out.txt)" = "  pipeline p(image u8 in) -> image u8" ] && [ "$(wc -l < out.txt)" -eq 4 ]'
 
 px check prog.pxl --explain
 assert "pxl check --explain names P2P and N2P" '[ $rc -eq 0 ] && has out.txt "prog.pxl: ok" && has out.txt "P2P" && has out.txt "N2P"'
