@@ -6,9 +6,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-# build + run: compiler (also the JIT's), CMake, image libraries
-$SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake ninja-build pkg-config libspng-dev libjpeg-dev libcmocka-dev >/dev/null
+# build + run: compiler (also the JIT's), CMake, image libraries, cmocka (tools/deps.txt)
+$SUDO apt-get install -y -qq --no-install-recommends $(cat "$(dirname "$0")/deps.txt") >/dev/null
 # benchmarks' peers (optional: pass --no-bench to skip these large packages)
 if [ "${1:-}" != "--no-bench" ]; then
   $SUDO apt-get install -y -qq --no-install-recommends libopencv-dev libhalide14-0-dev >/dev/null || \

@@ -159,6 +159,18 @@ static int compare(Lane a, Lane b, Scalar s) {
   return a.i < b.i ? -1 : a.i > b.i;
 }
 
+/* Does comparison k hold for compare()'s answer c (2: unordered, a NaN)? */
+static bool holds(NodeKind k, int c) {
+  switch (k) {
+  case ND_EQ: return c == 0;
+  case ND_NE: return c != 0;
+  case ND_LT: return c == -1;
+  case ND_LE: return c == -1 || c == 0;
+  case ND_GT: return c == 1;
+  default: return c == 1 || c == 0;
+  }
+}
+
 static Lane call1(Builtin b, Lane a, Scalar s) {
   Lane r = a;
   bool f32 = s == T_F32;
@@ -303,17 +315,7 @@ static Lane eval_s(Frame *F, const Node *n) {
     if (all_scalar(n)) return arith(n->kind, eval_s(F, n->a), eval_s(F, n->b), s);
     break;
   case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
-    int c = compare(eval_s(F, n->a), eval_s(F, n->b), n->a->type.s);
-    bool v;
-    switch (n->kind) {
-    case ND_EQ: v = c == 0; break;
-    case ND_NE: v = c != 0; break;
-    case ND_LT: v = c == -1; break;
-    case ND_LE: v = c == -1 || c == 0; break;
-    case ND_GT: v = c == 1; break;
-    default: v = c == 1 || c == 0; break;
-    }
-    r.i = v;
+    r.i = holds(n->kind, compare(eval_s(F, n->a), eval_s(F, n->b), n->a->type.s));
     return r;
   }
   case ND_COND:
@@ -401,17 +403,7 @@ static Val eval(Frame *F, const Node *n) {
     return r;
   case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
     Lane a = eval(F, n->a).l[0], b = eval(F, n->b).l[0];
-    int c = compare(a, b, n->a->type.s);
-    bool v = false;
-    switch (n->kind) {
-    case ND_EQ: v = c == 0; break;
-    case ND_NE: v = c != 0; break;
-    case ND_LT: v = c == -1; break;
-    case ND_LE: v = c == -1 || c == 0; break;
-    case ND_GT: v = c == 1; break;
-    default: v = c == 1 || c == 0; break;
-    }
-    r.l[0].i = v;
+    r.l[0].i = holds(n->kind, compare(a, b, n->a->type.s));
     return r;
   }
   case ND_COND:
