@@ -6,25 +6,68 @@
  * border read means: the interpreter #includes it, and the C code generator pastes its
  * text at the top of each generated file (see CMakeLists.txt: it becomes a string). So
  * the CPU backend and the oracle cannot drift apart. It must stay self-contained C11
- * (stdint.h and math.h only) and define nothing but static inline functions and macros
+ * (stdint.h and math.h only) and define nothing but PXR_FN functions and macros
  * prefixed pxr_ / PXR_.
  */
 #ifndef PXL_PRELUDE_H
 #define PXL_PRELUDE_H
 
+#if defined(__CUDACC_RTC__)
+/* NVRTC has no C library headers: the few names used here, for 64-bit targets. */
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+typedef long long ptrdiff_t;
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define UINT32_MAX 4294967295u
+#define INT64_MIN (-9223372036854775807LL - 1)
+#define INT64_MAX 9223372036854775807LL
+#define UINT64_MAX 18446744073709551615ULL
+#define NAN __int_as_float(0x7fc00000)
+#define INFINITY __int_as_float(0x7f800000)
+#else
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#endif
+
+/* Function qualifiers of the dialects: C (CPU backend, interpreter) and CUDA. */
+#if defined(__CUDACC__)
+#define PXR_FN static __device__ __forceinline__
+#define PXR_FN_ALWAYS static __device__ __forceinline__
+#define PXR_RESTRICT __restrict__
+#else
+#define PXR_FN static inline
+#define PXR_FN_ALWAYS PXR_FN __attribute__((always_inline))
+#define PXR_RESTRICT restrict
+#endif
+
+/* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs. */
+#if defined(__CUDACC__)
+#define PXR_BIN_INC(p) atomicAdd((unsigned long long *)(p), 1ull)
+#define PXR_BIN_ADD_I64(p, w) atomicAdd((unsigned long long *)(p), (unsigned long long)(w))
+#define PXR_BIN_ADD_F64(p, w) (*(p) += (w)) /* float bins run on one thread: exact order */
+#else
+#define PXR_BIN_INC(p) ((*(p))++)
+#define PXR_BIN_ADD_I64(p, w) (*(p) = (int64_t)((uint64_t)*(p) + (uint64_t)(w)))
+#define PXR_BIN_ADD_F64(p, w) (*(p) += (w))
+#endif
 
 /* ---- conversions: saturating; float -> int rounds to nearest, ties to even; NaN -> 0 ---- */
 
-static inline double pxr_rne(double v) { return nearbyint(v); } /* default rounding mode */
+PXR_FN double pxr_rne(double v) { return nearbyint(v); } /* default rounding mode */
 
 #define PXR_SAT_FROM_F(name, T, lo, hi)                                                     \
-  static inline T name(double v) {                                                        \
+  PXR_FN T name(double v) {                                                        \
     if (!(v == v)) return 0;                                                              \
     v = pxr_rne(v);                                                                       \
     if (v <= (double)(lo)) return (T)(lo);                                                \
@@ -39,14 +82,14 @@ PXR_SAT_FROM_F(pxr_f2u32, uint32_t, 0, UINT32_MAX)
 #undef PXR_SAT_FROM_F
 
 /* float -> 64-bit integers: the bounds are not exact doubles, so compare half-open. */
-static inline int64_t pxr_f2i64(double v) {
+PXR_FN int64_t pxr_f2i64(double v) {
   if (!(v == v)) return 0;
   v = pxr_rne(v);
   if (v < -9223372036854775808.0) return INT64_MIN;
   if (v >= 9223372036854775808.0) return INT64_MAX;
   return (int64_t)v;
 }
-static inline uint64_t pxr_f2u64(double v) {
+PXR_FN uint64_t pxr_f2u64(double v) {
   if (!(v == v)) return 0;
   v = pxr_rne(v);
   if (v <= 0) return 0;
@@ -56,18 +99,18 @@ static inline uint64_t pxr_f2u64(double v) {
 
 /* Integer -> integer: clamp a signed 64-bit or unsigned 64-bit value into the target. */
 #define PXR_SAT_FROM_S(name, T, lo, hi)                                                     \
-  static inline T name(int64_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
+  PXR_FN T name(int64_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
 PXR_SAT_FROM_S(pxr_s2u8, uint8_t, 0, 255)
 PXR_SAT_FROM_S(pxr_s2i16, int16_t, -32768, 32767)
 PXR_SAT_FROM_S(pxr_s2u16, uint16_t, 0, 65535)
 PXR_SAT_FROM_S(pxr_s2i32, int32_t, INT32_MIN, INT32_MAX)
 PXR_SAT_FROM_S(pxr_s2u32, uint32_t, 0, (int64_t)UINT32_MAX)
 #undef PXR_SAT_FROM_S
-static inline int64_t pxr_s2i64(int64_t v) { return v; }
-static inline uint64_t pxr_s2u64(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
+PXR_FN int64_t pxr_s2i64(int64_t v) { return v; }
+PXR_FN uint64_t pxr_s2u64(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
 
 #define PXR_SAT_FROM_U(name, T, hi)                                                         \
-  static inline T name(uint64_t v) { return v > (uint64_t)(hi) ? (T)(hi) : (T)v; }
+  PXR_FN T name(uint64_t v) { return v > (uint64_t)(hi) ? (T)(hi) : (T)v; }
 PXR_SAT_FROM_U(pxr_u2u8, uint8_t, 255)
 PXR_SAT_FROM_U(pxr_u2i16, int16_t, 32767)
 PXR_SAT_FROM_U(pxr_u2u16, uint16_t, 65535)
@@ -75,18 +118,18 @@ PXR_SAT_FROM_U(pxr_u2i32, int32_t, INT32_MAX)
 PXR_SAT_FROM_U(pxr_u2u32, uint32_t, UINT32_MAX)
 PXR_SAT_FROM_U(pxr_u2i64, int64_t, INT64_MAX)
 #undef PXR_SAT_FROM_U
-static inline uint64_t pxr_u2u64(uint64_t v) { return v; }
+PXR_FN uint64_t pxr_u2u64(uint64_t v) { return v; }
 
 /* Narrow-source saturations, so generated code stays in 32-bit lanes (vectorisable). */
 #define PXR_SAT_I32(name, T, lo, hi)                                                        \
-  static inline T name(int32_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
+  PXR_FN T name(int32_t v) { return v < (lo) ? (T)(lo) : v > (hi) ? (T)(hi) : (T)v; }
 PXR_SAT_I32(pxr_i32_u8, uint8_t, 0, 255)
 PXR_SAT_I32(pxr_i32_i16, int16_t, -32768, 32767)
 PXR_SAT_I32(pxr_i32_u16, uint16_t, 0, 65535)
 #undef PXR_SAT_I32
-static inline uint32_t pxr_i32_u32(int32_t v) { return v < 0 ? 0u : (uint32_t)v; }
+PXR_FN uint32_t pxr_i32_u32(int32_t v) { return v < 0 ? 0u : (uint32_t)v; }
 #define PXR_SAT_U32(name, T, hi)                                                            \
-  static inline T name(uint32_t v) { return v > (uint32_t)(hi) ? (T)(hi) : (T)v; }
+  PXR_FN T name(uint32_t v) { return v > (uint32_t)(hi) ? (T)(hi) : (T)v; }
 PXR_SAT_U32(pxr_u32_u8, uint8_t, 255)
 PXR_SAT_U32(pxr_u32_i16, int16_t, 32767)
 PXR_SAT_U32(pxr_u32_u16, uint16_t, 65535)
@@ -94,7 +137,7 @@ PXR_SAT_U32(pxr_u32_i32, int32_t, INT32_MAX)
 #undef PXR_SAT_U32
 /* f32 -> small integers in single precision (exact: the bounds are floats). */
 #define PXR_SAT_F32(name, T, lo, hi)                                                        \
-  static inline T name(float v) {                                                         \
+  PXR_FN T name(float v) {                                                         \
     if (!(v == v)) return 0;                                                              \
     v = nearbyintf(v);                                                                    \
     return v <= (float)(lo) ? (T)(lo) : v >= (float)(hi) ? (T)(hi) : (T)v;                \
@@ -107,8 +150,8 @@ PXR_SAT_F32(pxr_f32_u16, uint16_t, 0, 65535)
 /* ---- integer min/max (functions, so nested uses do not repeat their operands) ---- */
 
 #define PXR_MINMAX(T, sfx)                                                                  \
-  static inline T pxr_min_##sfx(T a, T b) { return b < a ? b : a; }                       \
-  static inline T pxr_max_##sfx(T a, T b) { return b > a ? b : a; }
+  PXR_FN T pxr_min_##sfx(T a, T b) { return b < a ? b : a; }                       \
+  PXR_FN T pxr_max_##sfx(T a, T b) { return b > a ? b : a; }
 PXR_MINMAX(uint8_t, u8)
 PXR_MINMAX(int16_t, i16)
 PXR_MINMAX(uint16_t, u16)
@@ -120,77 +163,77 @@ PXR_MINMAX(uint64_t, u64)
 
 /* ---- integer arithmetic: wraps (two's complement); x / 0 == 0 and x % 0 == 0 ---- */
 
-static inline int32_t pxr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
-static inline int32_t pxr_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
-static inline int32_t pxr_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
-static inline int32_t pxr_neg_i32(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
-static inline int64_t pxr_add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static inline int64_t pxr_sub_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-static inline int64_t pxr_mul_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-static inline int64_t pxr_neg_i64(int64_t a) { return (int64_t)(0u - (uint64_t)a); }
+PXR_FN int32_t pxr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+PXR_FN int32_t pxr_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+PXR_FN int32_t pxr_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+PXR_FN int32_t pxr_neg_i32(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
+PXR_FN int64_t pxr_add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+PXR_FN int64_t pxr_sub_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+PXR_FN int64_t pxr_mul_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+PXR_FN int64_t pxr_neg_i64(int64_t a) { return (int64_t)(0u - (uint64_t)a); }
 
-static inline int32_t pxr_div_i32(int32_t a, int32_t b) {
+PXR_FN int32_t pxr_div_i32(int32_t a, int32_t b) {
   return b == 0 ? 0 : (b == -1 ? pxr_neg_i32(a) : a / b);
 }
-static inline int32_t pxr_mod_i32(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
-static inline uint32_t pxr_div_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a / b; }
-static inline uint32_t pxr_mod_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a % b; }
-static inline int64_t pxr_div_i64(int64_t a, int64_t b) {
+PXR_FN int32_t pxr_mod_i32(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+PXR_FN uint32_t pxr_div_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a / b; }
+PXR_FN uint32_t pxr_mod_u32(uint32_t a, uint32_t b) { return b == 0 ? 0 : a % b; }
+PXR_FN int64_t pxr_div_i64(int64_t a, int64_t b) {
   return b == 0 ? 0 : (b == -1 ? pxr_neg_i64(a) : a / b);
 }
-static inline int64_t pxr_mod_i64(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
-static inline uint64_t pxr_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
-static inline uint64_t pxr_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
+PXR_FN int64_t pxr_mod_i64(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+PXR_FN uint64_t pxr_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
+PXR_FN uint64_t pxr_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }
 
 /* Shifts use the count modulo the operand's width; >> is arithmetic for signed types. */
-static inline int32_t pxr_shl_i32(int32_t a, int32_t n) { return (int32_t)((uint32_t)a << (n & 31)); }
-static inline int32_t pxr_shr_i32(int32_t a, int32_t n) { return a >> (n & 31); }
-static inline uint32_t pxr_shl_u32(uint32_t a, uint32_t n) { return a << (n & 31); }
-static inline uint32_t pxr_shr_u32(uint32_t a, uint32_t n) { return a >> (n & 31); }
-static inline int64_t pxr_shl_i64(int64_t a, int64_t n) { return (int64_t)((uint64_t)a << (n & 63)); }
-static inline int64_t pxr_shr_i64(int64_t a, int64_t n) { return a >> (n & 63); }
-static inline uint64_t pxr_shl_u64(uint64_t a, uint64_t n) { return a << (n & 63); }
-static inline uint64_t pxr_shr_u64(uint64_t a, uint64_t n) { return a >> (n & 63); }
+PXR_FN int32_t pxr_shl_i32(int32_t a, int32_t n) { return (int32_t)((uint32_t)a << (n & 31)); }
+PXR_FN int32_t pxr_shr_i32(int32_t a, int32_t n) { return a >> (n & 31); }
+PXR_FN uint32_t pxr_shl_u32(uint32_t a, uint32_t n) { return a << (n & 31); }
+PXR_FN uint32_t pxr_shr_u32(uint32_t a, uint32_t n) { return a >> (n & 31); }
+PXR_FN int64_t pxr_shl_i64(int64_t a, int64_t n) { return (int64_t)((uint64_t)a << (n & 63)); }
+PXR_FN int64_t pxr_shr_i64(int64_t a, int64_t n) { return a >> (n & 63); }
+PXR_FN uint64_t pxr_shl_u64(uint64_t a, uint64_t n) { return a << (n & 63); }
+PXR_FN uint64_t pxr_shr_u64(uint64_t a, uint64_t n) { return a >> (n & 63); }
 
 /* abs of the most negative integer wraps to itself, as the negation does. */
-static inline int32_t pxr_abs_i32(int32_t a) { return a < 0 ? pxr_neg_i32(a) : a; }
-static inline int64_t pxr_abs_i64(int64_t a) { return a < 0 ? pxr_neg_i64(a) : a; }
+PXR_FN int32_t pxr_abs_i32(int32_t a) { return a < 0 ? pxr_neg_i32(a) : a; }
+PXR_FN int64_t pxr_abs_i64(int64_t a) { return a < 0 ? pxr_neg_i64(a) : a; }
 
 /* ---- floating point: min/max return the other operand when one is NaN ---- */
 
-static inline float pxr_min_f32(float a, float b) { return b < a || a != a ? b : a; }
-static inline float pxr_max_f32(float a, float b) { return b > a || a != a ? b : a; }
-static inline double pxr_min_f64(double a, double b) { return b < a || a != a ? b : a; }
-static inline double pxr_max_f64(double a, double b) { return b > a || a != a ? b : a; }
+PXR_FN float pxr_min_f32(float a, float b) { return b < a || a != a ? b : a; }
+PXR_FN float pxr_max_f32(float a, float b) { return b > a || a != a ? b : a; }
+PXR_FN double pxr_min_f64(double a, double b) { return b < a || a != a ? b : a; }
+PXR_FN double pxr_max_f64(double a, double b) { return b > a || a != a ? b : a; }
 /* round(): half away from zero, like C's round. */
-static inline float pxr_round_f32(float a) { return roundf(a); }
-static inline double pxr_round_f64(double a) { return round(a); }
+PXR_FN float pxr_round_f32(float a) { return roundf(a); }
+PXR_FN double pxr_round_f64(double a) { return round(a); }
 
 /* ---- border modes: map a coordinate i into [0, n) ---- */
 
-static inline int pxr_clamp_idx(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
-static inline int pxr_wrap_idx(int i, int n) {
+PXR_FN int pxr_clamp_idx(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+PXR_FN int pxr_wrap_idx(int i, int n) {
   int r = i % n;
   return r < 0 ? r + n : r;
 }
 /* mirror: the edge pixel repeats (dcba|abcd|dcba), period 2n. */
-static inline int pxr_mirror_idx(int i, int n) {
+PXR_FN int pxr_mirror_idx(int i, int n) {
   int r = pxr_wrap_idx(i, 2 * n);
   return r < n ? r : 2 * n - 1 - r;
 }
 /* mirror101: the edge pixel does not repeat (dcb|abcd|cba), period 2n-2. */
-static inline int pxr_mirror101_idx(int i, int n) {
+PXR_FN int pxr_mirror101_idx(int i, int n) {
   if (n == 1) return 0;
   int r = pxr_wrap_idx(i, 2 * n - 2);
   return r < n ? r : 2 * n - 2 - r;
 }
-static inline int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
+PXR_FN int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
 
 /* ---- staging for non-sequential P2P: dst[x * ds + y] = src[y * ss + x], bytes ---- */
 
 #if defined(__SSE2__)
 /* A 16x16 block: four rounds of interleaving (8, 16, 32, 64-bit units). */
-static inline void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
+PXR_FN void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
   __m128i r[16], a[16], b[16], c[16];
   for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i *)(const void *)(src + i * ss));
   for (int i = 0; i < 8; i++) { /* a[2i], a[2i+1]: columns 0-7, 8-15 of rows 2i, 2i+1 */
@@ -215,7 +258,7 @@ static inline void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, pt
 }
 #endif
 
-static inline void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int w, int h) {
+PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int w, int h) {
   int y0 = 0;
 #if defined(__SSE2__)
   for (; y0 + 16 <= h; y0 += 16) {

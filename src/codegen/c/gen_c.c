@@ -565,7 +565,7 @@ static void stmt(Gen *g, const Node *s) {
     expr(g, s->a, 0);
     OUT("; if ((uint32_t)b_ < %uu) ", (unsigned)g->D->nbins);
     if (g->D->weighted_float) {
-      OUT("bins[b_] += ");
+      OUT("PXR_BIN_ADD_F64(&bins[b_], ");
       if (s->b) {
         OUT("(double)(");
         expr(g, s->b, 0);
@@ -573,12 +573,13 @@ static void stmt(Gen *g, const Node *s) {
       } else {
         OUT("1.0");
       }
+      OUT(")");
     } else if (s->b) {
-      OUT("bins[b_] = (int64_t)((uint64_t)bins[b_] + (uint64_t)(");
+      OUT("PXR_BIN_ADD_I64(&bins[b_], ");
       expr(g, s->b, 0);
-      OUT("))");
+      OUT(")");
     } else {
-      OUT("bins[b_]++");
+      OUT("PXR_BIN_INC(&bins[b_])");
     }
     OUT("; }\n");
     return;
@@ -620,7 +621,7 @@ static void img_params(Gen *g) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
     if (p->is_image)
-      OUT("const %s *restrict i%d, ptrdiff_t p%d, int w%d, int h%d", ctype(p->type.s), p->img_index, p->img_index,
+      OUT("const %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", ctype(p->type.s), p->img_index, p->img_index,
           p->img_index, p->img_index);
     else
       OUT("%s s%d", ctype(p->type.s), p->scalar_index);
@@ -655,7 +656,7 @@ static void read_fns(Gen *g) {
     int k = p->img_index;
     Border b = g->borders[k];
     const char *T = ctype(p->type.s);
-    OUT("static inline %s %s_rd%d(const %s *restrict p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
+    OUT("PXR_FN %s %s_rd%d(const %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
         g->pfx, k, T);
     if (b.kind == B_CONSTANT) {
       Lane v = lane_convert((Lane){.f = b.value}, T_F64, p->type.s);
@@ -681,18 +682,18 @@ static const char *variant_name(int v) {
 static void pixel_fn(Gen *g, int variant, bool counts32) {
   const Decl *D = g->D;
   g->variant = variant;
-  OUT("static inline __attribute__((always_inline)) void %s_%s%s(", g->pfx, variant_name(variant), counts32 ? "c" : "");
+  OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, variant_name(variant), counts32 ? "c" : "");
   img_params(g);
   if (variant & V_TILEBUF)
-    OUT(", const %s *restrict tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
+    OUT(", const %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
   if (variant & V_SEP)
-    for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *restrict c%d", ctype(D->sep->col[i].s), i);
+    for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *PXR_RESTRICT c%d", ctype(D->sep->col[i].s), i);
   if (variant & V_SEP) OUT(", int xa");
   if (D->kind == D_HISTOGRAM)
-    OUT(", int x, int y, int W, int H, %s *restrict bins) {\n",
+    OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
         counts32 ? "uint32_t" : D->weighted_float ? "double" : "int64_t");
   else
-    OUT(", int x, int y, int W, int H, %s *restrict o) {\n", ctype(D->type.s));
+    OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", ctype(D->type.s));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
   g->depth = 1;
   stmts(g, D->body->body);
@@ -705,7 +706,7 @@ static void reduce_fn(Gen *g, int variant, bool inner) {
   const Decl *D = g->D;
   const Node *e = inner ? D->body->a : D->body;
   g->variant = variant;
-  OUT("static inline __attribute__((always_inline)) %s %s_%s%s(", ctype(e->type.s), g->pfx, variant_name(variant),
+  OUT("PXR_FN_ALWAYS %s %s_%s%s(", ctype(e->type.s), g->pfx, variant_name(variant),
       inner ? "r" : "");
   img_params(g);
   OUT(", int x, int y, int W, int H) {\n  (void)x; (void)y; (void)W; (void)H;\n  return ");
@@ -1212,7 +1213,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   read_fns(g);
   if (D->kind == D_REDUCE) {
     if (D->redop == R_COMBINE) {
-      OUT( "static inline %s %s_comb(%s v%d, %s v%d", ctype(D->type.s), pfx, ctype(D->type.s),
+      OUT("PXR_FN %s %s_comb(%s v%d, %s v%d", ctype(D->type.s), pfx, ctype(D->type.s),
                 D->combine_a->slot, ctype(D->type.s), D->combine_b->slot);
       for (int i = 0; i < D->nparams; i++)
         if (!D->params[i]->is_image)
