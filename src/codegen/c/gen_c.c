@@ -20,19 +20,7 @@
 
 #include "interp/interp.h"
 
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8 };
-
-typedef struct {
-  StrBuf *o;
-  const Decl *D;
-  const Border *borders;
-  const char *pfx;   /* prefix of this instance's static functions */
-  int variant;       /* V_* flags of the pixel function being emitted */
-  bool *direct;      /* per image: relative reads may go direct in the interior */
-  int tb_img;        /* image whose absolute reads come from a tile buffer (V_TILEBUF), or -1 */
-  bool tb_t;         /* the buffer holds the footprint transposed: [ex][ey] */
-  int depth;         /* indentation */
-} Gen;
+#include "codegen/c/emit.h"
 
 static const char *ctype(Scalar s) {
   switch (s) {
@@ -1444,3 +1432,48 @@ int gen_c_program(const Program *p, const char *header_name, StrBuf *c, StrBuf *
   if (c->oom || h->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C");
   return PXL_OK;
 }
+
+/* ---- the shared emitter's interface (emit.h), for the CUDA generator ---- */
+
+void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct) {
+  memset(g, 0, sizeof *g);
+  g->o = out;
+  g->D = D;
+  g->borders = borders;
+  g->pfx = pfx;
+  g->direct = direct;
+  g->tb_img = -1;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    direct[i] = ac->read_rel && ac->window_known && !ac->gather;
+  }
+}
+
+void cg_functions(Gen *g) {
+  const Decl *D = g->D;
+  read_fns(g);
+  if (D->kind == D_REDUCE) {
+    if (D->redop == R_COMBINE) {
+      OUT("PXR_FN %s %s_comb(%s v%d, %s v%d", ctype(D->type.s), g->pfx, ctype(D->type.s), D->combine_a->slot,
+          ctype(D->type.s), D->combine_b->slot);
+      for (int i = 0; i < D->nparams; i++)
+        if (!D->params[i]->is_image) OUT(", %s s%d", ctype(D->params[i]->type.s), D->params[i]->scalar_index);
+      OUT(") {\n  return ");
+      g->variant = V_EDGE;
+      expr(g, D->combine, 0);
+      OUT(";\n}\n");
+    }
+    reduce_fn(g, V_EDGE, false);
+    reduce_fn(g, V_DIRECT_REL, false);
+  } else {
+    pixel_fn(g, V_EDGE, false);
+    pixel_fn(g, V_DIRECT_REL, false);
+  }
+}
+
+void cg_prologue(Gen *g, bool has_out) { prologue(g, has_out); }
+void cg_args_text(Gen *g, StrBuf *buf) { args_text(g, buf); }
+void cg_combine(Gen *g, const char *acc, const char *v) { combine_stmt(g, acc, v); }
+void cg_better(Gen *g, const char *v, const char *acc) { better_expr(g, v, acc); }
+void cg_identity(Gen *g) { identity(g); }
+const char *cg_ctype(Scalar s) { return ctype(s); }

@@ -1,0 +1,46 @@
+/*
+ * emit.h - the C-family emitter, shared by the C generator (gen_c.c, which owns it) and
+ * the CUDA generator (codegen/cuda).
+ *
+ * Expressions, statements, border read functions and pixel functions are the same text
+ * in C and CUDA: the prelude (src/ir/prelude.h) maps PXR_FN, PXR_RESTRICT and PXR_BIN_*
+ * to each dialect. Only the entry points - how pixels are assigned to threads - differ.
+ */
+#ifndef PXL_EMIT_H
+#define PXL_EMIT_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+#include "util/strbuf.h"
+
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8 };
+
+typedef struct {
+  StrBuf *o;
+  const Decl *D;
+  const Border *borders;
+  const char *pfx;   /* prefix of this instance's static functions */
+  int variant;       /* V_* flags of the pixel function being emitted */
+  bool *direct;      /* per image: relative reads may go direct in the interior */
+  int tb_img;        /* image whose absolute reads come from a tile buffer (V_TILEBUF), or -1 */
+  bool tb_t;         /* the buffer holds the footprint transposed: [ex][ey] */
+  int depth;         /* indentation */
+} Gen;
+
+/* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
+void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct);
+/* Read functions, the combine of a reduction, and the "pe" / "pi" pixel functions. */
+void cg_functions(Gen *g);
+/* Unpacks in[] / sc[] (and out, when has_out) and computes the region and interior
+ * bounds rx0 rx1 ry0 ry1 ix0 ix1 iy0 iy1 (uses `nthreads`). */
+void cg_prologue(Gen *g, bool has_out);
+/* The pixel functions' argument list as text. */
+void cg_args_text(Gen *g, StrBuf *buf);
+/* `acc = acc OP v;` of a reduction; the better-than test of argmin/argmax; its identity. */
+void cg_combine(Gen *g, const char *acc, const char *v);
+void cg_better(Gen *g, const char *v, const char *acc);
+void cg_identity(Gen *g);
+const char *cg_ctype(Scalar s);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * cuda_api.h - the CUDA driver API and NVRTC entry points pxl uses, loaded with dlopen on
+ * first use (Halide-runtime style): one build runs with or without CUDA, and a missing
+ * library is a status, not a crash. Only the declarations pxl needs are written here,
+ * as an X-macro list; types are the ABI's (handles are pointers, CUdeviceptr 64-bit).
+ */
+#ifndef PXL_CUDA_API_H
+#define PXL_CUDA_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pxl/pxl.h"
+#include "util/err.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef uint64_t CUdeviceptr;
+typedef int nvrtcResult;
+typedef void *nvrtcProgram;
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+/* name in the library, return, parameters */
+#define PXL_CUDA_DRIVER_FNS(X)                                                                    \
+  X(cuInit, CUresult, (unsigned flags))                                                         \
+  X(cuDeviceGetCount, CUresult, (int *count))                                                   \
+  X(cuDeviceGet, CUresult, (CUdevice *dev, int ordinal))                                        \
+  X(cuDeviceGetName, CUresult, (char *name, int len, CUdevice dev))                             \
+  X(cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev))                     \
+  X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                        \
+  X(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))                                     \
+  X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                 \
+  X(cuCtxSynchronize, CUresult, (void))                                                         \
+  X(cuModuleLoadData, CUresult, (CUmodule * mod, const void *image))                            \
+  X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule mod, const char *name))           \
+  X(cuModuleUnload, CUresult, (CUmodule mod))                                                   \
+  X(cuMemAlloc_v2, CUresult, (CUdeviceptr * p, size_t bytes))                                   \
+  X(cuMemFree_v2, CUresult, (CUdeviceptr p))                                                    \
+  X(cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void *src, size_t bytes))                \
+  X(cuMemcpyDtoH_v2, CUresult, (void *dst, CUdeviceptr src, size_t bytes))                      \
+  X(cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char v, size_t n))                      \
+  X(cuLaunchKernel, CUresult,                                                                   \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+     unsigned shmem, CUstream stream, void **params, void **extra))                             \
+  X(cuGetErrorString, CUresult, (CUresult err, const char **str))
+
+#define PXL_NVRTC_FNS(X)                                                                          \
+  X(nvrtcCreateProgram, nvrtcResult,                                                            \
+    (nvrtcProgram * prog, const char *src, const char *name, int nheaders, const char *const *headers, \
+     const char *const *include_names))                                                         \
+  X(nvrtcCompileProgram, nvrtcResult, (nvrtcProgram prog, int nopts, const char *const *opts))  \
+  X(nvrtcGetPTXSize, nvrtcResult, (nvrtcProgram prog, size_t *size))                            \
+  X(nvrtcGetPTX, nvrtcResult, (nvrtcProgram prog, char *ptx))                                   \
+  X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram prog, size_t *size))                     \
+  X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram prog, char *log))                            \
+  X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))                                    \
+  X(nvrtcGetErrorString, const char *, (nvrtcResult r))
+
+typedef struct {
+#define X(name, ret, params) ret(*name) params;
+  PXL_CUDA_DRIVER_FNS(X)
+  PXL_NVRTC_FNS(X)
+#undef X
+  bool have_driver, have_nvrtc;
+} CudaApi;
+
+/* Loads NVRTC (libnvrtc.so.13/.12/.so, also from /usr/local/cuda/lib64). PXL_EDEVICE with
+ * a message when it is not there. Thread-safe; the first call loads. */
+int cuda_load_nvrtc(const CudaApi **api, Err *err);
+/* Loads NVRTC and the driver (libcuda.so.1) and initialises the driver. */
+int cuda_load(const CudaApi **api, Err *err);
+
+/* Compiles CUDA source to PTX for compute capability cc (e.g. 90) with the options pxl
+ * uses (-fmad=false: float results equal the interpreter's). *ptx is heap (PXL_FREE). */
+int cuda_compile_ptx(const CudaApi *api, const char *src, int cc, char **ptx, Err *err);
+
+#endif
