@@ -106,8 +106,10 @@ static const char HELP_RUN[] =
     "  --border NAME=MODE   override the border mode of image parameter NAME when a\n"
     "                       kernel is run directly: clamp, mirror, mirror101, wrap,\n"
     "                       constant(V) or none\n"
-    "  --device DEV         auto (default, the CPU backend), cpu, or ref (the reference\n"
-    "                       interpreter: slow, exact, the oracle for other devices)\n"
+    "  --device DEV         auto (default, the CPU backend), cpu, ref (the reference\n"
+    "                       interpreter: slow, exact, the oracle for other devices), or\n"
+    "                       cuda / cuda:N (NVIDIA GPU N through the CUDA driver and NVRTC,\n"
+    "                       loaded at run time; exit 4 when there is none)\n"
     "  --threads N          threads of the CPU backend (0 = all cores, the default)\n"
     "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
     "                       region of interest); the entry sees it as a whole image, so\n"
@@ -591,8 +593,8 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       if ((rc = add_pair("border", v, o->borders, &o->nborder))) return rc;
       break;
     case O_DEVICE:
-      if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "ref"))
-        return usage_error("run", "unknown device '%s' (auto, cpu or ref)", v);
+      if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "ref") && strncmp(v, "cuda", 4))
+        return usage_error("run", "unknown device '%s' (auto, cpu, ref, cuda or cuda:N)", v);
       o->device = v;
       break;
     case O_THREADS:

@@ -80,8 +80,10 @@ pxl_context *pxl_context_new(void);
 void pxl_context_free(pxl_context *ctx);
 /* The message of the last failure on ctx ("" if none). Valid until the next call. */
 const char *pxl_errmsg(const pxl_context *ctx);
-/* Selects the device: "auto" (default: the CPU backend), "cpu" or "ref" (the reference
- * interpreter). PXL_EARG for an unknown name. */
+/* Selects the device: "auto" (default: the CPU backend), "cpu", "ref" (the reference
+ * interpreter) or "cuda" / "cuda:N" (an NVIDIA GPU through the CUDA driver and NVRTC,
+ * loaded at run time; runs fail with PXL_EDEVICE where they are missing). PXL_EARG for an
+ * unknown name. */
 int pxl_set_device(pxl_context *ctx, const char *device);
 /* Sets the directory for compiled kernels (default: $PXL_CACHE_DIR, else
  * $XDG_CACHE_HOME/pxl, else ~/.cache/pxl). The string is copied. */

@@ -29,7 +29,7 @@
 
 #define MAX_SOURCE (16u << 20) /* largest .pxl file accepted */
 
-typedef enum { DEV_AUTO, DEV_CPU, DEV_REF } Device;
+typedef enum { DEV_AUTO, DEV_CPU, DEV_REF, DEV_CUDA } Device;
 
 struct pxl_context {
   Err err;          /* last failure */
@@ -37,7 +37,8 @@ struct pxl_context {
   Device device;
   char *cache_dir;  /* explicit cache directory, or NULL for the default */
   int nthreads;
-  Backend *cpu, *ref;
+  int cuda_ordinal; /* DEV_CUDA: the device number */
+  Backend *cpu, *ref, *cuda;
 };
 
 struct pxl_program {
@@ -118,6 +119,7 @@ void pxl_context_free(pxl_context *ctx) {
   if (!ctx) return;
   if (ctx->cpu) ctx->cpu->free(ctx->cpu);
   if (ctx->ref) ctx->ref->free(ctx->ref);
+  if (ctx->cuda) ctx->cuda->free(ctx->cuda);
   PXL_FREE(ctx->long_msg);
   PXL_FREE(ctx->cache_dir);
   PXL_FREE(ctx);
@@ -133,8 +135,19 @@ int pxl_set_device(pxl_context *ctx, const char *device) {
   if (!strcmp(device, "auto")) ctx->device = DEV_AUTO;
   else if (!strcmp(device, "cpu")) ctx->device = DEV_CPU;
   else if (!strcmp(device, "ref")) ctx->device = DEV_REF;
-  else
-    return fail(ctx, PXL_EARG, "unknown device '%s' (this build supports: auto, cpu, ref)", device);
+  else if (!strncmp(device, "cuda", 4)) {
+    int n = 0;
+    char extra;
+    if (device[4] && (device[4] != ':' || sscanf(device + 5, "%d%c", &n, &extra) != 1 || n < 0))
+      return fail(ctx, PXL_EARG, "bad device '%s' (use cuda or cuda:N)", device);
+    if (ctx->cuda && n != ctx->cuda_ordinal) {
+      ctx->cuda->free(ctx->cuda);
+      ctx->cuda = NULL;
+    }
+    ctx->device = DEV_CUDA;
+    ctx->cuda_ordinal = n;
+  } else
+    return fail(ctx, PXL_EARG, "unknown device '%s' (use auto, cpu, ref, cuda or cuda:N)", device);
   return PXL_OK;
 }
 
@@ -721,7 +734,16 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   if (!res) return fail(ctx, PXL_ENOMEM, "out of memory");
   snprintf(res->name, sizeof res->name, "%s", D->name);
   Err e = {0};
-  Backend *be = backend_for(ctx, ctx->device == DEV_REF);
+  Backend *be;
+  if (ctx->device == DEV_CUDA) {
+    if (!ctx->cuda && (rc = backend_cuda_new(ctx->cuda_ordinal, &ctx->cuda, &e))) {
+      PXL_FREE(res);
+      return fail_err(ctx, &e);
+    }
+    be = ctx->cuda;
+  } else {
+    be = backend_for(ctx, ctx->device == DEV_REF);
+  }
   if (!be) {
     PXL_FREE(res);
     return fail(ctx, PXL_ENOMEM, "out of memory");

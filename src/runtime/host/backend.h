@@ -33,6 +33,10 @@ Backend *backend_ref_new(void);
  * and in memory. nthreads 0 = all cores. NULL on out-of-memory. */
 Backend *backend_cpu_new(const char *cache_dir, int nthreads);
 
+/* The CUDA backend on device `ordinal` (src/runtime/cuda): PXL_EDEVICE with the reason
+ * when the driver, NVRTC or the device is missing. */
+int backend_cuda_new(int ordinal, Backend **out, Err *err);
+
 /* Result of running an entry point. */
 typedef struct {
   int kind;                 /* PXL_RESULT_IMAGE / _SCALAR / _HISTOGRAM */
