@@ -1294,7 +1294,7 @@ static void emit_size_fn(StrBuf *o, const Decl *D, const char *name) {
 /* Opens a block binding the arguments of pipeline call pv: images a[], scalars s[]. */
 static void stage_args(StrBuf *o, const Decl *P, const PipeValue *pv) {
   const Decl *K = pv->callee;
-  sb_printf(o, "  {\n    pxlc_image a[%d]; pxlc_scalar s[%d];\n", K->nimages ? K->nimages : 1,
+  sb_printf(o, "  {\n    pxlc_image a[%d]; pxlc_scalar s[%d] = {{0}};\n", K->nimages ? K->nimages : 1,
             K->nscalars ? K->nscalars : 1);
   for (int j = 0; j < pv->nargs; j++) {
     const Param *kp = K->params[j];
