@@ -9,8 +9,11 @@ export PXL_CACHE_DIR="${PXL_CACHE_DIR:-$PWD/build/pxl-cache}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$JOBS"
+# tests that cannot run here (no GPU) say why; show it
+grep -h "^skipped:" build/Testing/Temporary/LastTest.log | sort | uniq -c || true
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPXL_SANITIZE=ON -DPXL_BENCH=OFF >/dev/null
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PXL_TEST_QUICK=1 \
   ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+grep -h "^skipped:" build-asan/Testing/Temporary/LastTest.log | sort | uniq -c || true
 echo "test.sh: release and sanitizer suites passed"
