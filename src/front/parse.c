@@ -708,7 +708,7 @@ static Node *block(Parser *P) {
   if (!expect(P, "{")) return b;
   Scope *saved = P->scope;
   Node **tail = &b->body;
-  while (!is(P, "}") && P->tok->kind != TK_EOF) {
+  while (!is(P, "}") && P->tok->kind != TK_EOF && !P->a->failed) {
     if (is_decl_keyword(P)) break; /* missing '}' : let the caller report it */
     Node *s = stmt(P);
     if (P->a->failed) break; /* out of memory: s may be the shared placeholder node */
@@ -851,7 +851,7 @@ static void params(Parser *P) {
     do {
       Loc loc = P->tok->loc;
       Param *p = alloc(P, sizeof *p);
-      if (!p) return;
+      if (!p || P->a->failed) return; /* out of memory: the program is discarded */
       p->loc = loc;
       p->border.kind = B_CLAMP;
       p->img_index = p->scalar_index = -1;
@@ -891,7 +891,7 @@ static void params(Parser *P) {
   }
   expect(P, ")");
   D->params = alloc(P, sizeof(Param *) * (size_t)(n ? n : 1));
-  if (!D->params) return;
+  if (!D->params || P->a->failed) return;
   memcpy(D->params, tmp, sizeof(Param *) * (size_t)n);
   D->nparams = n;
   for (int i = 0; i < n; i++) {
@@ -1114,7 +1114,7 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
     P->in_pipeline = false;
     return D;
   }
-  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P)) {
+  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P) && !P->a->failed) {
     int errs = P->d->nerrors;
     Token *start = P->tok;
     Loc sloc = P->tok->loc;
@@ -1178,7 +1178,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
   Parser P = {.prog = prog, .a = prog->arena, .d = d, .tok = toks, .end = &toks[ntoks - 1]};
   int cap = 0;
   int start_errs = d->nerrors;
-  while (P.tok->kind != TK_EOF) {
+  while (P.tok->kind != TK_EOF && !P.a->failed) { /* after out-of-memory nothing is kept */
     Loc loc = P.tok->loc;
     int errs = d->nerrors;
     Decl *D = NULL;
