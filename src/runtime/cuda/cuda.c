@@ -140,24 +140,32 @@ static int launch(Cuda *cu, CUfunction f, unsigned gx, unsigned gy, unsigned bx,
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
+/* Everything a stage run needs before its launches: the module, device copies of the
+ * inputs and the scalars in *a, and one more device buffer of `extra` bytes (the output,
+ * or the partials or bins) in bufs[D->nimages]. On failure nothing stays allocated. */
+static int prepare(Cuda *cu, const Decl *D, const ImgArg *imgs, const Lane *scalars, size_t extra, CuModule **m,
+                   KArgs *a, CUdeviceptr *bufs, Err *err) {
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  int rc = get_module(cu, D, imgs, m, err);
+  if (!rc) rc = upload(cu, D, imgs, scalars, a, bufs, err);
+  CUresult r;
+  if (!rc && (r = cu->api->cuMemAlloc_v2(&bufs[D->nimages], extra))) rc = cu_fail(cu, r, "allocation", err);
+  if (rc) release(cu, bufs, D->nimages + 1);
+  return rc;
+}
+
 static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  int rc = get_module(cu, D, imgs, &m, err);
-  if (rc) return rc;
   CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
   KArgs a;
-  rc = upload(cu, D, imgs, scalars, &a, bufs, err);
   size_t n = image_bytes(out);
-  CUresult r = 0;
-  if (!rc) r = cu->api->cuMemAlloc_v2(&bufs[D->nimages], n);
-  if (!rc && r) rc = cu_fail(cu, r, "allocation", err);
-  if (!rc) {
-    a.out = (KImage){(void *)(uintptr_t)bufs[D->nimages], out->width, out->height, (int64_t)out->pitch};
-    rc = launch(cu, m->stage, (unsigned)(out->width + 31) / 32, (unsigned)(out->height + 7) / 8, 32, 8, &a, err);
-  }
+  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  if (rc) return rc;
+  a.out = (KImage){(void *)(uintptr_t)bufs[D->nimages], out->width, out->height, (int64_t)out->pitch};
+  rc = launch(cu, m->stage, (unsigned)(out->width + 31) / 32, (unsigned)(out->height + 7) / 8, 32, 8, &a, err);
+  CUresult r;
   if (!rc && (r = cu->api->cuMemcpyDtoH_v2(out->data, bufs[D->nimages], n))) rc = cu_fail(cu, r, "download", err);
   release(cu, bufs, D->nimages + 1);
   return rc;
@@ -166,21 +174,18 @@ static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
 static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  int rc = get_module(cu, D, imgs, &m, err);
-  if (rc) return rc;
   CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
   KArgs a;
-  rc = upload(cu, D, imgs, scalars, &a, bufs, err);
   /* partials: (CHUNKS + 1) values, then (CHUNKS + 1) positions */
   size_t n = (PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t));
-  CUresult r = 0;
-  if (!rc && (r = cu->api->cuMemAlloc_v2(&bufs[D->nimages], n))) rc = cu_fail(cu, r, "allocation", err);
+  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  if (rc) return rc;
+  CUresult r;
   int h = imgs[0].img->height;
   a.aux = (void *)(uintptr_t)bufs[D->nimages];
   a.n = h < PXL_CUDA_CHUNKS ? h : PXL_CUDA_CHUNKS;
-  if (!rc) rc = launch(cu, m->stage, (unsigned)a.n, 1, PXL_CUDA_BLOCK, 1, &a, err);
+  rc = launch(cu, m->stage, (unsigned)a.n, 1, PXL_CUDA_BLOCK, 1, &a, err);
   if (!rc) rc = launch(cu, m->final, 1, 1, 1, 1, &a, err);
   unsigned char host[(PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t))];
   if (!rc && (r = cu->api->cuMemcpyDtoH_v2(host, bufs[D->nimages], n))) rc = cu_fail(cu, r, "download", err);
@@ -202,17 +207,14 @@ static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
 static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
                           Err *err) {
   Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  int rc = get_module(cu, D, imgs, &m, err);
-  if (rc) return rc;
   CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
   KArgs a;
-  rc = upload(cu, D, imgs, scalars, &a, bufs, err);
   size_t n = (size_t)D->nbins * sizeof(Lane);
-  CUresult r = 0;
-  if (!rc && (r = cu->api->cuMemAlloc_v2(&bufs[D->nimages], n))) rc = cu_fail(cu, r, "allocation", err);
-  if (!rc && (r = cu->api->cuMemsetD8_v2(bufs[D->nimages], 0, n))) rc = cu_fail(cu, r, "memset", err);
+  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  if (rc) return rc;
+  CUresult r;
+  if ((r = cu->api->cuMemsetD8_v2(bufs[D->nimages], 0, n))) rc = cu_fail(cu, r, "memset", err);
   a.aux = (void *)(uintptr_t)bufs[D->nimages];
   int w = imgs[0].img->width, h = imgs[0].img->height;
   if (!rc) {
