@@ -10,25 +10,10 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "common/read_file.h"
 #include "codegen/cuda/gen_cuda.h"
 #include "runtime/cuda/cuda_api.h"
 #include "util/alloc.h"
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 int main(int argc, char **argv) {
   const CudaApi *api;

@@ -21,6 +21,7 @@
 #include "ir/value.h"
 #include "image/image.h"
 #include "pxl/pxl.h"
+#include "common/read_file.h"
 
 static const char *const borders[] = {"clamp", "mirror", "mirror101", "wrap", "constant(7)", "none"};
 enum { NBORDERS = sizeof borders / sizeof *borders };
@@ -202,22 +203,6 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
   pxl_args_free(ar);
   pxl_args_free(ad);
   for (int i = 0; i < 16; i++) pxl_image_free(imgs[i]);
-}
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
 }
 
 /* Replaces every BORDER in src by mode (new heap string). */
