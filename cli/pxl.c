@@ -106,18 +106,22 @@ static const char HELP_RUN[] =
     "  --border NAME=MODE   override the border mode of image parameter NAME when a\n"
     "                       kernel is run directly: clamp, mirror, mirror101, wrap,\n"
     "                       constant(V) or none\n"
-    "  --device DEV         auto (default, the CPU backend), cpu, ref (the reference\n"
-    "                       interpreter: slow, exact, the oracle for other devices), or\n"
-    "                       cuda / cuda:N (NVIDIA GPU N through the CUDA driver and NVRTC,\n"
-    "                       loaded at run time; exit 4 when there is none)\n"
+    "  --device DEV         auto (default: the first NVIDIA GPU when CUDA works, else\n"
+    "                       the CPU backend; an entry the GPU cannot run goes to the\n"
+    "                       CPU), cpu, ref (the reference interpreter: slow, exact, the\n"
+    "                       oracle for other devices), or cuda / cuda:N (NVIDIA GPU N\n"
+    "                       through the CUDA driver and NVRTC, loaded at run time; exit\n"
+    "                       4 when there is none)\n"
     "  --threads N          threads of the CPU backend (0 = all cores, the default)\n"
     "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
     "                       region of interest); the entry sees it as a whole image, so\n"
     "                       an image result is W x H\n"
     "  --time               print the wall time of the run to standard error as\n"
-    "                       \"pxl: time: MS ms\" (loading, compiling FILE.pxl and saving\n"
-    "                       are excluded; the first run of a kernel on a device may\n"
-    "                       include compiling it for the device, later runs use the cache)\n"
+    "                       \"pxl: time: MS ms\" and the device that ran it as \"pxl:\n"
+    "                       device: NAME\" (loading, compiling FILE.pxl and saving are\n"
+    "                       excluded; the first run of a kernel on a device may include\n"
+    "                       compiling it for the device, later runs use the cache; on a\n"
+    "                       GPU the time includes copying the images in and out)\n"
     "  -h, --help           show this help\n"
     "  --                   end of options: later arguments are FILE.pxl and ENTRY\n"
     "Options take their value as the next argument or after '=' (--out=x.png).\n"
@@ -753,9 +757,11 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   st = pxl_run(ctx, prog, o->entry, args, &res);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (o->time)
+  if (o->time) {
     fprintf(stderr, "pxl: time: %.3f ms\n",
             (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    fprintf(stderr, "pxl: device: %s\n", pxl_device_name(ctx));
+  }
   if (st) {
     rc = fail(ctx, st, NULL);
     goto done;

@@ -80,7 +80,8 @@ pxl_context *pxl_context_new(void);
 void pxl_context_free(pxl_context *ctx);
 /* The message of the last failure on ctx ("" if none). Valid until the next call. */
 const char *pxl_errmsg(const pxl_context *ctx);
-/* Selects the device: "auto" (default: the CPU backend), "cpu", "ref" (the reference
+/* Selects the device: "auto" (default: the first CUDA GPU if one works, else the CPU
+ * backend; a run the GPU cannot do falls back to the CPU), "cpu", "ref" (the reference
  * interpreter) or "cuda" / "cuda:N" (an NVIDIA GPU through the CUDA driver and NVRTC,
  * loaded at run time; runs fail with PXL_EDEVICE where they are missing). PXL_EARG for an
  * unknown name. */
@@ -150,6 +151,39 @@ pxl_type pxl_image_type(const pxl_image *img);
 size_t pxl_image_pitch(const pxl_image *img); /* bytes between rows */
 void *pxl_image_data(pxl_image *img);         /* first pixel of the first row */
 const char *pxl_type_name(pxl_type t);        /* "u8", ... */
+
+/* ---- device memory (GPU backends) ----
+ *
+ * Images can live in the memory of the context's device, so that a chain of runs never
+ * moves pixels over the bus. A run whose inputs are all device images writes a device
+ * image and returns as soon as the work is queued (reductions and histograms wait for
+ * their value); a run with host images copies them in and the output back, and keeps a
+ * pipeline's intermediates on the device either way. pxl_image_data() of a device image
+ * is the device address (a CUdeviceptr for CUDA), so other GPU code can use it. Free
+ * device images before their context. */
+
+/* A new zero-filled image in device memory, rows padded to the device's preferred pitch.
+ * PXL_EDEVICE when the context's device has no memory of its own (cpu, ref, or "auto"
+ * that found no GPU). */
+int pxl_image_create_device(pxl_context *ctx, int width, int height, pxl_type type,
+                            int channels, pxl_image **out);
+/* An image over device memory the caller allocated (not copied, not freed), e.g. with
+ * cudaMalloc; pitch_bytes may be anything from a row's size up. */
+int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, pxl_type type,
+                          int channels, size_t pitch_bytes, pxl_image **out);
+/* A device copy of img (which may be a host or a device image). */
+int pxl_image_to_device(pxl_context *ctx, const pxl_image *img, pxl_image **out);
+/* A host copy of img; waits for the work queued on img. */
+int pxl_image_to_host(pxl_context *ctx, const pxl_image *img, pxl_image **out);
+/* Copies the pixels of src into dst (same size, type and channels; host or device each). */
+int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst);
+/* 1 if img lives in device memory, else 0. */
+int pxl_image_on_device(const pxl_image *img);
+/* Waits until all work queued by the context has finished; reports a failure of it. */
+int pxl_sync(pxl_context *ctx);
+/* The name of the device runs will use ("cpu", "ref", or e.g. "cuda:0 (NVIDIA H200)"),
+ * resolving "auto"; owned by ctx, valid until the next call on it. */
+const char *pxl_device_name(pxl_context *ctx);
 
 /* ---- running ---- */
 

@@ -38,6 +38,7 @@ struct pxl_context {
   char *cache_dir;  /* explicit cache directory, or NULL for the default */
   int nthreads;
   int cuda_ordinal; /* DEV_CUDA: the device number */
+  bool auto_tried;  /* DEV_AUTO looked for a CUDA device once */
   Backend *cpu, *ref, *cuda;
 };
 
@@ -140,7 +141,7 @@ int pxl_set_device(pxl_context *ctx, const char *device) {
     char extra;
     if (device[4] && (device[4] != ':' || sscanf(device + 5, "%d%c", &n, &extra) != 1 || n < 0))
       return fail(ctx, PXL_EARG, "bad device '%s' (use cuda or cuda:N)", device);
-    if (ctx->cuda && n != ctx->cuda_ordinal) {
+    if (ctx->cuda && n != ctx->cuda_ordinal) { /* its device images must be freed already */
       ctx->cuda->free(ctx->cuda);
       ctx->cuda = NULL;
     }
@@ -200,6 +201,11 @@ static void default_cache_dir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/pxl-cache-%ld", (long)getuid());
 }
 
+static void cache_dir(pxl_context *ctx, char *dir, size_t n) {
+  if (ctx->cache_dir) snprintf(dir, n, "%s", ctx->cache_dir);
+  else default_cache_dir(dir, n);
+}
+
 static Backend *backend_for(pxl_context *ctx, bool ref) {
   if (ref) {
     if (!ctx->ref) ctx->ref = backend_ref_new();
@@ -207,11 +213,29 @@ static Backend *backend_for(pxl_context *ctx, bool ref) {
   }
   if (!ctx->cpu) {
     char dir[4096];
-    if (ctx->cache_dir) snprintf(dir, sizeof dir, "%s", ctx->cache_dir);
-    else default_cache_dir(dir, sizeof dir);
+    cache_dir(ctx, dir, sizeof dir);
     ctx->cpu = backend_cpu_new(dir, ctx->nthreads);
   }
   return ctx->cpu;
+}
+
+/* The backend runs use: "cuda" must work; "auto" takes the first CUDA device when one
+ * works (looked for once per context), else the CPU. */
+static int pick_backend(pxl_context *ctx, Backend **be, Err *e) {
+  char dir[4096];
+  *be = NULL;
+  if (ctx->device == DEV_CUDA || (ctx->device == DEV_AUTO && !ctx->auto_tried)) {
+    if (!ctx->cuda) {
+      cache_dir(ctx, dir, sizeof dir);
+      Err ignored = {0};
+      int rc = backend_cuda_new(ctx->cuda_ordinal, dir, &ctx->cuda, ctx->device == DEV_CUDA ? e : &ignored);
+      if (rc && ctx->device == DEV_CUDA) return rc;
+    }
+    ctx->auto_tried = true;
+  }
+  if (ctx->device == DEV_CUDA || (ctx->device == DEV_AUTO && ctx->cuda)) *be = ctx->cuda;
+  else *be = backend_for(ctx, ctx->device == DEV_REF);
+  return *be ? PXL_OK : err_set(e, PXL_ENOMEM, "out of memory");
 }
 
 /* ---- programs ---- */
@@ -447,7 +471,9 @@ int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
     return fail(ctx, PXL_EARG, "region %d,%d %dx%d is not inside the %dx%d image", x, y, w, h, img->width,
                 img->height);
   char *p = (char *)img->data + (size_t)y * img->pitch + (size_t)x * (size_t)img->channels * pxl_type_size(img->type);
-  return pxl_image_wrap(ctx, p, w, h, img->type, img->channels, img->pitch, out);
+  int rc = pxl_image_wrap(ctx, p, w, h, img->type, img->channels, img->pitch, out);
+  if (!rc) (*out)->device = img->device; /* a view of device memory is device memory */
+  return rc;
 }
 
 int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out) {
@@ -460,9 +486,126 @@ int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out) {
 int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path) {
   clear(ctx);
   if (!img) return fail(ctx, PXL_EARG, "no image to save");
+  if (img->device)
+    return fail(ctx, PXL_EARG, "cannot save %s: the image is in device memory (copy it with pxl_image_to_host)", path);
   Err e = {0};
   int rc = io_save(path, img, &e);
   return rc ? fail_err(ctx, &e) : PXL_OK;
+}
+
+/* ---- device memory ---- */
+
+/* The context's backend, which must have memory of its own. */
+static int device_backend(pxl_context *ctx, Backend **be) {
+  Err e = {0};
+  if (pick_backend(ctx, be, &e)) return fail_err(ctx, &e);
+  if (!(*be)->image_new)
+    return fail(ctx, PXL_EDEVICE, "device images need a GPU, and runs on this context use the %s backend%s",
+                (*be)->name, ctx->device == DEV_AUTO ? " (\"auto\" found no working CUDA device)" : "");
+  return PXL_OK;
+}
+
+int pxl_image_create_device(pxl_context *ctx, int width, int height, pxl_type type, int channels, pxl_image **out) {
+  clear(ctx);
+  *out = NULL;
+  Backend *be;
+  if ((unsigned)type > PXL_F64) return fail(ctx, PXL_EARG, "unknown pixel type %d", (int)type);
+  int rc = device_backend(ctx, &be);
+  if (rc) return rc;
+  Err e = {0};
+  rc = be->image_new(be, width, height, type, channels, true, out, &e);
+  if (!rc && (rc = be->sync(be, &e))) { /* usable from other streams at once */
+    image_free(*out);
+    *out = NULL;
+  }
+  return rc ? fail_err(ctx, &e) : PXL_OK;
+}
+
+int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, pxl_type type, int channels,
+                          size_t pitch_bytes, pxl_image **out) {
+  Backend *be;
+  *out = NULL;
+  int rc = device_backend(ctx, &be);
+  if (!rc) rc = pxl_image_wrap(ctx, data, width, height, type, channels, pitch_bytes, out);
+  if (!rc) (*out)->device = be;
+  return rc;
+}
+
+static bool same_layout(const pxl_image *a, const pxl_image *b) {
+  return a->width == b->width && a->height == b->height && a->type == b->type && a->channels == b->channels;
+}
+
+int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst) {
+  clear(ctx);
+  if (!src || !dst) return fail(ctx, PXL_EARG, "no image to copy");
+  if (!same_layout(src, dst))
+    return fail(ctx, PXL_EARG, "cannot copy a %dx%d %s image with %d channel(s) into a %dx%d %s image with %d", src->width,
+                src->height, pxl_type_name(src->type), src->channels, dst->width, dst->height,
+                pxl_type_name(dst->type), dst->channels);
+  if (src->device && dst->device && src->device != dst->device)
+    return fail(ctx, PXL_EARG, "cannot copy between the memories of two devices");
+  Backend *be = src->device ? src->device : dst->device;
+  if (!be) {
+    size_t row = (size_t)src->width * (size_t)src->channels * (size_t)pxl_type_size(src->type);
+    for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), row);
+    return PXL_OK;
+  }
+  Err e = {0};
+  return be->copy(be, dst, src, &e) ? fail_err(ctx, &e) : PXL_OK;
+}
+
+int pxl_image_to_device(pxl_context *ctx, const pxl_image *img, pxl_image **out) {
+  clear(ctx);
+  *out = NULL;
+  if (!img) return fail(ctx, PXL_EARG, "no image");
+  Backend *be;
+  int rc = device_backend(ctx, &be);
+  if (rc) return rc;
+  Err e = {0};
+  rc = be->image_new(be, img->width, img->height, img->type, img->channels, false, out, &e);
+  if (!rc) rc = img->device && img->device != (void *)be ? err_set(&e, PXL_EARG, "the image is on another device")
+                                                         : be->copy(be, *out, img, &e);
+  if (!rc) rc = be->sync(be, &e);
+  if (rc) {
+    image_free(*out);
+    *out = NULL;
+    return fail_err(ctx, &e);
+  }
+  return PXL_OK;
+}
+
+int pxl_image_to_host(pxl_context *ctx, const pxl_image *img, pxl_image **out) {
+  clear(ctx);
+  *out = NULL;
+  if (!img) return fail(ctx, PXL_EARG, "no image");
+  Err e = {0};
+  int rc = image_new(img->width, img->height, img->type, img->channels, out, &e);
+  if (rc) return fail_err(ctx, &e);
+  rc = pxl_image_copy(ctx, img, *out);
+  if (rc) {
+    image_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int pxl_image_on_device(const pxl_image *img) { return img && img->device ? 1 : 0; }
+
+int pxl_sync(pxl_context *ctx) {
+  clear(ctx);
+  Err e = {0};
+  if (ctx->cuda && ctx->cuda->sync(ctx->cuda, &e)) return fail_err(ctx, &e);
+  return PXL_OK;
+}
+
+const char *pxl_device_name(pxl_context *ctx) {
+  Backend *be;
+  Err e = {0};
+  if (pick_backend(ctx, &be, &e)) {
+    fail_err(ctx, &e);
+    return ctx->device == DEV_CUDA ? "cuda (unavailable)" : "?";
+  }
+  return be == ctx->cuda ? backend_cuda_describe(be) : be->name;
 }
 
 /* ---- arguments ---- */
@@ -716,6 +859,12 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
   return PXL_OK;
 }
 
+static bool uses_device_memory(const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
+  for (int i = 0; i < D->nimages; i++)
+    if (imgs[i].img->device) return true;
+  return out && out->device;
+}
+
 int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args, pxl_run_result **out) {
   clear(ctx);
   *out = NULL;
@@ -735,25 +884,20 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   snprintf(res->name, sizeof res->name, "%s", D->name);
   Err e = {0};
   Backend *be;
-  if (ctx->device == DEV_CUDA) {
-    if (!ctx->cuda && (rc = backend_cuda_new(ctx->cuda_ordinal, &ctx->cuda, &e))) {
-      PXL_FREE(res);
-      return fail_err(ctx, &e);
+  struct pxl_image *output = args ? args->output : NULL;
+  rc = pick_backend(ctx, &be, &e);
+  if (!rc) rc = exec_entry(be, D, imgs, scalars, output, &res->r, &e);
+  if (ctx->device == DEV_AUTO && rc && !uses_device_memory(D, imgs, output)) {
+    /* "auto" keeps working: a GPU that cannot compile or run this hands it to the CPU,
+     * a machine without a C compiler to the interpreter */
+    if (be == ctx->cuda && (rc == PXL_EDEVICE || rc == PXL_EBACKEND) && (be = backend_for(ctx, false))) {
+      memset(&e, 0, sizeof e);
+      rc = exec_entry(be, D, imgs, scalars, output, &res->r, &e);
     }
-    be = ctx->cuda;
-  } else {
-    be = backend_for(ctx, ctx->device == DEV_REF);
-  }
-  if (!be) {
-    PXL_FREE(res);
-    return fail(ctx, PXL_ENOMEM, "out of memory");
-  }
-  rc = exec_entry(be, D, imgs, scalars, args ? args->output : NULL, &res->r, &e);
-  if (rc == PXL_EDEVICE && ctx->device == DEV_AUTO) { /* no C compiler: the interpreter always works */
-    memset(&e, 0, sizeof e);
-    be = backend_for(ctx, true);
-    rc = be ? exec_entry(be, D, imgs, scalars, args ? args->output : NULL, &res->r, &e)
-            : err_set(&e, PXL_ENOMEM, "out of memory");
+    if (rc == PXL_EDEVICE && be == ctx->cpu && (be = backend_for(ctx, true))) {
+      memset(&e, 0, sizeof e);
+      rc = exec_entry(be, D, imgs, scalars, output, &res->r, &e);
+    }
   }
   if (!rc && res->r.kind == PXL_RESULT_HISTOGRAM) {
     res->bins = PXL_MALLOC(sizeof(double) * (size_t)res->r.nbins);

@@ -101,7 +101,8 @@ int image_new(int width, int height, pxl_type type, int channels, struct pxl_ima
 
 void image_free(struct pxl_image *img) {
   if (!img) return;
-  PXL_FREE(img->alloc);
+  if (img->release) img->release(img);
+  else PXL_FREE(img->alloc);
   PXL_FREE(img);
 }
 

@@ -24,6 +24,10 @@ struct pxl_image {
   size_t pitch;   /* bytes between the starts of two rows */
   void *data;     /* first element of row 0 */
   void *alloc;    /* owned allocation, or NULL for wrapped memory and views */
+  /* Device images (memory of a GPU backend): the backend that owns the memory, and how
+   * to free it. NULL for host images. data is then a device address. */
+  void *device;
+  void (*release)(struct pxl_image *img);
 };
 
 int pxl_type_size(pxl_type t); /* bytes of one element */

@@ -22,6 +22,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 #define INT32_MIN (-2147483647 - 1)
 #define INT32_MAX 2147483647
 #define UINT32_MAX 4294967295u
@@ -34,7 +35,7 @@ typedef unsigned long long uint64_t;
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#if defined(__SSE2__)
+#if defined(__SSE2__) && !defined(__CUDACC__)
 #include <emmintrin.h>
 #endif
 #endif
@@ -52,7 +53,9 @@ typedef unsigned long long uint64_t;
 
 /* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs. */
 #if defined(__CUDACC__)
-#define PXR_BIN_INC(p) atomicAdd((unsigned long long *)(p), 1ull)
+static __device__ __forceinline__ void pxr_bin_inc(int64_t *p) { atomicAdd((unsigned long long *)p, 1ull); }
+static __device__ __forceinline__ void pxr_bin_inc(uint32_t *p) { atomicAdd(p, 1u); } /* shared-memory bins */
+#define PXR_BIN_INC(p) pxr_bin_inc(p)
 #define PXR_BIN_ADD_I64(p, w) atomicAdd((unsigned long long *)(p), (unsigned long long)(w))
 #define PXR_BIN_ADD_F64(p, w) (*(p) += (w)) /* float bins run on one thread: exact order */
 #else
@@ -230,7 +233,7 @@ PXR_FN int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
 
 /* ---- staging for non-sequential P2P: dst[x * ds + y] = src[y * ss + x], bytes ---- */
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && !defined(__CUDACC__)
 /* A 16x16 block: four rounds of interleaving (8, 16, 32, 64-bit units). */
 PXR_FN void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
   __m128i r[16], a[16], b[16], c[16];
@@ -259,7 +262,7 @@ PXR_FN void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t
 
 PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int w, int h) {
   int y0 = 0;
-#if defined(__SSE2__)
+#if defined(__SSE2__) && !defined(__CUDACC__)
   for (; y0 + 16 <= h; y0 += 16) {
     int x0 = 0;
     for (; x0 + 16 <= w; x0 += 16) pxr_t16_u8(src + y0 * ss + x0, ss, dst + x0 * ds + y0, ds);

@@ -285,7 +285,7 @@ px run thr.pxl --in img.pgm --param q=100 --out keep.pgm
 assert "an unknown parameter exits 4 and leaves --out unchanged" '[ $rc -eq 4 ] && cmp -s keep.pgm keep.orig'
 
 px run inv.pxl --in img.pgm --out inv_t.pgm --time
-assert "--time prints the run time in ms to stderr" '[ $rc -eq 0 ] && grep -q "^pxl: time: [0-9][0-9.]* ms$" err.txt && cmp -s inv.pgm inv_t.pgm'
+assert "--time prints the run time in ms to stderr" '[ $rc -eq 0 ] && grep -q "^pxl: time: [0-9][0-9.]* ms$" err.txt && grep -q "^pxl: device: " err.txt && cmp -s inv.pgm inv_t.pgm'
 
 px run inv.pxl --in img.pgm --out inv_th.pgm --threads 2
 assert "--threads 2 gives the same image" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_th.pgm'

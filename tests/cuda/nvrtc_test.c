@@ -4,6 +4,9 @@
  * Runs without a GPU (CI): NVRTC only. For every entry of the given .pxl files and every
  * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper);
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
+ *
+ * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
+ * reading or for nvcc -Xptxas -v (registers, spills).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +53,18 @@ int main(int argc, char **argv) {
         StrBuf cu = {0};
         char *ptx = NULL;
         Err e = {0};
-        int rc = gen_cuda_stage(&cu, D, b, &e);
+        CudaLaunch launch;
+        int rc = gen_cuda_stage(&cu, D, b, &launch, &e);
+        const char *dump = getenv("PXL_DUMP_CUDA");
+        if (!rc && dump && kinds[k] == B_CLAMP) {
+          char path[4096];
+          snprintf(path, sizeof path, "%s/%s.cu", dump, D->name);
+          FILE *f = fopen(path, "w");
+          if (f) {
+            fputs(cu.s, f);
+            fclose(f);
+          }
+        }
         if (!rc) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e);
         if (rc) {
           printf("FAIL %s %s border %s: %s\n", argv[i], D->name, border_name(kinds[k]), e.msg);

@@ -9,6 +9,10 @@
  * sums are combined in a different order. Pipelines whose source contains the word
  * BORDER are run once per border mode with BORDER replaced.
  *
+ * DEVICE "cuda-resident" runs on CUDA with every input in device memory (uploaded into
+ * a view of a wider device image, every other case at x offset 1 so that rows start
+ * unaligned) and the result left there (compared after pxl_image_to_host).
+ *
  * usage: diff_test DEVICE [--quick] FILE.pxl...   (PXL_TEST_QUICK=1 also means --quick)
  * Prints one line per failure and a summary "N passed, M failed".
  */
@@ -36,6 +40,22 @@ static const Size sizes_quick[] = {{1, 1}, {3, 5}, {257, 129}};
 static int passed, failed;
 
 static const char *device;
+static bool resident; /* inputs and outputs in device memory */
+static int cases;     /* run so far (alternates the offset of resident inputs) */
+
+/* A device copy of img inside a device image one pixel wider, at x offset 0 or 1; the
+ * wider image in *base (free after the view). */
+static pxl_image *device_copy(pxl_context *dev, pxl_image *img, pxl_image **base, char *why, size_t n) {
+  int w = pxl_image_width(img), h = pxl_image_height(img), off = cases % 2;
+  pxl_image *view = NULL;
+  if (pxl_image_create_device(dev, w + 1, h, pxl_image_type(img), pxl_image_channels(img), base) ||
+      pxl_image_view(dev, *base, off, 0, w, h, &view) || pxl_image_copy(dev, img, view)) {
+    snprintf(why, n, "device copy: %s", pxl_errmsg(dev));
+    pxl_image_free(view);
+    return NULL;
+  }
+  return view;
+}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
@@ -132,8 +152,9 @@ static void report(bool ok, const char *file, const char *entry, const char *bor
 /* Runs one entry with both devices and compares. */
 static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_program *pd, const Decl *D,
                      const char *file, const char *border, Size s) {
-  pxl_image *imgs[16] = {0};
+  pxl_image *imgs[16] = {0}, *dimgs[16] = {0}, *dbase[16] = {0}, *back = NULL;
   pxl_args *ar = pxl_args_new(ref), *ad = pxl_args_new(dev);
+  cases++;
   char why[600] = "";
   bool ok = true;
   for (int i = 0; i < D->nparams && ok; i++) {
@@ -148,7 +169,11 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
       fill_random(img);
       imgs[p->img_index] = img;
       pxl_args_image(ar, p->name, img);
-      pxl_args_image(ad, p->name, img);
+      if (resident && !(dimgs[p->img_index] = device_copy(dev, img, &dbase[p->img_index], why, sizeof why))) {
+        ok = false;
+        break;
+      }
+      pxl_args_image(ad, p->name, resident ? dimgs[p->img_index] : img);
       if (border && D->kind != D_PIPELINE) {
         pxl_args_border(ar, p->name, border);
         pxl_args_border(ad, p->name, border);
@@ -171,9 +196,21 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
     ok = false;
   } else if (ok) {
     switch (pxl_result_kind_of(rr)) {
-    case PXL_RESULT_IMAGE:
-      ok = images_equal(pxl_result_image(rr), pxl_result_image(rd), why, sizeof why);
+    case PXL_RESULT_IMAGE: {
+      pxl_image *got = pxl_result_image(rd);
+      if (resident && !pxl_image_on_device(got)) {
+        snprintf(why, sizeof why, "the result of a run on device images is not in device memory");
+        ok = false;
+        break;
+      }
+      if (resident && pxl_image_to_host(dev, got, &back)) {
+        snprintf(why, sizeof why, "download: %s", pxl_errmsg(dev));
+        ok = false;
+        break;
+      }
+      ok = images_equal(pxl_result_image(rr), resident ? back : got, why, sizeof why);
       break;
+    }
     case PXL_RESULT_SCALAR: {
       pxl_scalar_result a, b;
       pxl_result_scalar(rr, &a);
@@ -202,7 +239,12 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
   pxl_result_free(rd);
   pxl_args_free(ar);
   pxl_args_free(ad);
-  for (int i = 0; i < 16; i++) pxl_image_free(imgs[i]);
+  pxl_image_free(back);
+  for (int i = 0; i < 16; i++) {
+    pxl_image_free(imgs[i]);
+    pxl_image_free(dimgs[i]);
+    pxl_image_free(dbase[i]);
+  }
 }
 
 /* Replaces every BORDER in src by mode (new heap string). */
@@ -259,6 +301,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   device = argv[1];
+  resident = !strcmp(device, "cuda-resident");
   int first = 2;
   const Size *sizes = sizes_full;
   int nsizes = sizeof sizes_full / sizeof *sizes_full;
@@ -269,7 +312,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "--quick")) first = 3;
   }
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
-  if (pxl_set_device(ref, "ref") || pxl_set_device(dev, device)) {
+  if (pxl_set_device(ref, "ref") || pxl_set_device(dev, resident ? "cuda" : device)) {
     fprintf(stderr, "diff_test: %s\n", pxl_errmsg(dev));
     return 2;
   }

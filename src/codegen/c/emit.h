@@ -14,7 +14,10 @@
 #include "ir/ir.h"
 #include "util/strbuf.h"
 
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8 };
+/* Pixel-function variants: reads through border functions (edge), direct relative reads
+ * (interior), direct absolute reads, absolute reads from a tile buffer, the row pass of a
+ * separable window, and (GPU) relative reads at (0, 0) from registers r<k>[j_]. */
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16 };
 
 typedef struct {
   StrBuf *o;
@@ -32,6 +35,15 @@ typedef struct {
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct);
 /* Read functions, the combine of a reduction, and the "pe" / "pi" pixel functions. */
 void cg_functions(Gen *g);
+/* One more pixel function (kernels, histograms) or mapped-value function (reductions) of
+ * the given variant, named <pfx>_<name> (histograms with counts32: counting into 32-bit
+ * bins, named <pfx>_<name>c). */
+void cg_pixel_fn(Gen *g, int variant, const char *name, bool counts32);
+/* True for a histogram whose bin() calls have no weights (it only counts). */
+bool cg_counts_only(const Gen *g);
+/* The image a non-sequential P2P kernel can stage through a tile buffer (one image read
+ * by affine absolute reads only), or -1; sets g->tb_img and g->tb_t. */
+int cg_use_tile_buffer(Gen *g);
 /* Unpacks in[] / sc[] (and out, when has_out) and computes the region and interior
  * bounds rx0 rx1 ry0 ry1 ix0 ix1 iy0 iy1 (uses `nthreads`). */
 void cg_prologue(Gen *g, bool has_out);

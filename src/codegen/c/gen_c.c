@@ -141,6 +141,10 @@ static void emit_read(Gen *g, const Node *n, int lane) {
   int k = p->img_index;
   bool rel = n->kind == ND_READ;
   bool direct = rel ? (g->variant & V_DIRECT_REL) && g->direct[k] : (g->variant & V_DIRECT_AT) != 0;
+  if (rel && (g->variant & V_REG) && g->direct[k]) { /* the window is (0, 0): the pixel j_ of the registers */
+    OUT("r%d[j_ * %d + %d]", k, p->type.lanes, lane);
+    return;
+  }
   if (rel && (g->variant & V_SEP)) { /* row pass of a separable window: the column value */
     const Separable *S = g->D->sep;
     for (int i = 0; i < S->nacc; i++)
@@ -667,11 +671,22 @@ static const char *variant_name(int v) {
 
 /* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
  * histogram variant that counts into 32-bit sub-histograms (suffix "c"). */
-static void pixel_fn(Gen *g, int variant, bool counts32) {
+static void reg_params(Gen *g) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (p->is_image && g->direct[p->img_index])
+      OUT(", const %s *PXR_RESTRICT r%d", ctype(p->type.s), p->img_index);
+  }
+  OUT(", int j_");
+}
+
+static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name) {
   const Decl *D = g->D;
   g->variant = variant;
-  OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, variant_name(variant), counts32 ? "c" : "");
+  OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, name, counts32 ? "c" : "");
   img_params(g);
+  if (variant & V_REG) reg_params(g);
   if (variant & V_TILEBUF)
     OUT(", const %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
   if (variant & V_SEP)
@@ -688,19 +703,25 @@ static void pixel_fn(Gen *g, int variant, bool counts32) {
   OUT("}\n");
 }
 
+static void pixel_fn(Gen *g, int variant, bool counts32) {
+  pixel_fn_named(g, variant, counts32, variant_name(variant));
+}
+
 /* Pixel function of a reduction: returns the mapped value (or, when `inner`, the value
  * before its final widening conversion, for row-wise accumulation). */
-static void reduce_fn(Gen *g, int variant, bool inner) {
+static void reduce_fn_named(Gen *g, int variant, bool inner, const char *name) {
   const Decl *D = g->D;
   const Node *e = inner ? D->body->a : D->body;
   g->variant = variant;
-  OUT("PXR_FN_ALWAYS %s %s_%s%s(", ctype(e->type.s), g->pfx, variant_name(variant),
-      inner ? "r" : "");
+  OUT("PXR_FN_ALWAYS %s %s_%s%s(", ctype(e->type.s), g->pfx, name, inner ? "r" : "");
   img_params(g);
+  if (variant & V_REG) reg_params(g);
   OUT(", int x, int y, int W, int H) {\n  (void)x; (void)y; (void)W; (void)H;\n  return ");
   expr(g, e, 0);
   OUT(";\n}\n");
 }
+
+static void reduce_fn(Gen *g, int variant, bool inner) { reduce_fn_named(g, variant, inner, variant_name(variant)); }
 
 /* Margins of the iteration space for border-none inputs, and of the direct interior. */
 typedef struct {
@@ -1469,6 +1490,19 @@ void cg_functions(Gen *g) {
     pixel_fn(g, V_EDGE, false);
     pixel_fn(g, V_DIRECT_REL, false);
   }
+}
+
+void cg_pixel_fn(Gen *g, int variant, const char *name, bool counts32) {
+  if (g->D->kind == D_REDUCE) reduce_fn_named(g, variant, false, name);
+  else pixel_fn_named(g, variant, counts32, name);
+}
+
+bool cg_counts_only(const Gen *g) { return g->D->kind == D_HISTOGRAM && counts_only(g->D->body); }
+
+int cg_use_tile_buffer(Gen *g) {
+  g->tb_img = tile_buffer_image(g->D);
+  g->tb_t = g->tb_img >= 0 && g->D->access[g->tb_img].ax.cx == 0;
+  return g->tb_img;
 }
 
 void cg_prologue(Gen *g, bool has_out) { prologue(g, has_out); }

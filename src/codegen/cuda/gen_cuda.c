@@ -1,14 +1,26 @@
 /*
  * gen_cuda.c - the CUDA code generator (see gen_cuda.h).
  *
- * This is the first, straightforward version of every skeleton: one thread per output
- * pixel for kernels (the interior calls the branch-free "pi" pixel function, edge
- * pixels "pe"); reductions in PXL_CUDA_CHUNKS fixed row chunks, one block each, a
- * shared-memory tree in a fixed order and an ordered final combine (deterministic);
- * counting histograms with atomic adds (integer addition commutes, so the bins are exact);
- * float-weighted histograms on one thread in row-major order (exactly the interpreter's
- * sums). Shared-memory tiles, vectorised loads, privatised bins and warp shuffles are the
- * next step (see the CUDA issue); the interface to the runtime will not change.
+ * One entry point per skeleton class, all around the same pixel functions:
+ *   P2P, reads at (0, 0) only   each thread loads 16 bytes of every image with one vector
+ *                               load, runs the pixel function on the registers (the "pv"
+ *                               variant) and stores 16 bytes: the copy's access pattern.
+ *   non-sequential P2P          a block stages its tile's footprint (affine reads: a
+ *   (transpose, flips)          transposed or flipped tile) in shared memory with
+ *                               coalesced loads, rows padded against bank conflicts, then
+ *                               writes the tile coalesced from it.
+ *   N2P and the rest            each thread computes px x py neighbouring pixels with the
+ *                               branch-free interior function; loads shared by neighbours
+ *                               are common subexpressions of the unrolled calls. Border
+ *                               code runs only in threads that touch an edge.
+ *   R2S (reductions)            row chunks, one block each (fixed per height: results do
+ *                               not depend on timing); 16-byte loads where the map reads
+ *                               (0, 0) only; warp shuffles, then the warps in order; an
+ *                               ordered final combine on one block.
+ *   R2V (histograms)            counting: per-block bins in shared memory (32-bit), added
+ *                               to the global bins once per block; weighted integer bins
+ *                               with global atomics; float-weighted bins on one thread in
+ *                               row-major order (the interpreter's sums, exactly).
  */
 #include "codegen/cuda/gen_cuda.h"
 
@@ -26,28 +38,243 @@ static void header(Gen *g) {
   OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; void *aux; int64_t n; } pxl_kargs;\n",
       PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
   OUT("static __device__ __forceinline__ int pxlc_threads(int n) { (void)n; return 1; }\n");
+  OUT("template <int N> struct pxlc_vec;\n");
+  OUT("template <> struct pxlc_vec<1> { typedef uint8_t t; };\n");
+  OUT("template <> struct pxlc_vec<2> { typedef uint16_t t; };\n");
+  OUT("template <> struct pxlc_vec<4> { typedef uint32_t t; };\n");
+  OUT("template <> struct pxlc_vec<8> { typedef uint2 t; };\n");
+  OUT("template <> struct pxlc_vec<16> { typedef uint4 t; };\n");
 }
 
-static void entry_open(Gen *g, const char *name, bool has_out) {
-  OUT("extern \"C\" __global__ void %s(pxl_kargs a) {\n", name);
+static void entry_open(Gen *g, const char *name, bool has_out, unsigned threads) {
+  OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
   OUT("  const pxlc_image *in = a.in;\n  const pxlc_scalar *sc = a.sc;\n  pxlc_image *out = &a.out;\n");
   OUT("  const int nthreads = 0;\n  (void)in; (void)sc; (void)out;\n");
   cg_prologue(g, has_out);
 }
 
-static void kernel_entry(Gen *g, const char *A) {
+static const Param *image_param(const Decl *D, int k) {
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->is_image && D->params[i]->img_index == k) return D->params[i];
+  return NULL;
+}
+
+static int bytes_of(Type t) { return scalar_size(t.s) * t.lanes; }
+static bool pow2(int v) { return v > 0 && !(v & (v - 1)); }
+
+/* Pixels per thread of the register path: every image is read at (0, 0) only (or not at
+ * all) and every pixel size is a power of two up to 16 bytes; then 16 bytes of the
+ * widest image per thread. 0 when the path does not apply. */
+static int reg_width(const Decl *D) {
+  int widest = D->kind == D_KERNEL ? bytes_of(D->type) : 1;
+  if (!pow2(widest) || widest > 16) return 0;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (ac->read_abs || ac->gather) return 0;
+    if (!ac->read_rel) continue;
+    if (!ac->window_known || ac->x0 || ac->x1 || ac->y0 || ac->y1) return 0;
+    int b = bytes_of(image_param(D, i)->type);
+    if (!pow2(b) || b > 16) return 0;
+    if (b > widest) widest = b;
+  }
+  return 16 / widest;
+}
+
+/* Declares union r<k>_ for each directly read image and loads VP pixels at (xs, y). */
+static void reg_loads(Gen *g, int VP, const char *ind) {
   const Decl *D = g->D;
-  int C = D->type.lanes;
-  const char *OT = cg_ctype(D->type.s);
-  entry_open(g, "pxl_stage", true);
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Param *p = image_param(D, i);
+    int n = VP * bytes_of(p->type);
+    OUT("%sunion { pxlc_vec<%d>::t v; %s e[%d]; } r%d_;\n", ind, n, cg_ctype(p->type.s), VP * p->type.lanes, i);
+    OUT("%sr%d_.v = *(const pxlc_vec<%d>::t *)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d);\n", ind, i, n, i, i,
+        p->type.lanes);
+  }
+}
+
+/* The arguments of a "pv" call after the image/scalar arguments: registers and j_. */
+static void reg_args(Gen *g, StrBuf *b) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nimages; i++)
+    if (g->direct[i]) sb_printf(b, ", r%d_.e", i);
+  sb_printf(b, ", j_");
+}
+
+/* "all the registers' source rows are aligned at xs" as a condition. */
+static void reg_aligned(Gen *g, int VP) {
+  const Decl *D = g->D;
+  OUT("1");
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Param *p = image_param(D, i);
+    OUT(" && !((uintptr_t)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d) & %d)", i, i, p->type.lanes,
+        VP * bytes_of(p->type) - 1);
+  }
+}
+
+/* One pixel (x, y) of a kernel with every check: outside the region zero, interior
+ * "pi", else "pe". */
+static void pixel_checked(Gen *g, const char *A, int C, const char *ind) {
+  OUT("%sif (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) { for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = 0; }\n",
+      ind, C, C);
+  OUT("%selse if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", ind,
+      g->pfx, A, C);
+  OUT("%selse %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", ind, g->pfx, A, C);
+}
+
+static void kernel_open(Gen *g, const char *OT) {
+  entry_open(g, "pxl_stage", true, 256);
   OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
-  OUT("  const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), y = (int)(blockIdx.y * blockDim.y + threadIdx.y);\n");
-  OUT("  if (x >= W || y >= H) return;\n");
-  OUT("  %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-  OUT("  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) {\n");
-  OUT("    for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = 0;\n    return;\n  }\n", C, C);
-  OUT("  if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", g->pfx, A, C);
-  OUT("  else %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n}\n", g->pfx, A, C);
+}
+
+/* P2P at (0, 0): VP pixels of one row per thread, 16-byte loads and stores. */
+static void kernel_reg(Gen *g, const char *A, int VP, CudaLaunch *L) {
+  const Decl *D = g->D;
+  int C = D->type.lanes, ob = VP * bytes_of(D->type);
+  const char *OT = cg_ctype(D->type.s);
+  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 128, .by = 1, .px = VP, .py = 1};
+  kernel_open(g, OT);
+  OUT("  const int y = (int)blockIdx.y, xs = (int)(blockIdx.x * blockDim.x + threadIdx.x) * %d;\n", VP);
+  OUT("  if (y >= H || xs >= W) return;\n  %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("  if (xs >= ix0 && xs + %d <= ix1 && y >= iy0 && y < iy1 && !((uintptr_t)(orow + (ptrdiff_t)xs * %d) & %d) && ", VP,
+      C, ob - 1);
+  reg_aligned(g, VP);
+  OUT(") {\n");
+  reg_loads(g, VP, "    ");
+  OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } o_;\n", ob, OT, VP * C);
+  StrBuf ra = {0};
+  reg_args(g, &ra);
+  OUT("    #pragma unroll\n    for (int j_ = 0; j_ < %d; j_++) %s_pv(%s%s, xs + j_, y, W, H, o_.e + j_ * %d);\n", VP,
+      g->pfx, A, ra.s, C);
+  sb_free(&ra);
+  OUT("    *(pxlc_vec<%d>::t *)(orow + (ptrdiff_t)xs * %d) = o_.v;\n    return;\n  }\n", ob, C);
+  OUT("  for (int x = xs; x < xs + %d && x < W; x++) {\n", VP);
+  pixel_checked(g, A, C, "    ");
+  OUT("  }\n}\n");
+}
+
+/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
+static void tile_shape(const Decl *D, int *px, int *py) {
+  int ob = bytes_of(D->type);
+  *px = ob <= 4 && 4 % ob == 0 ? 4 / ob : 1;
+  *py = 4;
+}
+
+/* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread. */
+static void kernel_tiles(Gen *g, const char *A, CudaLaunch *L) {
+  const Decl *D = g->D;
+  int C = D->type.lanes, PX, PY;
+  tile_shape(D, &PX, &PY);
+  int rb = PX * bytes_of(D->type);
+  bool vec = pow2(rb) && rb <= 16 && rb > 1;
+  const char *OT = cg_ctype(D->type.s);
+  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY};
+  kernel_open(g, OT);
+  OUT("  const int xs = (int)(blockIdx.x * blockDim.x + threadIdx.x) * %d, ys = (int)(blockIdx.y * blockDim.y + threadIdx.y) * %d;\n",
+      PX, PY);
+  OUT("  if (xs >= W || ys >= H) return;\n");
+  OUT("  if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
+  /* all pixels first, then all stores: the loads of neighbours are shared */
+  if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
+  else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++)\n", PY);
+  OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
+      g->pfx, A, C);
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", PY);
+  OUT("      %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
+  if (vec) {
+    OUT("      if (!((uintptr_t)orow & %d)) *(pxlc_vec<%d>::t *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  } else {
+    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  }
+  OUT("    }\n    return;\n  }\n");
+  OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
+  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
+  pixel_checked(g, A, C, "      ");
+  OUT("    }\n  }\n}\n");
+}
+
+/* Affine index (c0 + cx*X + cy*Y + cw*w + ch*h) of image k as C text. */
+static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k) {
+  OUT("(int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d)", (long long)f->c0, (long long)f->cx, X,
+      (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
+}
+
+/* Non-sequential P2P: TS x TS output tiles per block of 32 x 8 threads, the footprint of
+ * the tile image staged in shared memory when it fits. */
+static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
+  const Decl *D = g->D;
+  int C = D->type.lanes, k = g->tb_img;
+  const char *OT = cg_ctype(D->type.s);
+  bool small = bytes_of(D->type) == 1 && (k < 0 || bytes_of(image_param(D, k)->type) == 1);
+  int TS = small ? 64 : 32;
+  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
+  kernel_open(g, OT);
+  OUT("  const int TS = %d, tx = (int)blockIdx.x * TS, ty = (int)blockIdx.y * TS;\n", TS);
+  OUT("  if (tx >= W || ty >= H) return;\n");
+  OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");
+  OUT("  bool fast = tx >= ix0 && xe <= ix1 && ty >= iy0 && ye <= iy1;\n");
+  for (int i = 0; i < D->nimages; i++) { /* every corner's absolute reads inside: the whole tile's are */
+    const Access *ac = &D->access[i];
+    if (!ac->read_abs || !ac->abs_affine) continue;
+    for (int c = 0; c < 4; c++) {
+      const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
+      OUT("  fast = fast && pxr_inside(");
+      affine(g, &ac->ax, cx, cy, i);
+      OUT(", w%d) && pxr_inside(", i);
+      affine(g, &ac->ay, cx, cy, i);
+      OUT(", h%d);\n", i);
+    }
+  }
+  if (k >= 0) {
+    const Access *ac = &D->access[k];
+    const Param *ip = image_param(D, k);
+    int IC = ip->type.lanes, es = scalar_size(ip->type.s);
+    int FS = TS * IC + (es < 4 ? 4 / es : 1); /* padded row: consecutive rows in different banks */
+    const char *ET = cg_ctype(ip->type.s);
+    OUT("  int fx0 = 0, fy0 = 0, fx1 = -1, fy1 = -1;\n");
+    OUT("  for (int c = 0; c < 4; c++) {\n");
+    OUT("    const int cx = (c & 1) ? xe - 1 : tx, cy = (c & 2) ? ye - 1 : ty;\n    const int ex = ");
+    affine(g, &ac->ax, "cx", "cy", k);
+    OUT(", ey = ");
+    affine(g, &ac->ay, "cx", "cy", k);
+    OUT(";\n");
+    OUT("    if (c == 0 || ex < fx0) fx0 = ex;\n    if (c == 0 || ex > fx1) fx1 = ex;\n");
+    OUT("    if (c == 0 || ey < fy0) fy0 = ey;\n    if (c == 0 || ey > fy1) fy1 = ey;\n  }\n");
+    OUT("  fast = fast && fx1 - fx0 < TS && fy1 - fy0 < TS;\n");
+    OUT("  __shared__ %s tb[%d];\n", ET, TS * FS);
+    OUT("  if (fast) {\n");
+    /* coalesced loads along the image's rows; stored transposed when ex follows y */
+    OUT("    for (int r = (int)threadIdx.y; r <= fy1 - fy0; r += 8) {\n");
+    OUT("      const %s *src = i%d + (ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)fx0 * %d;\n", ET, k, k, IC);
+    OUT("      for (int q = (int)threadIdx.x; q <= fx1 - fx0; q += 32)\n");
+    if (g->tb_t) OUT("        for (int c = 0; c < %d; c++) tb[q * %d + r * %d + c] = src[q * %d + c];\n    }\n", IC, FS, IC, IC);
+    else OUT("        for (int c = 0; c < %d; c++) tb[r * %d + q * %d + c] = src[q * %d + c];\n    }\n", IC, FS, IC, IC);
+    OUT("    __syncthreads();\n");
+    OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    OUT("      for (int x = tx + (int)threadIdx.x; x < xe; x += 32) %s_pb(%s, tb, fx0, fy0, %d, x, y, W, H, orow + (ptrdiff_t)x * %d);\n",
+        g->pfx, A, FS, C);
+    OUT("    }\n    return;\n  }\n");
+  } else {
+    OUT("  if (fast) {\n");
+    OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    OUT("      for (int x = tx + (int)threadIdx.x; x < xe; x += 32) %s_pt(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n",
+        g->pfx, A, C);
+    OUT("    }\n    return;\n  }\n");
+  }
+  OUT("  for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("    for (int x = tx + (int)threadIdx.x; x < xe; x += 32) {\n");
+  pixel_checked(g, A, C, "      ");
+  OUT("    }\n  }\n}\n");
+}
+
+static void kernel_entry(Gen *g, const char *A, CudaLaunch *L) {
+  int VP = reg_width(g->D);
+  if (VP) kernel_reg(g, A, VP, L);
+  else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
+  else kernel_tiles(g, A, L);
 }
 
 /* Merges partial (bv, bx, by) into (av, ax, ay): in order, or for argmin/argmax by the
@@ -67,66 +294,151 @@ static void merge(Gen *g, const char *av, const char *ax, const char *ay, const 
       ax, bx, ay, by);
 }
 
-static void reduce_entries(Gen *g, const char *A) {
-  const Decl *D = g->D;
-  const char *T = cg_ctype(D->type.s);
-  bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
-  char f = scalar_is_float(D->type.s) ? 'f' : 'i';
-  /* one block per chunk of rows; each thread strides over the chunk's pixels */
-  entry_open(g, "pxl_stage", false);
-  OUT("  const int nch = (int)a.n, c = (int)blockIdx.x, t = (int)threadIdx.x;\n");
-  OUT("  const int y0 = (int)((int64_t)H * c / nch), y1 = (int)((int64_t)H * (c + 1) / nch);\n");
-  OUT("  %s acc = ", T);
-  cg_identity(g);
-  OUT(";\n  int ax = -1, ay = -1;\n");
-  OUT("  for (int y = y0 > ry0 ? y0 : ry0; y < (y1 < ry1 ? y1 : ry1); y++)\n");
-  OUT("    for (int x = rx0 + t; x < rx1; x += (int)blockDim.x) {\n");
-  OUT("      const %s v = (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) ? %s_pi(%s, x, y, W, H) : %s_pe(%s, x, y, W, H);\n",
-      T, g->pfx, A, g->pfx, A);
-  if (arg) {
-    OUT("      if (ax < 0 || ");
-    cg_better(g, "v", "acc");
-    OUT(") { acc = v; ax = x; ay = y; }\n");
-  } else {
-    OUT("      ");
-    cg_combine(g, "acc", "v");
-    OUT("\n");
+/* acc of lane 0 = the combine of the warp's accs, in a fixed order. */
+static void shfl_tree(Gen *g, const char *T, const char *ind) {
+  OUT("%s#pragma unroll\n%sfor (int o_ = 16; o_ > 0; o_ >>= 1) {\n", ind, ind);
+  OUT("%s  const %s b_ = (%s)__shfl_down_sync(0xffffffffu, acc, o_);\n%s  ", ind, T, T, ind);
+  cg_combine(g, "acc", "b_");
+  OUT("\n%s}\n", ind);
+}
+
+/* Combines the block's per-thread (acc, ax, ay) into thread 0's, in a fixed order: warp
+ * shuffles then the warps in order, or (argmin/argmax) a shared-memory tree. */
+static void block_combine(Gen *g, const char *T, bool arg) {
+  if (!arg) {
+    OUT("  __shared__ %s sw_[%d];\n  const int lane_ = t & 31, wid_ = t >> 5;\n", T, PXL_CUDA_BLOCK / 32);
+    shfl_tree(g, T, "  ");
+    OUT("  if (lane_ == 0) sw_[wid_] = acc;\n  __syncthreads();\n  if (wid_ == 0) {\n");
+    OUT("    if (lane_ < %d) acc = sw_[lane_];\n    else acc = ", PXL_CUDA_BLOCK / 32);
+    cg_identity(g);
+    OUT(";\n");
+    shfl_tree(g, T, "    ");
+    OUT("  }\n");
+    return;
   }
-  OUT("    }\n");
   OUT("  __shared__ %s sv[%d];\n  __shared__ int sx[%d], sy[%d];\n", T, PXL_CUDA_BLOCK, PXL_CUDA_BLOCK, PXL_CUDA_BLOCK);
   OUT("  sv[t] = acc; sx[t] = ax; sy[t] = ay;\n  __syncthreads();\n");
   OUT("  for (int s = %d; s > 0; s >>= 1) {\n    if (t < s) {\n", PXL_CUDA_BLOCK / 2);
   OUT("      %s av = sv[t], bv = sv[t + s];\n      int ax2 = sx[t], ay2 = sy[t], bx = sx[t + s], by = sy[t + s];\n", T);
-  OUT("      (void)bx; (void)by;\n      ");
-  merge(g, "av", "ax2", "ay2", "bv", "bx", "by", arg);
+  OUT("      ");
+  merge(g, "av", "ax2", "ay2", "bv", "bx", "by", true);
   OUT("      sv[t] = av; sx[t] = ax2; sy[t] = ay2;\n    }\n    __syncthreads();\n  }\n");
+  OUT("  acc = sv[0]; ax = sx[0]; ay = sy[0];\n");
+}
+
+/* The loop over the pixels of row y owned by thread t of the block: 16-byte register
+ * loads where possible (VP > 0), then the rest one pixel at a time. BODY(vfn, x) is
+ * written by `visit` for the value or call of pixel function `vfn` at x. */
+typedef void (*Visit)(Gen *g, const char *A, const char *fn, const char *extra, const char *ind);
+
+static void row_loop(Gen *g, const char *A, int VP, Visit visit) {
+  OUT("    int xv = rx0;\n");
+  if (VP) {
+    OUT("    const int xs0 = rx0;\n    {\n      const int xs = xs0;\n");
+    OUT("      if (rx1 - rx0 >= %d && y >= iy0 && y < iy1 && rx0 >= ix0 && rx1 <= ix1 && ", VP);
+    reg_aligned(g, VP);
+    OUT(") {\n");
+    OUT("        const int nv = (rx1 - rx0) / %d;\n", VP);
+    OUT("        for (int v_ = t; v_ < nv; v_ += (int)blockDim.x) {\n          const int xs = xs0 + v_ * %d;\n", VP);
+    reg_loads(g, VP, "          ");
+    StrBuf ra = {0};
+    reg_args(g, &ra);
+    OUT("          #pragma unroll\n          for (int j_ = 0; j_ < %d; j_++) {\n            const int x = xs + j_;\n", VP);
+    visit(g, A, "pv", ra.s, "            ");
+    sb_free(&ra);
+    OUT("          }\n        }\n        xv = rx0 + nv * %d;\n      }\n    }\n", VP);
+  }
+  OUT("    for (int x = xv + t; x < rx1; x += (int)blockDim.x) {\n");
+  OUT("      if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) {\n");
+  visit(g, A, "pi", "", "        ");
+  OUT("      } else {\n");
+  visit(g, A, "pe", "", "        ");
+  OUT("      }\n    }\n");
+}
+
+static void visit_reduce(Gen *g, const char *A, const char *fn, const char *extra, const char *ind) {
+  OUT("%sconst %s v = %s_%s(%s%s, x, y, W, H);\n%s", ind, cg_ctype(g->D->type.s), g->pfx, fn, A, extra, ind);
+  if (g->D->redop == R_ARGMIN || g->D->redop == R_ARGMAX) {
+    OUT("if (ax < 0 || ");
+    cg_better(g, "v", "acc");
+    OUT(") { acc = v; ax = x; ay = y; }\n");
+  } else {
+    cg_combine(g, "acc", "v");
+    OUT("\n");
+  }
+}
+
+static void visit_count(Gen *g, const char *A, const char *fn, const char *extra, const char *ind) {
+  OUT("%s%s_%sc(%s%s, x, y, W, H, sb_);\n", ind, g->pfx, fn, A, extra);
+}
+
+static void reduce_entries(Gen *g, const char *A, int VP, CudaLaunch *L) {
+  const Decl *D = g->D;
+  const char *T = cg_ctype(D->type.s);
+  bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
+  char f = scalar_is_float(D->type.s) ? 'f' : 'i';
+  *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .chunks = PXL_CUDA_CHUNKS, .final = true};
+  /* one block per chunk of rows (chunk c: rows H*c/n .. H*(c+1)/n) */
+  entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
+  OUT("  const int nch = (int)a.n, c = (int)blockIdx.x, t = (int)threadIdx.x;\n");
+  OUT("  const int y0 = (int)((int64_t)H * c / nch), y1 = (int)((int64_t)H * (c + 1) / nch);\n");
+  OUT("  %s acc = ", T);
+  cg_identity(g);
+  OUT(";\n  int ax = -1, ay = -1;\n  (void)ax; (void)ay;\n");
+  OUT("  for (int y = y0 > ry0 ? y0 : ry0; y < (y1 < ry1 ? y1 : ry1); y++) {\n");
+  row_loop(g, A, VP, visit_reduce);
+  OUT("  }\n");
+  block_combine(g, T, arg);
   OUT("  if (t == 0) {\n    pxlc_scalar *part = (pxlc_scalar *)a.aux;\n");
   OUT("    int32_t *pos = (int32_t *)(part + %d + 1);\n", PXL_CUDA_CHUNKS);
-  OUT("    part[c].%c = sv[0];\n    pos[2 * c] = sx[0];\n    pos[2 * c + 1] = sy[0];\n  }\n}\n", f);
-  /* the ordered combine of the chunks, on one thread */
-  entry_open(g, "pxl_final", false);
-  OUT("  const int nch = (int)a.n;\n  pxlc_scalar *part = (pxlc_scalar *)a.aux;\n");
+  OUT("    part[c].%c = acc;\n    pos[2 * c] = ax;\n    pos[2 * c + 1] = ay;\n  }\n}\n", f);
+  /* the ordered combine of the chunks: thread t takes chunks 4t..4t+3 in order */
+  entry_open(g, "pxl_final", false, PXL_CUDA_BLOCK);
+  OUT("  const int nch = (int)a.n, t = (int)threadIdx.x;\n  pxlc_scalar *part = (pxlc_scalar *)a.aux;\n");
   OUT("  int32_t *pos = (int32_t *)(part + %d + 1);\n", PXL_CUDA_CHUNKS);
   OUT("  %s acc = ", T);
   cg_identity(g);
-  OUT(";\n  int ax = -1, ay = -1;\n");
-  OUT("  for (int c = 0; c < nch; c++) {\n    const %s v = (%s)part[c].%c;\n    const int vx = pos[2 * c], vy = pos[2 * c + 1];\n",
-      T, T, f);
+  OUT(";\n  int ax = -1, ay = -1;\n  (void)ax; (void)ay;\n");
+  int per = (PXL_CUDA_CHUNKS + PXL_CUDA_BLOCK - 1) / PXL_CUDA_BLOCK;
+  OUT("  for (int c = t * %d; c < t * %d + %d && c < nch; c++) {\n", per, per, per);
+  OUT("    const %s v = (%s)part[c].%c;\n    const int vx = pos[2 * c], vy = pos[2 * c + 1];\n", T, T, f);
   OUT("    (void)vx; (void)vy;\n    ");
   merge(g, "acc", "ax", "ay", "v", "vx", "vy", arg);
-  OUT("  }\n  part[%d].%c = acc;\n  pos[2 * %d] = ax;\n  pos[2 * %d + 1] = ay;\n}\n", PXL_CUDA_CHUNKS, f,
-      PXL_CUDA_CHUNKS, PXL_CUDA_CHUNKS);
+  OUT("  }\n");
+  block_combine(g, T, arg);
+  OUT("  if (t == 0) {\n    part[%d].%c = acc;\n    pos[2 * %d] = ax;\n    pos[2 * %d + 1] = ay;\n  }\n}\n", PXL_CUDA_CHUNKS,
+      f, PXL_CUDA_CHUNKS, PXL_CUDA_CHUNKS);
 }
 
-static void histogram_entry(Gen *g, const char *A) {
+/* Bins a block can count in shared memory (32-bit): 48 KiB. */
+#define SMEM_BINS (48 * 1024 / 4)
+
+static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
   const Decl *D = g->D;
+  if (cg_counts_only(g) && D->nbins <= SMEM_BINS) {
+    /* a block counts at most ceil(65535 / PXL_CUDA_HIST_BLOCKS) rows of at most 65535
+     * pixels: 32-bit bins hold that unless a pixel adds more than 500 counts */
+    *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .chunks = PXL_CUDA_HIST_BLOCKS,
+                      .smem = (unsigned)D->nbins * 4};
+    entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
+    OUT("  extern __shared__ uint32_t sb_[];\n  const int t = (int)threadIdx.x;\n");
+    OUT("  for (int b = t; b < %d; b += (int)blockDim.x) sb_[b] = 0;\n  __syncthreads();\n", D->nbins);
+    OUT("  for (int y = ry0 + (int)blockIdx.x; y < ry1; y += (int)gridDim.x) {\n");
+    row_loop(g, A, VP, visit_count);
+    OUT("  }\n  __syncthreads();\n  int64_t *bins = (int64_t *)a.aux;\n");
+    OUT("  for (int b = t; b < %d; b += (int)blockDim.x)\n", D->nbins);
+    OUT("    if (sb_[b]) atomicAdd((unsigned long long *)&bins[b], (unsigned long long)sb_[b]);\n}\n");
+    return;
+  }
   const char *BT = D->weighted_float ? "double" : "int64_t";
-  entry_open(g, "pxl_stage", false);
+  entry_open(g, "pxl_stage", false, 256);
   OUT("  %s *bins = (%s *)a.aux;\n", BT, BT);
   if (D->weighted_float) { /* one thread, row-major: the interpreter's order of float additions */
+    *L = (CudaLaunch){.grid = CUDA_GRID_ONE, .bx = 1, .by = 1};
     OUT("  if (blockIdx.x || blockIdx.y || threadIdx.x || threadIdx.y) return;\n");
     OUT("  for (int y = ry0; y < ry1; y++) {\n    for (int x = rx0; x < rx1; x++) {\n");
-  } else {
+  } else { /* weighted integer bins: global atomics (integer addition commutes) */
+    *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 1};
     OUT("  const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), y = (int)(blockIdx.y * blockDim.y + threadIdx.y);\n");
     OUT("  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) return;\n  {\n    {\n");
   }
@@ -134,7 +446,7 @@ static void histogram_entry(Gen *g, const char *A) {
   OUT("      else %s_pe(%s, x, y, W, H, bins);\n    }\n  }\n}\n", g->pfx, A);
 }
 
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, Err *err) {
+int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, CudaLaunch *launch, Err *err) {
   if (D->nimages > PXL_CUDA_MAX_IMAGES || D->nscalars > PXL_CUDA_MAX_SCALARS)
     return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images and %d scalars", D->name,
                    PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
@@ -144,14 +456,26 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, Err *err) 
   OUT("/* generated by pxl %s: one stage instance, CUDA; do not edit */\n", PXL_VERSION_STRING);
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
+  bool nonseq = D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ;
+  if (nonseq) cg_use_tile_buffer(g);
   cg_functions(g);
+  int VP = D->kind == D_HISTOGRAM && !cg_counts_only(g) ? 0 : reg_width(D);
+  if (VP) cg_pixel_fn(g, V_REG | V_DIRECT_REL, "pv", D->kind == D_HISTOGRAM);
+  if (D->kind == D_HISTOGRAM && cg_counts_only(g)) {
+    cg_pixel_fn(g, V_EDGE, "pe", true);
+    cg_pixel_fn(g, V_DIRECT_REL, "pi", true);
+  }
+  if (nonseq && !VP) {
+    cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, "pt", false);
+    if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
+  }
   StrBuf args = {0};
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
   switch (D->kind) {
-  case D_KERNEL: kernel_entry(g, A); break;
-  case D_REDUCE: reduce_entries(g, A); break;
-  case D_HISTOGRAM: histogram_entry(g, A); break;
+  case D_KERNEL: kernel_entry(g, A, launch); break;
+  case D_REDUCE: reduce_entries(g, A, VP, launch); break;
+  case D_HISTOGRAM: histogram_entry(g, A, VP, launch); break;
   default: break;
   }
   sb_free(&args);

@@ -1,13 +1,16 @@
 /*
  * cuda.c - the CUDA backend (see backend.h): stage instances generated as CUDA
  * (codegen/cuda), compiled with NVRTC to PTX for the device's compute capability, loaded
- * with the driver API, run on device copies of the images.
+ * with the driver API and launched on the backend's stream.
  *
- * This first version moves every input to the device and the output back on each stage
- * run, and keeps compiled modules in memory only. Keeping pipeline intermediates on the
- * device, pitched allocations, streams, graphs and an on-disk PTX cache come with the
- * performance work of the CUDA issue; correctness is checked today by the differential
- * tests (--device cuda against the interpreter).
+ * Memory: images live in pitched device allocations (cuMemAllocPitch: rows padded to
+ * what the device prefers); exec.c copies host images in and results out, so the stage
+ * functions here only ever see device images, and kernels return without waiting.
+ * Reductions and histograms bring their few bytes back through a pinned host buffer.
+ *
+ * Compiled code: an instance (program, entry, borders) is remembered in memory; its
+ * PTX is cached on disk per device architecture and NVRTC version, under the key of the
+ * generated source (cache_dir/cuda-smNN-KEY.ptx), so a second process skips NVRTC.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
+#include "util/file.h"
 #include "util/hash.h"
 
 /* pxl_kargs of the generated code, byte for byte. */
@@ -42,16 +46,39 @@ struct CuModule {
   uint64_t key;
   CUmodule mod;
   CUfunction stage, final;
+  CudaLaunch launch;
 };
+
+/* (program, entry, borders) -> module, so a repeated run skips code generation. */
+typedef struct Instance Instance;
+struct Instance {
+  Instance *next;
+  uint64_t serial;
+  int index, nb;
+  Border borders[PXL_CUDA_MAX_IMAGES];
+  CuModule *m;
+};
+
+/* Partials of a reduction: (CHUNKS + 1) values, then (CHUNKS + 1) positions (x, y). */
+#define PARTIAL_BYTES ((PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t)))
 
 typedef struct {
   Backend base;
   const CudaApi *api;
   CUdevice dev;
   CUcontext ctx;
-  int cc;           /* compute capability, e.g. 90 */
-  char name[128];
+  CUstream stream;
+  int ordinal, cc; /* compute capability, e.g. 90 */
+  size_t pitch_align; /* row pitch of device images: a multiple of this (what cuMemAllocPitch picks) */
+  int nvrtc;       /* NVRTC version, major * 100 + minor */
+  char name[128], describe[180];
+  char *cache_dir; /* NULL: no disk cache */
   CuModule *mods;
+  Instance *instances;
+  CUdeviceptr aux;   /* reduction partials / histogram bins */
+  size_t aux_size;
+  void *pinned;      /* host copy of aux */
+  bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -60,13 +87,27 @@ static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
   return err_set(err, PXL_EDEVICE, "CUDA %s failed on %s: %s (%d)", what, cu->name, s ? s : "unknown error", r);
 }
 
-static int get_module(Cuda *cu, const Decl *D, const ImgArg *imgs, CuModule **out, Err *err) {
-  Border borders[PXL_CUDA_MAX_IMAGES];
-  if (D->nimages > PXL_CUDA_MAX_IMAGES)
-    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_CUDA_MAX_IMAGES);
-  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+/* PTX for src: from the disk cache, else NVRTC (then stored). */
+static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) {
+  char path[4400] = "";
+  if (cu->cache_dir) {
+    uint64_t key = hash_bytes(HASH_INIT, src, len);
+    snprintf(path, sizeof path, "%s/cuda-sm%d-nvrtc%d-%016llx.ptx", cu->cache_dir, cu->cc, cu->nvrtc,
+             (unsigned long long)key);
+    if ((*ptx = file_read_all(path, NULL))) return PXL_OK;
+  }
+  int rc = cuda_compile_ptx(cu->api, src, cu->cc, ptx, err);
+  if (!rc && path[0]) { /* a cache that cannot be written only costs time */
+    Err ignored = {0};
+    if (!file_make_dirs(cu->cache_dir, &ignored)) file_write_atomic(path, *ptx, strlen(*ptx), &ignored);
+  }
+  return rc;
+}
+
+static int load_module(Cuda *cu, const Decl *D, const Border *borders, CuModule **out, Err *err) {
   StrBuf src = {0};
-  int rc = gen_cuda_stage(&src, D, borders, err);
+  CudaLaunch launch;
+  int rc = gen_cuda_stage(&src, D, borders, &launch, err);
   if (rc) {
     sb_free(&src);
     return rc;
@@ -79,7 +120,7 @@ static int get_module(Cuda *cu, const Decl *D, const ImgArg *imgs, CuModule **ou
       return PXL_OK;
     }
   char *ptx = NULL;
-  rc = cuda_compile_ptx(cu->api, src.s, cu->cc, &ptx, err);
+  rc = get_ptx(cu, src.s, src.len, &ptx, err);
   sb_free(&src);
   if (rc) return rc;
   CuModule *m = PXL_CALLOC(1, sizeof *m);
@@ -90,34 +131,54 @@ static int get_module(Cuda *cu, const Decl *D, const ImgArg *imgs, CuModule **ou
   CUresult r = cu->api->cuModuleLoadData(&m->mod, ptx);
   PXL_FREE(ptx);
   if (!r) r = cu->api->cuModuleGetFunction(&m->stage, m->mod, "pxl_stage");
-  if (!r && D->kind == D_REDUCE) r = cu->api->cuModuleGetFunction(&m->final, m->mod, "pxl_final");
+  if (!r && launch.final) r = cu->api->cuModuleGetFunction(&m->final, m->mod, "pxl_final");
   if (r) {
     if (m->mod) cu->api->cuModuleUnload(m->mod);
     PXL_FREE(m);
     return cu_fail(cu, r, "module load", err);
   }
   m->key = key;
+  m->launch = launch;
   m->next = cu->mods;
   cu->mods = m;
   *out = m;
   return PXL_OK;
 }
 
-static size_t image_bytes(const struct pxl_image *img) {
-  return (size_t)(img->height - 1) * img->pitch + (size_t)img->width * img->channels * pxl_type_size(img->type);
+static bool same_borders(const Border *a, const Border *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
+  return true;
 }
 
-/* Device copies of the inputs, the scalars, in KArgs; *bufs gets the allocations. */
-static int upload(Cuda *cu, const Decl *D, const ImgArg *imgs, const Lane *scalars, KArgs *a, CUdeviceptr *bufs,
-                  Err *err) {
+static int get_module(Cuda *cu, const Decl *D, const ImgArg *imgs, CuModule **out, Err *err) {
+  Border borders[PXL_CUDA_MAX_IMAGES];
+  if (D->nimages > PXL_CUDA_MAX_IMAGES)
+    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_CUDA_MAX_IMAGES);
+  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  for (Instance *in = cu->instances; in; in = in->next)
+    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages &&
+        same_borders(in->borders, borders, D->nimages)) {
+      *out = in->m;
+      return PXL_OK;
+    }
+  int rc = load_module(cu, D, borders, out, err);
+  if (rc) return rc;
+  Instance *in = PXL_CALLOC(1, sizeof *in);
+  if (in) { /* out of memory only loses the shortcut */
+    *in = (Instance){cu->instances, D->serial, D->index, D->nimages, {{0}}, *out};
+    memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
+    cu->instances = in;
+  }
+  return PXL_OK;
+}
+
+/* The scalars and images of a stage in KArgs. */
+static void kargs(const Decl *D, const ImgArg *imgs, const Lane *scalars, KArgs *a) {
   memset(a, 0, sizeof *a);
   for (int i = 0; i < D->nimages; i++) {
     const struct pxl_image *img = imgs[i].img;
-    size_t n = image_bytes(img);
-    CUresult r = cu->api->cuMemAlloc_v2(&bufs[i], n);
-    if (!r) r = cu->api->cuMemcpyHtoD_v2(bufs[i], img->data, n);
-    if (r) return cu_fail(cu, r, "upload", err);
-    a->in[i] = (KImage){(void *)(uintptr_t)bufs[i], img->width, img->height, (int64_t)img->pitch};
+    a->in[i] = (KImage){img->data, img->width, img->height, (int64_t)img->pitch};
   }
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
@@ -125,120 +186,215 @@ static int upload(Cuda *cu, const Decl *D, const ImgArg *imgs, const Lane *scala
     if (scalar_is_float(p->type.s)) a->sc[p->scalar_index].f = scalars[p->scalar_index].f;
     else a->sc[p->scalar_index].i = scalars[p->scalar_index].i;
   }
-  return PXL_OK;
 }
 
-static void release(Cuda *cu, CUdeviceptr *bufs, int n) {
-  for (int i = 0; i < n; i++)
-    if (bufs[i]) cu->api->cuMemFree_v2(bufs[i]);
-}
+static unsigned ceil_div(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
 
-static int launch(Cuda *cu, CUfunction f, unsigned gx, unsigned gy, unsigned bx, unsigned by, KArgs *a, Err *err) {
+/* Launches f over a w x h image as L says. */
+static int launch(Cuda *cu, CUfunction f, const CudaLaunch *L, int w, int h, KArgs *a, Err *err) {
+  unsigned gx = 1, gy = 1;
+  if (L->grid == CUDA_GRID_TILES) {
+    gx = ceil_div(w, (int64_t)L->bx * L->px);
+    gy = ceil_div(h, (int64_t)L->by * L->py);
+  } else if (L->grid == CUDA_GRID_ROWS) {
+    gx = (unsigned)(h < L->chunks ? h : L->chunks);
+  }
   void *params[] = {a};
-  CUresult r = cu->api->cuLaunchKernel(f, gx ? gx : 1, gy ? gy : 1, 1, bx, by, 1, 0, NULL, params, NULL);
-  if (!r) r = cu->api->cuCtxSynchronize();
+  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by, 1, L->smem, cu->stream, params, NULL);
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
-/* Everything a stage run needs before its launches: the module, device copies of the
- * inputs and the scalars in *a, and one more device buffer of `extra` bytes (the output,
- * or the partials or bins) in bufs[D->nimages]. On failure nothing stays allocated. */
-static int prepare(Cuda *cu, const Decl *D, const ImgArg *imgs, const Lane *scalars, size_t extra, CuModule **m,
-                   KArgs *a, CUdeviceptr *bufs, Err *err) {
-  cu->api->cuCtxSetCurrent(cu->ctx);
-  int rc = get_module(cu, D, imgs, m, err);
-  if (!rc) rc = upload(cu, D, imgs, scalars, a, bufs, err);
-  CUresult r;
-  if (!rc && (r = cu->api->cuMemAlloc_v2(&bufs[D->nimages], extra))) rc = cu_fail(cu, r, "allocation", err);
-  if (rc) release(cu, bufs, D->nimages + 1);
-  return rc;
+/* The auxiliary device buffer and its pinned host copy, at least n bytes. */
+static int need_aux(Cuda *cu, size_t n, Err *err) {
+  if (cu->aux_size >= n) return PXL_OK;
+  if (cu->aux) cu->api->cuMemFree_v2(cu->aux);
+  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
+  cu->aux = 0;
+  cu->pinned = NULL;
+  cu->aux_size = 0;
+  CUresult r = cu->api->cuMemAlloc_v2(&cu->aux, n);
+  if (!r) r = cu->api->cuMemAllocHost_v2(&cu->pinned, n);
+  if (r) return cu_fail(cu, r, "allocation", err);
+  cu->aux_size = n;
+  return PXL_OK;
+}
+
+/* Copies n bytes of aux to the pinned buffer and waits. */
+static int fetch_aux(Cuda *cu, size_t n, Err *err) {
+  CUresult r = cu->api->cuMemcpyDtoHAsync_v2(cu->pinned, cu->aux, n, cu->stream);
+  if (!r) r = cu->api->cuStreamSynchronize(cu->stream);
+  return r ? cu_fail(cu, r, "run", err) : PXL_OK;
 }
 
 static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
-  KArgs a;
-  size_t n = image_bytes(out);
-  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  int rc = get_module(cu, D, imgs, &m, err);
   if (rc) return rc;
-  a.out = (KImage){(void *)(uintptr_t)bufs[D->nimages], out->width, out->height, (int64_t)out->pitch};
-  rc = launch(cu, m->stage, (unsigned)(out->width + 31) / 32, (unsigned)(out->height + 7) / 8, 32, 8, &a, err);
-  CUresult r;
-  if (!rc && (r = cu->api->cuMemcpyDtoH_v2(out->data, bufs[D->nimages], n))) rc = cu_fail(cu, r, "download", err);
-  release(cu, bufs, D->nimages + 1);
-  return rc;
+  KArgs a;
+  kargs(D, imgs, scalars, &a);
+  a.out = (KImage){out->data, out->width, out->height, (int64_t)out->pitch};
+  return launch(cu, m->stage, &m->launch, out->width, out->height, &a, err);
 }
 
 static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
-  KArgs a;
-  /* partials: (CHUNKS + 1) values, then (CHUNKS + 1) positions */
-  size_t n = (PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t));
-  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  int rc = get_module(cu, D, imgs, &m, err);
+  if (!rc) rc = need_aux(cu, PARTIAL_BYTES, err);
   if (rc) return rc;
-  CUresult r;
-  int h = imgs[0].img->height;
-  a.aux = (void *)(uintptr_t)bufs[D->nimages];
-  a.n = h < PXL_CUDA_CHUNKS ? h : PXL_CUDA_CHUNKS;
-  rc = launch(cu, m->stage, (unsigned)a.n, 1, PXL_CUDA_BLOCK, 1, &a, err);
-  if (!rc) rc = launch(cu, m->final, 1, 1, 1, 1, &a, err);
-  unsigned char host[(PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t))];
-  if (!rc && (r = cu->api->cuMemcpyDtoH_v2(host, bufs[D->nimages], n))) rc = cu_fail(cu, r, "download", err);
-  if (!rc) {
-    KScalar v;
-    int32_t pos[2];
-    memcpy(&v, host + PXL_CUDA_CHUNKS * sizeof(KScalar), sizeof v);
-    memcpy(pos, host + (PXL_CUDA_CHUNKS + 1) * sizeof(KScalar) + 2 * PXL_CUDA_CHUNKS * sizeof(int32_t), sizeof pos);
-    res->type = D->type.s;
-    if (scalar_is_float(D->type.s)) res->value.f = v.f;
-    else res->value.i = v.i;
-    res->x = pos[0];
-    res->y = pos[1];
-  }
-  release(cu, bufs, D->nimages + 1);
-  return rc;
+  KArgs a;
+  kargs(D, imgs, scalars, &a);
+  int w = imgs[0].img->width, h = imgs[0].img->height;
+  a.aux = (void *)(uintptr_t)cu->aux;
+  a.n = h < m->launch.chunks ? h : m->launch.chunks;
+  rc = launch(cu, m->stage, &m->launch, w, h, &a, err);
+  CudaLaunch one = {.grid = CUDA_GRID_ONE, .bx = m->launch.bx, .by = 1};
+  if (!rc) rc = launch(cu, m->final, &one, w, h, &a, err);
+  if (!rc) rc = fetch_aux(cu, PARTIAL_BYTES, err);
+  if (rc) return rc;
+  const unsigned char *host = cu->pinned;
+  KScalar v;
+  int32_t pos[2];
+  memcpy(&v, host + PXL_CUDA_CHUNKS * sizeof(KScalar), sizeof v);
+  memcpy(pos, host + (PXL_CUDA_CHUNKS + 1) * sizeof(KScalar) + 2 * PXL_CUDA_CHUNKS * sizeof(int32_t), sizeof pos);
+  res->type = D->type.s;
+  if (scalar_is_float(D->type.s)) res->value.f = v.f;
+  else res->value.i = v.i;
+  res->x = pos[0];
+  res->y = pos[1];
+  return PXL_OK;
 }
 
 static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
                           Err *err) {
   Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
   CuModule *m;
-  CUdeviceptr bufs[PXL_CUDA_MAX_IMAGES + 1] = {0};
-  KArgs a;
   size_t n = (size_t)D->nbins * sizeof(Lane);
-  int rc = prepare(cu, D, imgs, scalars, n, &m, &a, bufs, err);
+  int rc = get_module(cu, D, imgs, &m, err);
+  if (!rc) rc = need_aux(cu, n, err);
   if (rc) return rc;
-  CUresult r;
-  if ((r = cu->api->cuMemsetD8_v2(bufs[D->nimages], 0, n))) rc = cu_fail(cu, r, "memset", err);
-  a.aux = (void *)(uintptr_t)bufs[D->nimages];
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  if (!rc) {
-    if (D->weighted_float) rc = launch(cu, m->stage, 1, 1, 1, 1, &a, err);
-    else rc = launch(cu, m->stage, (unsigned)(w + 31) / 32, (unsigned)(h + 7) / 8, 32, 8, &a, err);
-  }
-  if (!rc && (r = cu->api->cuMemcpyDtoH_v2(bins, bufs[D->nimages], n))) rc = cu_fail(cu, r, "download", err);
-  release(cu, bufs, D->nimages + 1);
+  KArgs a;
+  kargs(D, imgs, scalars, &a);
+  a.aux = (void *)(uintptr_t)cu->aux;
+  CUresult r = cu->api->cuMemsetD8Async(cu->aux, 0, n, cu->stream);
+  if (r) return cu_fail(cu, r, "memset", err);
+  rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
+  if (!rc) rc = fetch_aux(cu, n, err);
+  if (!rc) memcpy(bins, cu->pinned, n);
   return rc;
+}
+
+/* ---- device images ---- */
+
+static size_t row_bytes(const struct pxl_image *img) {
+  return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
+}
+
+/* Device memory is stream-ordered (cuMemAllocAsync / cuMemFreeAsync on the backend's
+ * stream): an intermediate freed while a queued kernel still reads it stays valid until
+ * that kernel is done, and the pool makes repeated allocations cheap. */
+static void release_image(struct pxl_image *img) {
+  Cuda *cu = img->device;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)img->alloc;
+  if (cu->no_pools) { /* queued kernels may still read it */
+    cu->api->cuStreamSynchronize(cu->stream);
+    cu->api->cuMemFree_v2(p);
+  } else {
+    cu->api->cuMemFreeAsync(p, cu->stream);
+  }
+  PXL_FREE(img);
+}
+
+static int cuda_image_new(Backend *be, int w, int h, pxl_type t, int channels, bool zero, struct pxl_image **out,
+                          Err *err) {
+  Cuda *cu = (Cuda *)be;
+  *out = NULL;
+  int rc = image_check_dims(w, h, t, channels, err);
+  if (rc) return rc;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  struct pxl_image *img = PXL_CALLOC(1, sizeof *img);
+  if (!img) return err_set(err, PXL_ENOMEM, "out of memory");
+  *img = (struct pxl_image){.width = w, .height = h, .channels = channels, .type = t};
+  size_t pitch = (row_bytes(img) + cu->pitch_align - 1) / cu->pitch_align * cu->pitch_align;
+  CUdeviceptr p = 0;
+  CUresult r = 801; /* CUDA_ERROR_NOT_SUPPORTED */
+  if (!cu->no_pools && (r = cu->api->cuMemAllocAsync(&p, pitch * (size_t)h, cu->stream)) == 801) cu->no_pools = true;
+  if (cu->no_pools) r = cu->api->cuMemAlloc_v2(&p, pitch * (size_t)h);
+  if (!r && zero) r = cu->api->cuMemsetD8Async(p, 0, pitch * (size_t)h, cu->stream);
+  if (r) {
+    if (p && cu->no_pools) cu->api->cuMemFree_v2(p);
+    else if (p) cu->api->cuMemFreeAsync(p, cu->stream);
+    PXL_FREE(img);
+    return r == 2 ? err_set(err, PXL_ENOMEM, "out of device memory for a %dx%d %s image on %s", w, h,
+                            pxl_type_name(t), cu->name)
+                  : cu_fail(cu, r, "allocation", err);
+  }
+  img->pitch = pitch;
+  img->data = img->alloc = (void *)(uintptr_t)p;
+  img->device = cu;
+  img->release = release_image;
+  *out = img;
+  return PXL_OK;
+}
+
+static int cuda_copy(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+  Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  CudaMemcpy2D c = {0};
+  c.srcMemoryType = src->device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.srcHost = src->data;
+  c.srcDevice = (CUdeviceptr)(uintptr_t)src->data;
+  c.srcPitch = src->pitch;
+  c.dstMemoryType = dst->device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.dstHost = dst->data;
+  c.dstDevice = (CUdeviceptr)(uintptr_t)dst->data;
+  c.dstPitch = dst->pitch;
+  c.WidthInBytes = row_bytes(src);
+  c.Height = (size_t)src->height;
+  CUresult r = cu->api->cuMemcpy2DAsync_v2(&c, cu->stream);
+  /* a host destination is read as soon as we return; a host source may be freed */
+  if (!r && (!dst->device || !src->device)) r = cu->api->cuStreamSynchronize(cu->stream);
+  return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
+}
+
+static int cuda_sync(Backend *be, Err *err) {
+  Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  CUresult r = cu->api->cuStreamSynchronize(cu->stream);
+  return r ? cu_fail(cu, r, "run", err) : PXL_OK;
 }
 
 static void cuda_free(Backend *be) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
+  cu->api->cuStreamSynchronize(cu->stream);
   for (CuModule *m = cu->mods, *n; m; m = n) {
     n = m->next;
     cu->api->cuModuleUnload(m->mod);
     PXL_FREE(m);
   }
+  for (Instance *in = cu->instances, *n; in; in = n) {
+    n = in->next;
+    PXL_FREE(in);
+  }
+  if (cu->aux) cu->api->cuMemFree_v2(cu->aux);
+  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
+  cu->api->cuStreamDestroy_v2(cu->stream);
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);
+  PXL_FREE(cu->cache_dir);
   PXL_FREE(cu);
 }
 
-int backend_cuda_new(int ordinal, Backend **out, Err *err) {
+const char *backend_cuda_describe(Backend *be) { return ((Cuda *)be)->describe; }
+
+int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err) {
   const CudaApi *api;
   int rc = cuda_load(&api, err);
   if (rc) return rc;
@@ -249,25 +405,43 @@ int backend_cuda_new(int ordinal, Backend **out, Err *err) {
   Cuda *cu = PXL_CALLOC(1, sizeof *cu);
   if (!cu) return err_set(err, PXL_ENOMEM, "out of memory");
   cu->api = api;
-  int major = 0, minor = 0;
+  cu->ordinal = ordinal;
+  snprintf(cu->name, sizeof cu->name, "device %d", ordinal);
+  int major = 0, minor = 0, vmaj = 0, vmin = 0;
   CUresult r = api->cuDeviceGet(&cu->dev, ordinal);
   if (!r) r = api->cuDeviceGetName(cu->name, sizeof cu->name, cu->dev);
   if (!r) r = api->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cu->dev);
   if (!r) r = api->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev);
   if (!r) r = api->cuDevicePrimaryCtxRetain(&cu->ctx, cu->dev);
   if (!r) r = api->cuCtxSetCurrent(cu->ctx);
+  if (!r) r = api->cuStreamCreate(&cu->stream, CU_STREAM_NON_BLOCKING);
   if (r) {
-    snprintf(cu->name, sizeof cu->name, "device %d", ordinal);
     rc = cu_fail(cu, r, "initialisation", err);
+    if (cu->ctx) api->cuDevicePrimaryCtxRelease_v2(cu->dev);
     PXL_FREE(cu);
     return rc;
   }
+  /* the pitch the driver prefers: that of a one-byte-wide pitched allocation */
+  CUdeviceptr probe = 0;
+  if (!api->cuMemAllocPitch_v2(&probe, &cu->pitch_align, 1, 2, 16)) api->cuMemFree_v2(probe);
+  if (cu->pitch_align < 16 || (cu->pitch_align & (cu->pitch_align - 1))) cu->pitch_align = 512;
+  api->nvrtcVersion(&vmaj, &vmin);
+  cu->nvrtc = vmaj * 100 + vmin;
   cu->cc = major * 10 + minor;
+  snprintf(cu->describe, sizeof cu->describe, "cuda:%d (%s)", ordinal, cu->name);
+  if (cache_dir && *cache_dir) {
+    size_t n = strlen(cache_dir) + 1;
+    cu->cache_dir = PXL_MALLOC(n);
+    if (cu->cache_dir) memcpy(cu->cache_dir, cache_dir, n);
+  }
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
   cu->base.reduce = cuda_reduce;
   cu->base.histogram = cuda_histogram;
   cu->base.free = cuda_free;
+  cu->base.image_new = cuda_image_new;
+  cu->base.copy = cuda_copy;
+  cu->base.sync = cuda_sync;
   *out = &cu->base;
   return PXL_OK;
 }

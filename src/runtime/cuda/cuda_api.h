@@ -24,8 +24,29 @@ typedef uint64_t CUdeviceptr;
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;
 
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_MEMORYTYPE_HOST 1
+#define CU_MEMORYTYPE_DEVICE 2
+
+/* CUDA_MEMCPY2D of the driver API (cuda.h), field for field. */
+typedef struct {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CudaMemcpy2D;
 
 /* name in the library, return, parameters */
 #define PXL_CUDA_DRIVER_FNS(X)                                                                    \
@@ -46,6 +67,18 @@ typedef void *nvrtcProgram;
   X(cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void *src, size_t bytes))                \
   X(cuMemcpyDtoH_v2, CUresult, (void *dst, CUdeviceptr src, size_t bytes))                      \
   X(cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char v, size_t n))                      \
+  X(cuMemsetD8Async, CUresult, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))        \
+  X(cuMemAllocPitch_v2, CUresult,                                                               \
+    (CUdeviceptr * p, size_t *pitch, size_t width_bytes, size_t height, unsigned elem_bytes))   \
+  X(cuMemcpy2DAsync_v2, CUresult, (const CudaMemcpy2D *copy, CUstream s))                       \
+  X(cuMemcpyDtoHAsync_v2, CUresult, (void *dst, CUdeviceptr src, size_t bytes, CUstream s))     \
+  X(cuMemAllocHost_v2, CUresult, (void **p, size_t bytes))                                      \
+  X(cuMemAllocAsync, CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))                     \
+  X(cuMemFreeAsync, CUresult, (CUdeviceptr p, CUstream s))                                      \
+  X(cuMemFreeHost, CUresult, (void *p))                                                         \
+  X(cuStreamCreate, CUresult, (CUstream * s, unsigned flags))                                   \
+  X(cuStreamDestroy_v2, CUresult, (CUstream s))                                                 \
+  X(cuStreamSynchronize, CUresult, (CUstream s))                                                \
   X(cuLaunchKernel, CUresult,                                                                   \
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
      unsigned shmem, CUstream stream, void **params, void **extra))                             \
@@ -61,7 +94,8 @@ typedef void *nvrtcProgram;
   X(nvrtcGetProgramLogSize, nvrtcResult, (nvrtcProgram prog, size_t *size))                     \
   X(nvrtcGetProgramLog, nvrtcResult, (nvrtcProgram prog, char *log))                            \
   X(nvrtcDestroyProgram, nvrtcResult, (nvrtcProgram * prog))                                    \
-  X(nvrtcGetErrorString, const char *, (nvrtcResult r))
+  X(nvrtcGetErrorString, const char *, (nvrtcResult r))                                         \
+  X(nvrtcVersion, nvrtcResult, (int *major, int *minor))
 
 typedef struct {
 #define X(name, ret, params) ret(*name) params;

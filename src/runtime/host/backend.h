@@ -23,6 +23,18 @@ struct Backend {
   int (*histogram)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err);
   /* Frees the backend. */
   void (*free)(Backend *be);
+
+  /* Device memory, for backends that have their own (NULL for host backends). The
+   * runtime then hands kernel/reduce/histogram device images only (exec.c copies host
+   * images in and results out), and runs may return before their work is done. */
+  /* A new device image (padded pitch; zero-filled when `zero`), freed by image_free.
+   * Allocation and filling are queued: sync before other streams use it. */
+  int (*image_new)(Backend *be, int w, int h, pxl_type t, int channels, bool zero, struct pxl_image **out, Err *err);
+  /* Copies pixels between images of equal size and layout, each host or device; waits
+   * when the destination is host memory. */
+  int (*copy)(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err);
+  /* Waits for all queued work; reports its failure. */
+  int (*sync)(Backend *be, Err *err);
 };
 
 /* The reference interpreter as a backend. Never fails except out-of-memory (NULL). */
@@ -35,7 +47,9 @@ Backend *backend_cpu_new(const char *cache_dir, int nthreads);
 
 /* The CUDA backend on device `ordinal` (src/runtime/cuda): PXL_EDEVICE with the reason
  * when the driver, NVRTC or the device is missing. */
-int backend_cuda_new(int ordinal, Backend **out, Err *err);
+int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err);
+/* "cuda:N (NAME)" of a CUDA backend. */
+const char *backend_cuda_describe(Backend *be);
 
 /* Result of running an entry point. */
 typedef struct {

@@ -28,6 +28,7 @@
 #include "interp/interp.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
+#include "util/file.h"
 #include "util/hash.h"
 
 extern char **environ;
@@ -87,39 +88,6 @@ static const char *compiler(void) {
 }
 
 /* mkdir -p */
-static int make_dirs(const char *dir, Err *err) {
-  char tmp[4096];
-  size_t n = strlen(dir);
-  if (n >= sizeof tmp) return err_set(err, PXL_EIO, "cache directory name too long");
-  memcpy(tmp, dir, n + 1);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0755) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(tmp, 0755) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-  return PXL_OK;
-}
-
-static int write_file_atomic(const char *path, const char *text, size_t n, Err *err) {
-  char tmp[4400];
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-  size_t w = fwrite(text, 1, n, f);
-  if (fclose(f) != 0 || w != n) {
-    remove(tmp);
-    return err_set(err, PXL_EIO, "%s: write failed", tmp);
-  }
-  if (rename(tmp, path)) {
-    int e = errno;
-    remove(tmp);
-    return err_set(err, PXL_EIO, "%s: %s", path, strerror(e));
-  }
-  return PXL_OK;
-}
-
 /* Runs the C compiler on src into so; messages to log. */
 static int run_compiler(const char *src, const char *so, const char *log, Err *err) {
   const char *argv[32];
@@ -210,7 +178,7 @@ static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err
       if (memo) remember(cpu, D, borders, m->fn);
       return PXL_OK;
     }
-  rc = make_dirs(cpu->cache_dir, err);
+  rc = file_make_dirs(cpu->cache_dir, err);
   char base[4096], so[4200], cfile[4200], log[4200], tmp_so[4300];
   snprintf(base, sizeof base, "%s/pxl-%016llx", cpu->cache_dir, (unsigned long long)key);
   snprintf(so, sizeof so, "%s.so", base);
@@ -220,7 +188,7 @@ static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err
   void *h = NULL;
   if (!rc && access(so, R_OK) == 0) h = dlopen(so, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h && !rc) {
-    rc = write_file_atomic(cfile, src.s, src.len, err);
+    rc = file_write_atomic(cfile, src.s, src.len, err);
     if (!rc) rc = run_compiler(cfile, tmp_so, log, err);
     if (!rc && rename(tmp_so, so)) rc = err_set(err, PXL_EIO, "%s: %s", so, strerror(errno));
     if (rc) remove(tmp_so);

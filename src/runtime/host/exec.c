@@ -3,8 +3,11 @@
  *
  * Everything that is the same for every backend lives here: output sizes (size()
  * evaluated by the interpreter's host evaluator), allocation of outputs and pipeline
- * intermediates, scalar arguments of pipeline calls, and freeing each intermediate after
- * its last use.
+ * intermediates, scalar arguments of pipeline calls, freeing each intermediate after its
+ * last use, and where pixels live: a backend with device memory (image_new != NULL) sees
+ * device images only - host inputs are copied in once per run, outputs and intermediates
+ * are allocated on the device, and the result is copied back when the caller gave host
+ * images.
  */
 #include <string.h>
 
@@ -13,13 +16,19 @@
 #include "util/alloc.h"
 
 static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
+  if (a->device != b->device) return false; /* different memories */
   const char *a0 = a->data, *a1 = a0 + (size_t)(a->height - 1) * a->pitch + (size_t)a->width * a->channels * pxl_type_size(a->type);
   const char *b0 = b->data, *b1 = b0 + (size_t)(b->height - 1) * b->pitch + (size_t)b->width * b->channels * pxl_type_size(b->type);
   return a0 < b1 && b0 < a1;
 }
 
+/* A new image in the backend's memory. */
+static int alloc_image(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err) {
+  return be->image_new ? be->image_new(be, w, h, t, channels, false, out, err) : image_new(w, h, t, channels, out, err);
+}
+
 /* Checks a caller's output image, or allocates one, for kernel output of w x h of type t. */
-static int prepare_output(const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
+static int prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
                           struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err) {
   if (given) {
     if (given->width != w || given->height != h || given->type != pxl_of_scalar(t.s) || given->channels != t.lanes)
@@ -34,7 +43,7 @@ static int prepare_output(const char *name, Type t, int w, int h, const ImgArg *
     return PXL_OK;
   }
   *owned = true;
-  return image_new(w, h, pxl_of_scalar(t.s), t.lanes, out, err);
+  return alloc_image(be, w, h, pxl_of_scalar(t.s), t.lanes, out, err);
 }
 
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
@@ -73,7 +82,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
     bool last = v == P->result;
-    rc = prepare_output(P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
+    rc = prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
     if (rc) break;
     rc = be->kernel(be, K, kimgs, ks, vals[v], err);
     /* free intermediates whose last reader just ran */
@@ -102,9 +111,9 @@ done:
   return rc;
 }
 
-int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
-               ExecResult *res, Err *err) {
-  memset(res, 0, sizeof *res);
+/* Runs D on images that are all in be's memory. */
+static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                    ExecResult *res, Err *err) {
   switch (D->kind) {
   case D_PIPELINE:
     return run_pipeline(be, D, imgs, scalars, out, res, err);
@@ -112,7 +121,7 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
     int w, h;
     int rc = interp_output_size(D, imgs, scalars, &w, &h, err);
     if (rc) return rc;
-    rc = prepare_output(D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
+    rc = prepare_output(be, D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
     if (rc) return rc;
     rc = be->kernel(be, D, imgs, scalars, res->image, err);
     if (rc && res->image_owned) {
@@ -140,4 +149,62 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
   }
   }
   return err_set(err, PXL_ERROR, "internal: unknown declaration kind");
+}
+
+static const char *image_param_name(const Decl *D, int k) {
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->is_image && D->params[i]->img_index == k) return D->params[i]->name;
+  return "?";
+}
+
+/* Every image must be in host memory (host backends) or host / this backend's memory. */
+static int check_memory(Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out, Err *err) {
+  for (int i = 0; i <= D->nimages; i++) {
+    const struct pxl_image *img = i < D->nimages ? imgs[i].img : out;
+    if (!img || !img->device || img->device == (void *)be) continue;
+    const char *what = i < D->nimages ? "the image for parameter" : "the output image";
+    const char *name = i < D->nimages ? image_param_name(D, i) : "";
+    if (!be->image_new)
+      return err_set(err, PXL_EARG, "%s: %s%s%s%s is in device memory but the %s backend runs on the host; copy it "
+                     "with pxl_image_to_host or select its device", D->name, what, *name ? " '" : "", name,
+                     *name ? "'" : "", be->name);
+    return err_set(err, PXL_EARG, "%s: %s%s%s%s is in the memory of another device", D->name, what,
+                   *name ? " '" : "", name, *name ? "'" : "");
+  }
+  return PXL_OK;
+}
+
+int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+               ExecResult *res, Err *err) {
+  memset(res, 0, sizeof *res);
+  int rc = check_memory(be, D, imgs, out, err);
+  if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);
+  /* a device backend: copy host inputs in (once, also for a pipeline input read twice) */
+  ImgArg dimgs[64];
+  struct pxl_image *tmp[64] = {0};
+  bool any_device = false;
+  for (int i = 0; i < D->nimages && !rc; i++) {
+    const struct pxl_image *img = imgs[i].img;
+    dimgs[i] = imgs[i];
+    if (img->device) {
+      any_device = true;
+      continue;
+    }
+    rc = be->image_new(be, img->width, img->height, img->type, img->channels, false, &tmp[i], err);
+    if (!rc) rc = be->copy(be, tmp[i], img, err);
+    dimgs[i].img = tmp[i];
+  }
+  bool host_result = out ? !out->device : !any_device;
+  if (!rc) rc = run_here(be, D, dimgs, scalars, out && out->device ? out : NULL, res, err);
+  if (!rc && res->kind == PXL_RESULT_IMAGE && host_result) { /* copy the result back */
+    struct pxl_image *h = out;
+    if (!h) rc = image_new(res->image->width, res->image->height, res->image->type, res->image->channels, &h, err);
+    if (!rc) rc = be->copy(be, h, res->image, err);
+    image_free(res->image);
+    res->image = rc ? NULL : h;
+    res->image_owned = !rc && !out;
+    if (rc && h != out) image_free(h);
+  }
+  for (int i = 0; i < D->nimages; i++) image_free(tmp[i]);
+  return rc;
 }
