@@ -2,7 +2,8 @@
  * nvrtc_test.c - every stage instance's generated CUDA compiles with NVRTC to PTX.
  *
  * Runs without a GPU (CI): NVRTC only. For every entry of the given .pxl files and every
- * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper);
+ * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper),
+ * with the autotuner's row counts 1, 2, 4 and 8 in turn across the border modes;
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
@@ -54,7 +55,8 @@ int main(int argc, char **argv) {
         char *ptx = NULL;
         Err e = {0};
         CudaLaunch launch;
-        int rc = gen_cuda_stage(&cu, D, b, &launch, &e);
+        int rows = 1 << (k % 4); /* the autotuner's candidates 1, 2, 4, 8, in turn */
+        int rc = gen_cuda_stage(&cu, D, b, rows, &launch, &e);
         const char *dump = getenv("PXL_DUMP_CUDA");
         if (!rc && dump && kinds[k] == B_CLAMP) {
           char path[4096];

@@ -1,8 +1,12 @@
 #!/bin/sh
-# Builds pxl on a GPU machine that has no package registry and runs the CUDA tests.
+# Builds pxl on a GPU machine that has no package registry, runs the CUDA tests and, with
+# PXL_GPU_BENCH=1, the GPU benchmark (bench/bench_cuda, needs NPP).
 # Needs the Debian packages of libspng, libjpeg-turbo and cmocka as .deb files in
 # .dev/debs (apt-get download libspng0 libspng-dev libjpeg62-turbo libjpeg62-turbo-dev
 # libjpeg-dev libcmocka0 libcmocka-dev). Logs go to $OUT (or /tmp/pxl-gpu).
+#   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda"; "none" for none)
+#   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
+#   BENCH_ARGS     arguments of bench_cuda
 set -u
 OUT=${OUT:-/tmp/pxl-gpu}
 mkdir -p "$OUT" /tmp/deps
@@ -10,10 +14,31 @@ for f in .dev/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 L=/tmp/deps/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/deps LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
 export PXL_CACHE_DIR=/tmp/pxl-cache
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
-cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=OFF \
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_BENCH:-OFF} \
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda}" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
-echo "ctest rc=$?" >> "$OUT/ctest.log"
-tail -25 "$OUT/ctest.log"
+if [ "${PXL_GPU_TESTS:-cuda}" != none ]; then
+  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda}" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
+  echo "ctest rc=$?" >> "$OUT/ctest.log"
+  grep -E "tests passed|rc=|FAIL" "$OUT/ctest.log" | head -40
+fi
+if [ "${PXL_SANITIZE:-0}" = 1 ]; then
+  S=/usr/local/cuda/bin/compute-sanitizer
+  for tool in memcheck racecheck; do
+    for f in examples/*.pxl tests/diff/semantics.pxl; do
+      $S --tool $tool --error-exitcode 9 /tmp/b/tests/diff/diff_test cuda-resident --quick "$f" > "$OUT/san-$tool-$(basename $f .pxl).log" 2>&1
+      echo "$tool $(basename $f): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed' "$OUT/san-$tool-$(basename $f .pxl).log" | tr '\n' ' ')"
+    done
+  done > "$OUT/sanitizer.txt"
+  cat "$OUT/sanitizer.txt"
+fi
+if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
+  if [ -x /tmp/b/bench/bench_cuda ]; then
+    /tmp/b/bench/bench_cuda ${BENCH_ARGS:-} > "$OUT/bench_cuda.txt" 2> "$OUT/bench_cuda.err"
+    echo "bench rc=$?"
+    cat "$OUT/bench_cuda.txt" "$OUT/bench_cuda.err"
+  else
+    echo "bench_cuda was not built:"; grep -i "bench_cuda" "$OUT/build.log"
+  fi
+fi

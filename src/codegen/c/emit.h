@@ -16,8 +16,10 @@
 
 /* Pixel-function variants: reads through border functions (edge), direct relative reads
  * (interior), direct absolute reads, absolute reads from a tile buffer, the row pass of a
- * separable window, and (GPU) relative reads at (0, 0) from registers r<k>[j_]. */
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16 };
+ * separable window, and on GPUs: relative reads at (0, 0) from registers r<k>[j_], and
+ * relative reads from a tile of image k staged in shared memory (t<k>, whose element
+ * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart). */
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32 };
 
 typedef struct {
   StrBuf *o;

@@ -145,6 +145,14 @@ static void emit_read(Gen *g, const Node *n, int lane) {
     OUT("r%d[j_ * %d + %d]", k, p->type.lanes, lane);
     return;
   }
+  if (rel && (g->variant & V_SMEM) && g->direct[k]) { /* the staged tile */
+    OUT("t%d[(ptrdiff_t)(y + ", k);
+    expr(g, n->b, 0);
+    OUT(" - oy%d) * tp%d + (ptrdiff_t)(x + ", k, k);
+    expr(g, n->a, 0);
+    OUT(" - ox%d) * %d + %d]", k, p->type.lanes, lane);
+    return;
+  }
   if (rel && (g->variant & V_SEP)) { /* row pass of a separable window: the column value */
     const Separable *S = g->D->sep;
     for (int i = 0; i < S->nacc; i++)
@@ -687,6 +695,13 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
   OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, name, counts32 ? "c" : "");
   img_params(g);
   if (variant & V_REG) reg_params(g);
+  if (variant & V_SMEM)
+    for (int i = 0; i < D->nparams; i++) {
+      const Param *p = D->params[i];
+      int k = p->img_index;
+      if (p->is_image && g->direct[k])
+        OUT(", const %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", ctype(p->type.s), k, k, k, k);
+    }
   if (variant & V_TILEBUF)
     OUT(", const %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
   if (variant & V_SEP)

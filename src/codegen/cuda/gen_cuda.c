@@ -13,29 +13,34 @@
  *                               branch-free interior function; loads shared by neighbours
  *                               are common subexpressions of the unrolled calls. Border
  *                               code runs only in threads that touch an edge.
- *   R2S (reductions)            row chunks, one block each (fixed per height: results do
- *                               not depend on timing); 16-byte loads where the map reads
- *                               (0, 0) only; warp shuffles, then the warps in order; an
- *                               ordered final combine on one block.
+ *   R2S (reductions)            one launch: row chunks, one block each (fixed per height:
+ *                               results do not depend on timing); 16-byte loads where the
+ *                               map reads (0, 0) only; warp shuffles, then the warps in
+ *                               order; the last block to finish combines the chunks in
+ *                               order and writes the value straight to pinned host memory.
  *   R2V (histograms)            counting: per-block bins in shared memory (32-bit), added
- *                               to the global bins once per block; weighted integer bins
+ *                               to the global bins once per block; the last block hands
+ *                               them to pinned host memory and zeroes them; weighted integer bins
  *                               with global atomics; float-weighted bins on one thread in
  *                               row-major order (the interpreter's sums, exactly).
  */
 #include "codegen/cuda/gen_cuda.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "codegen/c/emit.h"
 #include "codegen/c/gen_c.h"
 #include "pxl/pxl.h"
 
+#define PXL_STR_(x) #x
+#define PXL_STR(x) PXL_STR_(x)
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
 static void header(Gen *g) {
   OUT("typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n");
   OUT("typedef union { int64_t i; double f; } pxlc_scalar;\n");
-  OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; void *aux; int64_t n; } pxl_kargs;\n",
+  OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; void *aux; void *res; int64_t n; } pxl_kargs;\n",
       PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
   OUT("static __device__ __forceinline__ int pxlc_threads(int n) { (void)n; return 1; }\n");
   OUT("template <int N> struct pxlc_vec;\n");
@@ -155,33 +160,170 @@ static void kernel_reg(Gen *g, const char *A, int VP, CudaLaunch *L) {
 }
 
 /* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
-static void tile_shape(const Decl *D, int *px, int *py) {
+static void tile_shape(const Decl *D, int rows, int *px, int *py) {
   int ob = bytes_of(D->type);
   *px = ob <= 4 && 4 % ob == 0 ? 4 / ob : 1;
-  *py = 4;
+  *py = rows >= 1 && rows <= 8 ? rows : 4;
 }
 
-/* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread. */
-static void kernel_tiles(Gen *g, const char *A, CudaLaunch *L) {
+/* Shared-memory staging of the windows of a block (N2P): per directly read image, the
+ * rows and columns its reads need around the block's TWO x THO output tile, widened to
+ * 16-byte boundaries so that it loads with 16-byte vectors. */
+typedef struct {
+  int L, R;    /* pixels left of / right of the output tile */
+  int TWP, TH; /* tile size in pixels */
+  int y0;      /* first row, relative to the output tile's */
+} Stage;
+
+#define STAGE_SMEM (40 * 1024)
+
+/* Fills st[] for an output tile TWO x THO; false when staging does not apply: some read
+ * is absolute or a gather, no image is read relatively, a pixel size is not a power of
+ * two, or the tiles do not fit in shared memory. */
+static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
+  const Decl *D = g->D;
+  int bytes = 0, any = 0;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (ac->read_abs || ac->gather) return false;
+    if (!g->direct[i]) continue;
+    int b = bytes_of(image_param(D, i)->type);
+    if (!pow2(b) || b > 16) return false;
+    int A = 16 / b; /* pixels per 16 bytes */
+    if (TWO % A) return false;
+    st[i].L = (-ac->x0 + A - 1) / A * A;
+    st[i].R = (ac->x1 + A - 1) / A * A;
+    st[i].TWP = TWO + st[i].L + st[i].R;
+    st[i].TH = THO + ac->y1 - ac->y0;
+    st[i].y0 = ac->y0;
+    bytes += st[i].TWP * st[i].TH * b;
+    any = 1;
+  }
+  return any && bytes <= STAGE_SMEM;
+}
+
+/* A separable window (analysis: D->sep) over a staged one-channel image: the staged path
+ * computes column values once per column and output row, then the row pass ("ph"). */
+static bool use_sep(const Gen *g) {
+  const Separable *S = g->D->sep;
+  return S && g->direct[S->img->img_index] && S->img->type.lanes == 1;
+}
+
+/* Per output row j of the thread: the column values c<i>[q] of columns xs + x0 + q, read
+ * from the tile, then the row pass for the thread's PX pixels. */
+static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, int C) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index, NC = PX + S->x1 - S->x0;
+  char rd[160];
+  snprintf(rd, sizeof rd, "t%d[(ptrdiff_t)(y + %%d - ty0 - %d) * %d + (xc + %d)]", k, st[k].y0, st[k].TWP, st[k].L);
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int y = ys + j;\n", PY);
+  for (int i = 0; i < S->nacc; i++) OUT("      %s c%d[%d];\n", cg_ctype(S->col[i].s), i, NC);
+  OUT("      #pragma unroll\n      for (int q = 0; q < %d; q++) {\n", NC);
+  OUT("        const int xc = xs - tx0 + %d + q; /* column in the tile, before its left margin */\n", S->x0);
+  for (int i = 0; i < S->nacc; i++) {
+    Scalar cs = S->col[i].s;
+    const char *CT = cg_ctype(cs);
+    OUT("        {\n          %s v = (%s)", CT, CT);
+    sb_printf(g->o, rd, S->y0);
+    OUT(";\n");
+    for (int dy = S->y0 + 1; dy <= S->y1; dy++) {
+      if (S->op[i] >= 0) OUT("          v = pxr_%s_%s(v, (%s)", S->op[i] == BI_MIN ? "min" : "max", scalar_name(cs), CT);
+      else if (cs == T_I32 || cs == T_I64) OUT("          v = pxr_add_%s(v, (%s)", scalar_name(cs), CT);
+      else OUT("          v = (%s)(v + (%s)", CT, CT);
+      sb_printf(g->o, rd, dy);
+      OUT(");\n");
+    }
+    OUT("          c%d[q] = v;\n        }\n", i);
+  }
+  OUT("      }\n      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ph(%s", PX, g->pfx, A);
+  for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
+  OUT(", xs + %d, xs + i, y, W, H, v_[j].e + i * %d);\n    }\n", S->x0, C);
+}
+
+/* The staged path of kernel_tiles: tiles loaded, then the pixels from them ("ps", or the
+ * separable column and row passes). */
+static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO, int PX, int PY, bool vec, int rb) {
+  const Decl *D = g->D;
+  int C = D->type.lanes;
+  const char *OT = cg_ctype(D->type.s);
+  OUT("  bool staged = tx0 >= ix0 && tx0 + %d <= ix1 && ty0 >= iy0 && ty0 + %d <= iy1;\n", TWO, THO);
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Param *p = image_param(D, i);
+    int lanes = p->type.lanes;
+    const char *T = cg_ctype(p->type.s);
+    OUT("  __shared__ __align__(16) %s t%d[%d];\n", T, i, st[i].TWP * st[i].TH * lanes);
+    OUT("  const %s *g%d = i%d + (ptrdiff_t)(ty0 + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", T, i, i, st[i].y0, i,
+        st[i].L, lanes);
+    OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d", st[i].L,
+        TWO + st[i].R, i, st[i].y0, st[i].TH + st[i].y0, i);
+    OUT(" && !((uintptr_t)g%d & 15) && !((p%d * (ptrdiff_t)sizeof(%s)) & 15);\n", i, i, T);
+  }
+  OUT("  if (staged) {\n    const int t = (int)(threadIdx.y * blockDim.x + threadIdx.x);\n");
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Param *p = image_param(D, i);
+    int NV = st[i].TWP * bytes_of(p->type) / 16, total = NV * st[i].TH, per = (total + 255) / 256;
+    int epv = 16 / scalar_size(p->type.s); /* elements per vector */
+    OUT("    {\n      uint4 v[%d];\n", per);
+    OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) {\n", per);
+    OUT("        const int q = t + k * 256, r = q / %d, c = q - r * %d;\n", NV, NV);
+    OUT("        if (q < %d) v[k] = *(const uint4 *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, i, i, epv);
+    OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", per);
+    OUT("        if (t + k * 256 < %d) ((uint4 *)t%d)[t + k * 256] = v[k];\n    }\n", total, i);
+  }
+  OUT("    __syncthreads();\n");
+  if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
+  else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
+  if (use_sep(g)) {
+    sep_tiles(g, A, st, PX, PY, C);
+  } else {
+    StrBuf sa = {0};
+    for (int i = 0; i < D->nimages; i++)
+      if (g->direct[i])
+        sb_printf(&sa, ", t%d, tx0 - %d, ty0 + %d, %d", i, st[i].L, st[i].y0, st[i].TWP * image_param(D, i)->type.lanes);
+    OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++)\n", PY);
+    OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ps(%s%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n",
+        PX, g->pfx, A, sa.s, C);
+    sb_free(&sa);
+  }
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", PY);
+  OUT("      %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
+  if (vec) {
+    OUT("      if (!((uintptr_t)orow & %d)) *(pxlc_vec<%d>::t *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  } else {
+    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  }
+  OUT("    }\n    return;\n  }\n");
+}
+
+/* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread; windows
+ * staged in shared memory where plan_stage allows. */
+static void kernel_tiles(Gen *g, const char *A, int rows, CudaLaunch *L) {
   const Decl *D = g->D;
   int C = D->type.lanes, PX, PY;
-  tile_shape(D, &PX, &PY);
+  tile_shape(D, rows, &PX, &PY);
   int rb = PX * bytes_of(D->type);
   bool vec = pow2(rb) && rb <= 16 && rb > 1;
   const char *OT = cg_ctype(D->type.s);
-  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY};
+  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .rows = true};
   kernel_open(g, OT);
-  OUT("  const int xs = (int)(blockIdx.x * blockDim.x + threadIdx.x) * %d, ys = (int)(blockIdx.y * blockDim.y + threadIdx.y) * %d;\n",
-      PX, PY);
+  OUT("  const int tx0 = (int)blockIdx.x * %d, ty0 = (int)blockIdx.y * %d;\n", 32 * PX, 8 * PY);
+  OUT("  const int xs = tx0 + (int)threadIdx.x * %d, ys = ty0 + (int)threadIdx.y * %d;\n", PX, PY);
+  Stage st[PXL_CUDA_MAX_IMAGES];
+  bool staged = plan_stage(g, 32 * PX, 8 * PY, st);
+  if (staged) stage_tiles(g, A, st, 32 * PX, 8 * PY, PX, PY, vec, rb);
   OUT("  if (xs >= W || ys >= H) return;\n");
   OUT("  if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
-  /* all pixels first, then all stores: the loads of neighbours are shared */
+  /* all pixels first, then all stores: the loads of neighbours are shared (where the
+   * staged path exists this is its rare fallback: row by row, fewer registers) */
   if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
   else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
-  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++)\n", PY);
+  OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++)\n", staged ? " 1" : "", PY);
   OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
       g->pfx, A, C);
-  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", PY);
+  OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", staged ? " 1" : "", PY);
   OUT("      %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
   if (vec) {
     OUT("      if (!((uintptr_t)orow & %d)) *(pxlc_vec<%d>::t *)orow = v_[j].v;\n", rb - 1, rb);
@@ -201,6 +343,8 @@ static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k)
   OUT("(int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d)", (long long)f->c0, (long long)f->cx, X,
       (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
 }
+
+#define TB_BYTES_FS 68 /* tile buffer row of one-byte pixels: 64 + 4 */
 
 /* Non-sequential P2P: TS x TS output tiles per block of 32 x 8 threads, the footprint of
  * the tile image staged in shared memory when it fits. */
@@ -244,19 +388,70 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
     OUT("    if (c == 0 || ex < fx0) fx0 = ex;\n    if (c == 0 || ex > fx1) fx1 = ex;\n");
     OUT("    if (c == 0 || ey < fy0) fy0 = ey;\n    if (c == 0 || ey > fy1) fy1 = ey;\n  }\n");
     OUT("  fast = fast && fx1 - fx0 < TS && fy1 - fy0 < TS;\n");
-    OUT("  __shared__ %s tb[%d];\n", ET, TS * FS);
+    OUT("  __shared__ __align__(16) %s tb[%d];\n", ET, TS * FS);
     OUT("  if (fast) {\n");
-    /* coalesced loads along the image's rows; stored transposed when ex follows y */
-    OUT("    for (int r = (int)threadIdx.y; r <= fy1 - fy0; r += 8) {\n");
-    OUT("      const %s *src = i%d + (ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)fx0 * %d;\n", ET, k, k, IC);
-    OUT("      for (int q = (int)threadIdx.x; q <= fx1 - fx0; q += 32)\n");
-    if (g->tb_t) OUT("        for (int c = 0; c < %d; c++) tb[q * %d + r * %d + c] = src[q * %d + c];\n    }\n", IC, FS, IC, IC);
-    else OUT("        for (int c = 0; c < %d; c++) tb[r * %d + q * %d + c] = src[q * %d + c];\n    }\n", IC, FS, IC, IC);
+    bool bytes = small && IC == 1 && C == 1 && FS == TB_BYTES_FS; /* one-byte pixels in and out */
+    if (bytes) { /* whole 64 x 64 footprints on 4-byte boundaries: 4-byte loads */
+      OUT("    const int t = (int)(threadIdx.y * 32 + threadIdx.x);\n");
+      OUT("    const uint8_t *src0 = i%d + (ptrdiff_t)fy0 * p%d + fx0;\n", k, k);
+      OUT("    if (fx1 - fx0 == 63 && fy1 - fy0 == 63 && !((uintptr_t)src0 & 3) && !(p%d & 3)) {\n", k);
+      if (g->tb_t) {
+        /* thread t: the 4 x 4 block at rows 4 * (t >> 4), columns 4 * (t & 15); transposed
+         * in registers (byte permutes), stored as one word per column */
+        OUT("      const int cq = (t & 15) * 4, rg = (t >> 4) * 4;\n      uint32_t a_[4];\n");
+        OUT("      #pragma unroll\n      for (int j = 0; j < 4; j++) a_[j] = *(const uint32_t *)(src0 + (ptrdiff_t)(rg + j) * p%d + cq);\n", k);
+        OUT("      const uint32_t m0 = __byte_perm(a_[0], a_[1], 0x5140), m1 = __byte_perm(a_[0], a_[1], 0x7362);\n");
+        OUT("      const uint32_t m2 = __byte_perm(a_[2], a_[3], 0x5140), m3 = __byte_perm(a_[2], a_[3], 0x7362);\n");
+        OUT("      *(uint32_t *)(tb + (cq + 0) * %d + rg) = __byte_perm(m0, m2, 0x5410);\n", TB_BYTES_FS);
+        OUT("      *(uint32_t *)(tb + (cq + 1) * %d + rg) = __byte_perm(m0, m2, 0x7632);\n", TB_BYTES_FS);
+        OUT("      *(uint32_t *)(tb + (cq + 2) * %d + rg) = __byte_perm(m1, m3, 0x5410);\n", TB_BYTES_FS);
+        OUT("      *(uint32_t *)(tb + (cq + 3) * %d + rg) = __byte_perm(m1, m3, 0x7632);\n", TB_BYTES_FS);
+      } else { /* rows stay rows: one word per load and per store */
+        OUT("      uint32_t w_[4];\n");
+        OUT("      #pragma unroll\n      for (int kk = 0; kk < 4; kk++) {\n        const int q = t + 256 * kk;\n");
+        OUT("        w_[kk] = *(const uint32_t *)(src0 + (ptrdiff_t)(q >> 4) * p%d + (q & 15) * 4);\n      }\n", k);
+        OUT("      #pragma unroll\n      for (int kk = 0; kk < 4; kk++) {\n        const int q = t + 256 * kk;\n");
+        OUT("        *(uint32_t *)(tb + (q >> 4) * %d + (q & 15) * 4) = w_[kk];\n      }\n", TB_BYTES_FS);
+      }
+      OUT("    } else {\n");
+    }
+    /* coalesced loads along the image's rows, stored transposed when ex follows y; all
+     * loads of a thread in flight before its first store: TS/8 rows x TS/32 columns */
+    OUT("    %s v_[%d][%d];\n", ET, TS / 8, TS / 32 * IC);
+    for (int pass = 0; pass < 2; pass++) {
+      OUT("    #pragma unroll\n    for (int kr = 0; kr < %d; kr++)\n", TS / 8);
+      OUT("      #pragma unroll\n      for (int kq = 0; kq < %d; kq++) {\n", TS / 32);
+      OUT("        const int r = (int)threadIdx.y + 8 * kr, q = (int)threadIdx.x + 32 * kq;\n");
+      OUT("        if (r <= fy1 - fy0 && q <= fx1 - fx0)\n          for (int c = 0; c < %d; c++) ", IC);
+      if (!pass)
+        OUT("v_[kr][kq * %d + c] = i%d[(ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)(fx0 + q) * %d + c];\n      }\n", IC, k, k,
+            IC);
+      else if (g->tb_t)
+        OUT("tb[q * %d + r * %d + c] = v_[kr][kq * %d + c];\n      }\n", FS, IC, IC);
+      else
+        OUT("tb[r * %d + q * %d + c] = v_[kr][kq * %d + c];\n      }\n", FS, IC, IC);
+    }
+    if (bytes) OUT("    }\n");
     OUT("    __syncthreads();\n");
+    if (bytes) { /* 4 neighbouring output pixels per thread, one 4-byte store */
+      OUT("    const int xq = tx + ((int)threadIdx.x & 15) * 4;\n");
+      OUT("    #pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
+      OUT("      const int y = ty + (int)threadIdx.y * 2 + ((int)threadIdx.x >> 4) + 16 * kk;\n");
+      OUT("      if (y >= ye) continue;\n      uint8_t *orow = o + (ptrdiff_t)y * op;\n");
+      OUT("      if (xq + 4 <= xe && !((uintptr_t)(orow + xq) & 3)) {\n");
+      OUT("        union { uint32_t v; uint8_t e[4]; } u_;\n");
+      OUT("        #pragma unroll\n        for (int e = 0; e < 4; e++) %s_pb(%s, tb, fx0, fy0, %d, xq + e, y, W, H, u_.e + e);\n",
+          g->pfx, A, FS);
+      OUT("        *(uint32_t *)(orow + xq) = u_.v;\n      } else {\n");
+      OUT("        for (int e = 0; e < 4 && xq + e < xe; e++) %s_pb(%s, tb, fx0, fy0, %d, xq + e, y, W, H, orow + xq + e);\n",
+          g->pfx, A, FS);
+      OUT("      }\n    }\n    return;\n  }\n");
+    } else {
     OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
     OUT("      for (int x = tx + (int)threadIdx.x; x < xe; x += 32) %s_pb(%s, tb, fx0, fy0, %d, x, y, W, H, orow + (ptrdiff_t)x * %d);\n",
         g->pfx, A, FS, C);
     OUT("    }\n    return;\n  }\n");
+    }
   } else {
     OUT("  if (fast) {\n");
     OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
@@ -270,11 +465,11 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
   OUT("    }\n  }\n}\n");
 }
 
-static void kernel_entry(Gen *g, const char *A, CudaLaunch *L) {
+static void kernel_entry(Gen *g, const char *A, int rows, CudaLaunch *L) {
   int VP = reg_width(g->D);
   if (VP) kernel_reg(g, A, VP, L);
   else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
-  else kernel_tiles(g, A, L);
+  else kernel_tiles(g, A, rows, L);
 }
 
 /* Merges partial (bv, bx, by) into (av, ax, ay): in order, or for argmin/argmax by the
@@ -372,42 +567,51 @@ static void visit_count(Gen *g, const char *A, const char *fn, const char *extra
   OUT("%s%s_%sc(%s%s, x, y, W, H, sb_);\n", ind, g->pfx, fn, A, extra);
 }
 
+/* "this block is the last of the grid to finish" in last_ (shared), after each block's
+ * thread 0 has published its part: a counter at `cnt`, reset by the last block. */
+static void last_block(Gen *g, const char *cnt) {
+  OUT("  __shared__ bool last_;\n  if (t == 0) {\n    __threadfence();\n");
+  OUT("    last_ = atomicAdd((unsigned *)(%s), 1u) == gridDim.x - 1;\n  }\n  __syncthreads();\n", cnt);
+  OUT("  if (!last_) return;\n  __threadfence();\n");
+}
+
+/* One launch: each block reduces a chunk of rows (chunk c: rows H*c/n .. H*(c+1)/n) and
+ * publishes it; the last block to finish combines the chunks in order (thread t takes
+ * chunks 4t..4t+3, then the block combine) and writes the value to a.res (pinned host
+ * memory): the order never depends on timing, so float results are reproducible. */
 static void reduce_entries(Gen *g, const char *A, int VP, CudaLaunch *L) {
   const Decl *D = g->D;
   const char *T = cg_ctype(D->type.s);
   bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
   char f = scalar_is_float(D->type.s) ? 'f' : 'i';
-  *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .chunks = PXL_CUDA_CHUNKS, .final = true};
-  /* one block per chunk of rows (chunk c: rows H*c/n .. H*(c+1)/n) */
+  *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .by = 1, .chunks = PXL_CUDA_CHUNKS};
   entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
-  OUT("  const int nch = (int)a.n, c = (int)blockIdx.x, t = (int)threadIdx.x;\n");
+  OUT("  const int nch = (int)gridDim.x, c = (int)blockIdx.x, t = (int)threadIdx.x;\n");
+  OUT("  pxlc_scalar *part = (pxlc_scalar *)a.aux;\n  int32_t *pos = (int32_t *)(part + %d);\n", PXL_CUDA_CHUNKS);
   OUT("  const int y0 = (int)((int64_t)H * c / nch), y1 = (int)((int64_t)H * (c + 1) / nch);\n");
   OUT("  %s acc = ", T);
   cg_identity(g);
   OUT(";\n  int ax = -1, ay = -1;\n  (void)ax; (void)ay;\n");
   OUT("  for (int y = y0 > ry0 ? y0 : ry0; y < (y1 < ry1 ? y1 : ry1); y++) {\n");
   row_loop(g, A, VP, visit_reduce);
-  OUT("  }\n");
+  OUT("  }\n  {\n");
   block_combine(g, T, arg);
-  OUT("  if (t == 0) {\n    pxlc_scalar *part = (pxlc_scalar *)a.aux;\n");
-  OUT("    int32_t *pos = (int32_t *)(part + %d + 1);\n", PXL_CUDA_CHUNKS);
-  OUT("    part[c].%c = acc;\n    pos[2 * c] = ax;\n    pos[2 * c + 1] = ay;\n  }\n}\n", f);
-  /* the ordered combine of the chunks: thread t takes chunks 4t..4t+3 in order */
-  entry_open(g, "pxl_final", false, PXL_CUDA_BLOCK);
-  OUT("  const int nch = (int)a.n, t = (int)threadIdx.x;\n  pxlc_scalar *part = (pxlc_scalar *)a.aux;\n");
-  OUT("  int32_t *pos = (int32_t *)(part + %d + 1);\n", PXL_CUDA_CHUNKS);
-  OUT("  %s acc = ", T);
+  OUT("  }\n  if (t == 0) {\n    part[c].%c = acc;\n    pos[2 * c] = ax;\n    pos[2 * c + 1] = ay;\n  }\n", f);
+  last_block(g, "part + " PXL_STR(PXL_CUDA_CHUNKS) " * 2");
+  OUT("  acc = ");
   cg_identity(g);
-  OUT(";\n  int ax = -1, ay = -1;\n  (void)ax; (void)ay;\n");
+  OUT(";\n  ax = -1;\n  ay = -1;\n");
+  OUT("  const volatile pxlc_scalar *vpart = part;\n  const volatile int32_t *vpos = pos;\n");
   int per = (PXL_CUDA_CHUNKS + PXL_CUDA_BLOCK - 1) / PXL_CUDA_BLOCK;
-  OUT("  for (int c = t * %d; c < t * %d + %d && c < nch; c++) {\n", per, per, per);
-  OUT("    const %s v = (%s)part[c].%c;\n    const int vx = pos[2 * c], vy = pos[2 * c + 1];\n", T, T, f);
+  OUT("  for (int k = t * %d; k < t * %d + %d && k < nch; k++) {\n", per, per, per);
+  OUT("    const %s v = (%s)vpart[k].%c;\n    const int vx = vpos[2 * k], vy = vpos[2 * k + 1];\n", T, T, f);
   OUT("    (void)vx; (void)vy;\n    ");
   merge(g, "acc", "ax", "ay", "v", "vx", "vy", arg);
-  OUT("  }\n");
+  OUT("  }\n  {\n");
   block_combine(g, T, arg);
-  OUT("  if (t == 0) {\n    part[%d].%c = acc;\n    pos[2 * %d] = ax;\n    pos[2 * %d + 1] = ay;\n  }\n}\n", PXL_CUDA_CHUNKS,
-      f, PXL_CUDA_CHUNKS, PXL_CUDA_CHUNKS);
+  OUT("  }\n  if (t == 0) {\n    pxlc_scalar *res = (pxlc_scalar *)a.res;\n    int32_t *rpos = (int32_t *)(res + 1);\n");
+  OUT("    res[0].%c = acc;\n    rpos[0] = ax;\n    rpos[1] = ay;\n", f);
+  OUT("    *(unsigned *)(part + %d * 2) = 0;\n  }\n}\n", PXL_CUDA_CHUNKS);
 }
 
 /* Bins a block can count in shared memory (32-bit): 48 KiB. */
@@ -418,8 +622,8 @@ static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
   if (cg_counts_only(g) && D->nbins <= SMEM_BINS) {
     /* a block counts at most ceil(65535 / PXL_CUDA_HIST_BLOCKS) rows of at most 65535
      * pixels: 32-bit bins hold that unless a pixel adds more than 500 counts */
-    *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .chunks = PXL_CUDA_HIST_BLOCKS,
-                      .smem = (unsigned)D->nbins * 4};
+    *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .by = 1, .chunks = PXL_CUDA_HIST_BLOCKS,
+                      .smem = (unsigned)D->nbins * 4, .to_host = true};
     entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
     OUT("  extern __shared__ uint32_t sb_[];\n  const int t = (int)threadIdx.x;\n");
     OUT("  for (int b = t; b < %d; b += (int)blockDim.x) sb_[b] = 0;\n  __syncthreads();\n", D->nbins);
@@ -427,7 +631,14 @@ static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
     row_loop(g, A, VP, visit_count);
     OUT("  }\n  __syncthreads();\n  int64_t *bins = (int64_t *)a.aux;\n");
     OUT("  for (int b = t; b < %d; b += (int)blockDim.x)\n", D->nbins);
-    OUT("    if (sb_[b]) atomicAdd((unsigned long long *)&bins[b], (unsigned long long)sb_[b]);\n}\n");
+    OUT("    if (sb_[b]) atomicAdd((unsigned long long *)&bins[b], (unsigned long long)sb_[b]);\n");
+    /* the last block hands the bins to the host and leaves them zero for the next run */
+    char cnt[64];
+    snprintf(cnt, sizeof cnt, "bins + %d", D->nbins);
+    last_block(g, cnt);
+    OUT("  volatile int64_t *vb = bins;\n  int64_t *res = (int64_t *)a.res;\n");
+    OUT("  for (int b = t; b < %d; b += (int)blockDim.x) {\n    res[b] = vb[b];\n    vb[b] = 0;\n  }\n", D->nbins);
+    OUT("  if (t == 0) *(unsigned *)(bins + %d) = 0;\n}\n", D->nbins);
     return;
   }
   const char *BT = D->weighted_float ? "double" : "int64_t";
@@ -446,7 +657,7 @@ static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
   OUT("      else %s_pe(%s, x, y, W, H, bins);\n    }\n  }\n}\n", g->pfx, A);
 }
 
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, CudaLaunch *launch, Err *err) {
+int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, CudaLaunch *launch, Err *err) {
   if (D->nimages > PXL_CUDA_MAX_IMAGES || D->nscalars > PXL_CUDA_MAX_SCALARS)
     return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images and %d scalars", D->name,
                    PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
@@ -465,6 +676,13 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, CudaLaunch
     cg_pixel_fn(g, V_EDGE, "pe", true);
     cg_pixel_fn(g, V_DIRECT_REL, "pi", true);
   }
+  Stage st[PXL_CUDA_MAX_IMAGES];
+  int PX, PY;
+  tile_shape(D, rows, &PX, &PY);
+  if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
+    if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
+    else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
+  }
   if (nonseq && !VP) {
     cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, "pt", false);
     if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
@@ -473,7 +691,7 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, CudaLaunch
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
   switch (D->kind) {
-  case D_KERNEL: kernel_entry(g, A, launch); break;
+  case D_KERNEL: kernel_entry(g, A, rows, launch); break;
   case D_REDUCE: reduce_entries(g, A, VP, launch); break;
   case D_HISTOGRAM: histogram_entry(g, A, VP, launch); break;
   default: break;

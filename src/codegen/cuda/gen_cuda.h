@@ -4,10 +4,14 @@
  * The pixel functions come from the shared C-family emitter (codegen/c/emit.h); this
  * file writes the entry points - how pixels map to threads, per skeleton class:
  *   extern "C" __global__ void pxl_stage(pxl_kargs a)   kernels, histograms, reductions
- *   extern "C" __global__ void pxl_final(pxl_kargs a)   reductions: the ordered combine
  * pxl_kargs is passed by value: images (device pointers), scalars, output, an auxiliary
- * device buffer (reduction partials, histogram bins) and a count. How to launch them is
- * returned in a CudaLaunch.
+ * device buffer (reduction partials, histogram bins), pinned host memory for results and
+ * a count. How to launch them is returned in a CudaLaunch.
+ *
+ * Reductions: aux holds PXL_CUDA_CHUNKS partial values (8 bytes each), their positions
+ * (2 x int32 each) and a zero-initialised counter (PXL_CUDA_AUX_REDUCE bytes in all); the
+ * value lands in res[0..8), its position in res[8..16). Counting histograms (to_host):
+ * aux holds the int64 bins, zero, then a zero counter; the bins land in res.
  */
 #ifndef PXL_GEN_CUDA_H
 #define PXL_GEN_CUDA_H
@@ -21,6 +25,7 @@
 #define PXL_CUDA_CHUNKS 1024  /* reduction row chunks (at most): fixed per height, so results are deterministic */
 #define PXL_CUDA_BLOCK 256    /* threads per reduction and histogram block */
 #define PXL_CUDA_HIST_BLOCKS 512 /* blocks of a counting histogram (at most) */
+#define PXL_CUDA_AUX_REDUCE (PXL_CUDA_CHUNKS * 16 + 16)
 
 typedef enum {
   CUDA_GRID_TILES,  /* grid over the output: a block covers bx*px x by*py pixels */
@@ -34,10 +39,13 @@ typedef struct {
   int px, py;       /* CUDA_GRID_TILES: output pixels per thread along x and y */
   int chunks;       /* CUDA_GRID_ROWS: the most blocks */
   unsigned smem;    /* dynamic shared memory in bytes */
-  bool final;       /* reductions: pxl_final runs after pxl_stage, on one block of bx threads */
+  bool to_host;     /* histograms: the kernel writes the bins to res and resets aux itself */
+  bool rows;        /* the `rows` argument of gen_cuda_stage shapes this entry (py): tunable */
 } CudaLaunch;
 
-/* Appends the CUDA translation unit of instance (D, borders); *launch says how to run it. */
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, CudaLaunch *launch, Err *err);
+/* Appends the CUDA translation unit of instance (D, borders); *launch says how to run it.
+ * rows (1..8; other values: 4) is the number of output rows per thread of the tiled
+ * kernel entry (N2P and the like): the runtime's autotuner picks it per size. */
+int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, CudaLaunch *launch, Err *err);
 
 #endif

@@ -6,13 +6,15 @@
  * Memory: images live in pitched device allocations (cuMemAllocPitch: rows padded to
  * what the device prefers); exec.c copies host images in and results out, so the stage
  * functions here only ever see device images, and kernels return without waiting.
- * Reductions and histograms bring their few bytes back through a pinned host buffer.
+ * Reductions and histograms are one launch each whose kernel writes the result straight
+ * into a pinned host buffer (then one stream synchronisation).
  *
  * Compiled code: an instance (program, entry, borders) is remembered in memory; its
  * PTX is cached on disk per device architecture and NVRTC version, under the key of the
  * generated source (cache_dir/cuda-smNN-KEY.ptx), so a second process skips NVRTC.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cuda/gen_cuda.h"
@@ -37,6 +39,7 @@ typedef struct {
   KScalar sc[PXL_CUDA_MAX_SCALARS];
   KImage out;
   void *aux;
+  void *res;
   int64_t n;
 } KArgs;
 
@@ -45,22 +48,46 @@ struct CuModule {
   CuModule *next;
   uint64_t key;
   CUmodule mod;
-  CUfunction stage, final;
+  CUfunction stage;
   CudaLaunch launch;
 };
 
-/* (program, entry, borders) -> module, so a repeated run skips code generation. */
+/* (program, entry, borders, size class) -> module, so a repeated run skips code
+ * generation; tune: the module is to be chosen by timing at the next run. */
 typedef struct Instance Instance;
 struct Instance {
   Instance *next;
   uint64_t serial;
-  int index, nb;
+  int index, nb, sclass;
   Border borders[PXL_CUDA_MAX_IMAGES];
   CuModule *m;
+  bool tune;
+  uint64_t tune_key;
 };
 
-/* Partials of a reduction: (CHUNKS + 1) values, then (CHUNKS + 1) positions (x, y). */
-#define PARTIAL_BYTES ((PXL_CUDA_CHUNKS + 1) * (sizeof(KScalar) + 2 * sizeof(int32_t)))
+/* Autotuning. The tiled kernel entry (N2P and the like) computes `rows` output rows per
+ * thread; the best count depends on the device, the kernel and the image size (more
+ * rows share more loads, fewer rows give small images enough blocks). For images of at
+ * least TUNE_MIN_PIXELS the first run of an instance per size class (a power of two of
+ * pixels) times each candidate and keeps the fastest; the choice is stored in the cache
+ * directory (cuda-tune-smNN.txt: "KEY ROWS" lines) so that it is made once per device
+ * kind. Smaller images take one row per thread. PXL_CUDA_TILE_ROWS=N forces N. */
+#define TUNE_MIN_PIXELS (1 << 20)
+static const int tune_rows[] = {1, 2, 4, 8};
+
+typedef struct Tune Tune;
+struct Tune {
+  Tune *next;
+  uint64_t key;
+  int rows;
+};
+
+/* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
+ * pinned host memory for what the kernels hand back. */
+typedef struct {
+  CUdeviceptr p;
+  size_t size;
+} Aux;
 
 typedef struct {
   Backend base;
@@ -75,10 +102,12 @@ typedef struct {
   char *cache_dir; /* NULL: no disk cache */
   CuModule *mods;
   Instance *instances;
-  CUdeviceptr aux;   /* reduction partials / histogram bins */
-  size_t aux_size;
-  void *pinned;      /* host copy of aux */
+  Aux red, hist;     /* reduction partials, histogram bins */
+  void *pinned;      /* results written by kernels */
+  size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
+  Tune *tunes;       /* autotuner choices (also on disk) */
+  int forced_rows;   /* PXL_CUDA_TILE_ROWS, or 0 */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -104,10 +133,10 @@ static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) 
   return rc;
 }
 
-static int load_module(Cuda *cu, const Decl *D, const Border *borders, CuModule **out, Err *err) {
+static int load_module(Cuda *cu, const Decl *D, const Border *borders, int rows, CuModule **out, Err *err) {
   StrBuf src = {0};
   CudaLaunch launch;
-  int rc = gen_cuda_stage(&src, D, borders, &launch, err);
+  int rc = gen_cuda_stage(&src, D, borders, rows, &launch, err);
   if (rc) {
     sb_free(&src);
     return rc;
@@ -131,7 +160,6 @@ static int load_module(Cuda *cu, const Decl *D, const Border *borders, CuModule 
   CUresult r = cu->api->cuModuleLoadData(&m->mod, ptx);
   PXL_FREE(ptx);
   if (!r) r = cu->api->cuModuleGetFunction(&m->stage, m->mod, "pxl_stage");
-  if (!r && launch.final) r = cu->api->cuModuleGetFunction(&m->final, m->mod, "pxl_final");
   if (r) {
     if (m->mod) cu->api->cuModuleUnload(m->mod);
     PXL_FREE(m);
@@ -151,25 +179,90 @@ static bool same_borders(const Border *a, const Border *b, int n) {
   return true;
 }
 
-static int get_module(Cuda *cu, const Decl *D, const ImgArg *imgs, CuModule **out, Err *err) {
+static void tune_path(const Cuda *cu, char *path, size_t n) {
+  snprintf(path, n, "%s/cuda-tune-sm%d.txt", cu->cache_dir, cu->cc);
+}
+
+static int tune_lookup(const Cuda *cu, uint64_t key) {
+  for (const Tune *t = cu->tunes; t; t = t->next)
+    if (t->key == key) return t->rows;
+  return 0;
+}
+
+static void tune_add(Cuda *cu, uint64_t key, int rows) {
+  Tune *t = PXL_CALLOC(1, sizeof *t);
+  if (!t) return;
+  *t = (Tune){cu->tunes, key, rows};
+  cu->tunes = t;
+}
+
+static void tune_load(Cuda *cu) {
+  char path[4200];
+  if (!cu->cache_dir) return;
+  tune_path(cu, path, sizeof path);
+  char *text = file_read_all(path, NULL);
+  for (char *p = text; p && *p;) {
+    unsigned long long key;
+    int rows, used = 0;
+    if (sscanf(p, "%16llx %d%n", &key, &rows, &used) == 2 && rows >= 1 && rows <= 8) tune_add(cu, key, rows);
+    char *nl = strchr(p, '\n');
+    p = nl ? nl + 1 : NULL;
+  }
+  PXL_FREE(text);
+}
+
+/* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
+static void tune_store(Cuda *cu, uint64_t key, int rows) {
+  tune_add(cu, key, rows);
+  if (!cu->cache_dir) return;
+  StrBuf b = {0};
+  for (const Tune *t = cu->tunes; t; t = t->next) sb_printf(&b, "%016llx %d\n", (unsigned long long)t->key, t->rows);
+  char path[4200];
+  tune_path(cu, path, sizeof path);
+  Err ignored = {0};
+  if (b.s && !b.oom && !file_make_dirs(cu->cache_dir, &ignored)) file_write_atomic(path, b.s, b.len, &ignored);
+  sb_free(&b);
+}
+
+static int size_class(int w, int h) {
+  int64_t n = (int64_t)w * h;
+  if (n < TUNE_MIN_PIXELS) return 0;
+  int c = 0;
+  while (n > 1) n >>= 1, c++;
+  return c;
+}
+
+/* The instance for (D, borders) at a w x h size: its module, or a note to tune it. */
+static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int h, Instance **out, Err *err) {
   Border borders[PXL_CUDA_MAX_IMAGES];
   if (D->nimages > PXL_CUDA_MAX_IMAGES)
     return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_CUDA_MAX_IMAGES);
   for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  int sclass = size_class(w, h);
   for (Instance *in = cu->instances; in; in = in->next)
-    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages &&
+    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
         same_borders(in->borders, borders, D->nimages)) {
-      *out = in->m;
+      *out = in;
       return PXL_OK;
     }
-  int rc = load_module(cu, D, borders, out, err);
-  if (rc) return rc;
   Instance *in = PXL_CALLOC(1, sizeof *in);
-  if (in) { /* out of memory only loses the shortcut */
-    *in = (Instance){cu->instances, D->serial, D->index, D->nimages, {{0}}, *out};
-    memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
-    cu->instances = in;
+  if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
+  *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
+  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
+  int rc = load_module(cu, D, borders, cu->forced_rows ? cu->forced_rows : sclass ? 4 : 1, &in->m, err);
+  if (!rc && in->m->launch.rows && sclass && !cu->forced_rows) {
+    in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
+    int rows = tune_lookup(cu, in->tune_key);
+    if (rows) rc = load_module(cu, D, borders, rows, &in->m, err);
+    else in->tune = true;
   }
+  if (rc) {
+    PXL_FREE(in);
+    return rc;
+  }
+  in->next = cu->instances;
+  cu->instances = in;
+  *out = in;
   return PXL_OK;
 }
 
@@ -200,68 +293,109 @@ static int launch(Cuda *cu, CUfunction f, const CudaLaunch *L, int w, int h, KAr
     gx = (unsigned)(h < L->chunks ? h : L->chunks);
   }
   void *params[] = {a};
-  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by, 1, L->smem, cu->stream, params, NULL);
+  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, L->smem, cu->stream, params, NULL);
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
-/* The auxiliary device buffer and its pinned host copy, at least n bytes. */
-static int need_aux(Cuda *cu, size_t n, Err *err) {
-  if (cu->aux_size >= n) return PXL_OK;
-  if (cu->aux) cu->api->cuMemFree_v2(cu->aux);
-  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
-  cu->aux = 0;
-  cu->pinned = NULL;
-  cu->aux_size = 0;
-  CUresult r = cu->api->cuMemAlloc_v2(&cu->aux, n);
-  if (!r) r = cu->api->cuMemAllocHost_v2(&cu->pinned, n);
+/* Aux buffer x of at least n bytes, zero-filled when (re)allocated. */
+static int need_aux(Cuda *cu, Aux *x, size_t n, Err *err) {
+  if (x->size >= n) return PXL_OK;
+  if (x->p) cu->api->cuMemFree_v2(x->p);
+  x->p = 0;
+  x->size = 0;
+  CUresult r = cu->api->cuMemAlloc_v2(&x->p, n);
+  if (!r) r = cu->api->cuMemsetD8_v2(x->p, 0, n);
   if (r) return cu_fail(cu, r, "allocation", err);
-  cu->aux_size = n;
+  x->size = n;
   return PXL_OK;
 }
 
-/* Copies n bytes of aux to the pinned buffer and waits. */
-static int fetch_aux(Cuda *cu, size_t n, Err *err) {
-  CUresult r = cu->api->cuMemcpyDtoHAsync_v2(cu->pinned, cu->aux, n, cu->stream);
-  if (!r) r = cu->api->cuStreamSynchronize(cu->stream);
+/* The pinned result buffer, at least n bytes. */
+static int need_pinned(Cuda *cu, size_t n, Err *err) {
+  if (cu->pinned_size >= n) return PXL_OK;
+  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
+  cu->pinned = NULL;
+  cu->pinned_size = 0;
+  CUresult r = cu->api->cuMemAllocHost_v2(&cu->pinned, n);
+  if (r) return cu_fail(cu, r, "allocation", err);
+  cu->pinned_size = n;
+  return PXL_OK;
+}
+
+/* Waits for the stream: the kernels' results are then in the pinned buffer. */
+static int wait(Cuda *cu, Err *err) {
+  CUresult r = cu->api->cuStreamSynchronize(cu->stream);
   return r ? cu_fail(cu, r, "run", err) : PXL_OK;
+}
+
+/* Times each candidate row count on this run's arguments (3 launches after a warm-up,
+ * with events) and keeps the fastest in `in`; every launch writes the same output. */
+static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, Err *err) {
+  CUevent e0 = NULL, e1 = NULL;
+  CUresult r = cu->api->cuEventCreate(&e0, 0);
+  if (!r) r = cu->api->cuEventCreate(&e1, 0);
+  float best = 0;
+  int best_rows = 0, rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
+  for (size_t i = 0; !rc && i < sizeof tune_rows / sizeof *tune_rows; i++) {
+    CuModule *m;
+    Err ignored = {0};
+    if (load_module(cu, D, in->borders, tune_rows[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
+    rc = launch(cu, m->stage, &m->launch, w, h, a, err);
+    if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
+    for (int k = 0; k < 3 && !rc; k++) rc = launch(cu, m->stage, &m->launch, w, h, a, err);
+    if (!rc && (r = cu->api->cuEventRecord(e1, cu->stream))) rc = cu_fail(cu, r, "event", err);
+    float ms = 0;
+    if (!rc && (r = cu->api->cuEventSynchronize(e1))) rc = cu_fail(cu, r, "run", err);
+    if (!rc && (r = cu->api->cuEventElapsedTime(&ms, e0, e1))) rc = cu_fail(cu, r, "event", err);
+    if (!rc && (!best_rows || ms < best)) {
+      best = ms;
+      best_rows = tune_rows[i];
+      in->m = m;
+    }
+  }
+  if (e0) cu->api->cuEventDestroy_v2(e0);
+  if (e1) cu->api->cuEventDestroy_v2(e1);
+  if (rc) return rc;
+  in->tune = false;
+  if (best_rows) tune_store(cu, in->tune_key, best_rows);
+  return PXL_OK;
 }
 
 static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  CuModule *m;
-  int rc = get_module(cu, D, imgs, &m, err);
+  Instance *in;
+  int rc = get_instance(cu, D, imgs, out->width, out->height, &in, err);
   if (rc) return rc;
   KArgs a;
   kargs(D, imgs, scalars, &a);
   a.out = (KImage){out->data, out->width, out->height, (int64_t)out->pitch};
-  return launch(cu, m->stage, &m->launch, out->width, out->height, &a, err);
+  if (in->tune && (rc = tune(cu, D, in, &a, out->width, out->height, err))) return rc;
+  return launch(cu, in->m->stage, &in->m->launch, out->width, out->height, &a, err);
 }
 
 static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  CuModule *m;
-  int rc = get_module(cu, D, imgs, &m, err);
-  if (!rc) rc = need_aux(cu, PARTIAL_BYTES, err);
+  Instance *in;
+  int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
+  CuModule *m = rc ? NULL : in->m;
+  if (!rc) rc = need_aux(cu, &cu->red, PXL_CUDA_AUX_REDUCE, err);
+  if (!rc) rc = need_pinned(cu, 16, err);
   if (rc) return rc;
   KArgs a;
   kargs(D, imgs, scalars, &a);
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  a.aux = (void *)(uintptr_t)cu->aux;
-  a.n = h < m->launch.chunks ? h : m->launch.chunks;
-  rc = launch(cu, m->stage, &m->launch, w, h, &a, err);
-  CudaLaunch one = {.grid = CUDA_GRID_ONE, .bx = m->launch.bx, .by = 1};
-  if (!rc) rc = launch(cu, m->final, &one, w, h, &a, err);
-  if (!rc) rc = fetch_aux(cu, PARTIAL_BYTES, err);
+  a.aux = (void *)(uintptr_t)cu->red.p;
+  a.res = cu->pinned;
+  rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
+  if (!rc) rc = wait(cu, err);
   if (rc) return rc;
-  const unsigned char *host = cu->pinned;
   KScalar v;
   int32_t pos[2];
-  memcpy(&v, host + PXL_CUDA_CHUNKS * sizeof(KScalar), sizeof v);
-  memcpy(pos, host + (PXL_CUDA_CHUNKS + 1) * sizeof(KScalar) + 2 * PXL_CUDA_CHUNKS * sizeof(int32_t), sizeof pos);
+  memcpy(&v, cu->pinned, sizeof v);
+  memcpy(pos, (char *)cu->pinned + 8, sizeof pos);
   res->type = D->type.s;
   if (scalar_is_float(D->type.s)) res->value.f = v.f;
   else res->value.i = v.i;
@@ -274,18 +408,24 @@ static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
                           Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  CuModule *m;
+  Instance *in;
   size_t n = (size_t)D->nbins * sizeof(Lane);
-  int rc = get_module(cu, D, imgs, &m, err);
-  if (!rc) rc = need_aux(cu, n, err);
+  int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
+  CuModule *m = rc ? NULL : in->m;
+  if (!rc) rc = need_aux(cu, &cu->hist, n + 16, err);
+  if (!rc) rc = need_pinned(cu, n, err);
   if (rc) return rc;
   KArgs a;
   kargs(D, imgs, scalars, &a);
-  a.aux = (void *)(uintptr_t)cu->aux;
-  CUresult r = cu->api->cuMemsetD8Async(cu->aux, 0, n, cu->stream);
-  if (r) return cu_fail(cu, r, "memset", err);
+  a.aux = (void *)(uintptr_t)cu->hist.p;
+  a.res = cu->pinned;
   rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
-  if (!rc) rc = fetch_aux(cu, n, err);
+  if (!rc && !m->launch.to_host) { /* bring the bins back, leave them zero */
+    CUresult r = cu->api->cuMemcpyDtoHAsync_v2(cu->pinned, cu->hist.p, n, cu->stream);
+    if (!r) r = cu->api->cuMemsetD8Async(cu->hist.p, 0, n, cu->stream);
+    if (r) rc = cu_fail(cu, r, "copy", err);
+  }
+  if (!rc) rc = wait(cu, err);
   if (!rc) memcpy(bins, cu->pinned, n);
   return rc;
 }
@@ -309,7 +449,6 @@ static void release_image(struct pxl_image *img) {
   } else {
     cu->api->cuMemFreeAsync(p, cu->stream);
   }
-  PXL_FREE(img);
 }
 
 static int cuda_image_new(Backend *be, int w, int h, pxl_type t, int channels, bool zero, struct pxl_image **out,
@@ -384,7 +523,12 @@ static void cuda_free(Backend *be) {
     n = in->next;
     PXL_FREE(in);
   }
-  if (cu->aux) cu->api->cuMemFree_v2(cu->aux);
+  for (Tune *t = cu->tunes, *n; t; t = n) {
+    n = t->next;
+    PXL_FREE(t);
+  }
+  if (cu->red.p) cu->api->cuMemFree_v2(cu->red.p);
+  if (cu->hist.p) cu->api->cuMemFree_v2(cu->hist.p);
   if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
   cu->api->cuStreamDestroy_v2(cu->stream);
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);
@@ -434,6 +578,9 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
     cu->cache_dir = PXL_MALLOC(n);
     if (cu->cache_dir) memcpy(cu->cache_dir, cache_dir, n);
   }
+  const char *forced = getenv("PXL_CUDA_TILE_ROWS");
+  if (forced && atoi(forced) >= 1 && atoi(forced) <= 8) cu->forced_rows = atoi(forced);
+  tune_load(cu);
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
   cu->base.reduce = cuda_reduce;

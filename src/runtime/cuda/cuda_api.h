@@ -20,6 +20,7 @@ typedef void *CUcontext;
 typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
+typedef void *CUevent;
 typedef uint64_t CUdeviceptr;
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;
@@ -79,6 +80,11 @@ typedef struct {
   X(cuStreamCreate, CUresult, (CUstream * s, unsigned flags))                                   \
   X(cuStreamDestroy_v2, CUresult, (CUstream s))                                                 \
   X(cuStreamSynchronize, CUresult, (CUstream s))                                                \
+  X(cuEventCreate, CUresult, (CUevent * e, unsigned flags))                                     \
+  X(cuEventRecord, CUresult, (CUevent e, CUstream s))                                           \
+  X(cuEventSynchronize, CUresult, (CUevent e))                                                  \
+  X(cuEventElapsedTime, CUresult, (float *ms, CUevent start, CUevent end))                      \
+  X(cuEventDestroy_v2, CUresult, (CUevent e))                                                   \
   X(cuLaunchKernel, CUresult,                                                                   \
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
      unsigned shmem, CUstream stream, void **params, void **extra))                             \
