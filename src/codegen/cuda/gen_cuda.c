@@ -223,17 +223,25 @@ static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, in
   for (int i = 0; i < S->nacc; i++) {
     Scalar cs = S->col[i].s;
     const char *CT = cg_ctype(cs);
-    OUT("        {\n          %s v = (%s)", CT, CT);
+    /* 8- and 16-bit column types are computed in 32 bits (GPUs have no narrower adds):
+     * the same values, since analysis chose a type the column cannot overflow */
+    bool narrow = cs == T_U8 || cs == T_U16 || cs == T_I16;
+    const char *AT = !narrow ? CT : (cs == T_U8 || cs == T_U16) ? "uint32_t" : "int32_t";
+    OUT("        {\n          %s v = (%s)", AT, AT);
     sb_printf(g->o, rd, S->y0);
     OUT(";\n");
     for (int dy = S->y0 + 1; dy <= S->y1; dy++) {
-      if (S->op[i] >= 0) OUT("          v = pxr_%s_%s(v, (%s)", S->op[i] == BI_MIN ? "min" : "max", scalar_name(cs), CT);
-      else if (cs == T_I32 || cs == T_I64) OUT("          v = pxr_add_%s(v, (%s)", scalar_name(cs), CT);
-      else OUT("          v = (%s)(v + (%s)", CT, CT);
+      OUT("          {\n            const %s r = (%s)", AT, AT);
       sb_printf(g->o, rd, dy);
-      OUT(");\n");
+      OUT(";\n            ");
+      if (S->op[i] >= 0 && narrow) OUT("v = r %s v ? r : v;\n", S->op[i] == BI_MIN ? "<" : ">");
+      else if (S->op[i] >= 0) OUT("v = pxr_%s_%s(v, r);\n", S->op[i] == BI_MIN ? "min" : "max", scalar_name(cs));
+      else if (narrow) OUT("v += r;\n");
+      else if (cs == T_I32 || cs == T_I64) OUT("v = pxr_add_%s(v, r);\n", scalar_name(cs));
+      else OUT("v = (%s)(v + r);\n", CT);
+      OUT("          }\n");
     }
-    OUT("          c%d[q] = v;\n        }\n", i);
+    OUT("          c%d[q] = (%s)v;\n        }\n", i, CT);
   }
   OUT("      }\n      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ph(%s", PX, g->pfx, A);
   for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
@@ -344,8 +352,6 @@ static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k)
       (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
 }
 
-#define TB_BYTES_FS 68 /* tile buffer row of one-byte pixels: 64 + 4 */
-
 /* Non-sequential P2P: TS x TS output tiles per block of 32 x 8 threads, the footprint of
  * the tile image staged in shared memory when it fits. */
 static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
@@ -353,7 +359,10 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
   int C = D->type.lanes, k = g->tb_img;
   const char *OT = cg_ctype(D->type.s);
   bool small = bytes_of(D->type) == 1 && (k < 0 || bytes_of(image_param(D, k)->type) == 1);
-  int TS = small ? 64 : 32;
+  /* one-byte pixels in and out through a tile buffer: 128 x 128 tiles, so that every
+   * row segment read or written is 128 bytes */
+  bool bytes = small && k >= 0 && C == 1;
+  int TS = bytes ? 128 : small ? 64 : 32;
   *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
   kernel_open(g, OT);
   OUT("  const int TS = %d, tx = (int)blockIdx.x * TS, ty = (int)blockIdx.y * TS;\n", TS);
@@ -390,38 +399,45 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
     OUT("  fast = fast && fx1 - fx0 < TS && fy1 - fy0 < TS;\n");
     OUT("  __shared__ __align__(16) %s tb[%d];\n", ET, TS * FS);
     OUT("  if (fast) {\n");
-    bool bytes = small && IC == 1 && C == 1 && FS == TB_BYTES_FS; /* one-byte pixels in and out */
-    if (bytes) { /* whole 64 x 64 footprints on 4-byte boundaries: 4-byte loads */
+    if (bytes) { /* whole footprints on 4-byte boundaries: 4-byte loads and stores */
+      int NW = TS / 4, NB = NW * NW / 256; /* words per row; 4 x 4 blocks (or words) per thread */
       OUT("    const int t = (int)(threadIdx.y * 32 + threadIdx.x);\n");
       OUT("    const uint8_t *src0 = i%d + (ptrdiff_t)fy0 * p%d + fx0;\n", k, k);
-      OUT("    if (fx1 - fx0 == 63 && fy1 - fy0 == 63 && !((uintptr_t)src0 & 3) && !(p%d & 3)) {\n", k);
+      OUT("    if (fx1 - fx0 == %d && fy1 - fy0 == %d && !((uintptr_t)src0 & 3) && !(p%d & 3)) {\n", TS - 1, TS - 1, k);
       if (g->tb_t) {
-        /* thread t: the 4 x 4 block at rows 4 * (t >> 4), columns 4 * (t & 15); transposed
-         * in registers (byte permutes), stored as one word per column */
-        OUT("      const int cq = (t & 15) * 4, rg = (t >> 4) * 4;\n      uint32_t a_[4];\n");
-        OUT("      #pragma unroll\n      for (int j = 0; j < 4; j++) a_[j] = *(const uint32_t *)(src0 + (ptrdiff_t)(rg + j) * p%d + cq);\n", k);
-        OUT("      const uint32_t m0 = __byte_perm(a_[0], a_[1], 0x5140), m1 = __byte_perm(a_[0], a_[1], 0x7362);\n");
-        OUT("      const uint32_t m2 = __byte_perm(a_[2], a_[3], 0x5140), m3 = __byte_perm(a_[2], a_[3], 0x7362);\n");
-        OUT("      *(uint32_t *)(tb + (cq + 0) * %d + rg) = __byte_perm(m0, m2, 0x5410);\n", TB_BYTES_FS);
-        OUT("      *(uint32_t *)(tb + (cq + 1) * %d + rg) = __byte_perm(m0, m2, 0x7632);\n", TB_BYTES_FS);
-        OUT("      *(uint32_t *)(tb + (cq + 2) * %d + rg) = __byte_perm(m1, m3, 0x5410);\n", TB_BYTES_FS);
-        OUT("      *(uint32_t *)(tb + (cq + 3) * %d + rg) = __byte_perm(m1, m3, 0x7632);\n", TB_BYTES_FS);
+        /* 4 x 4 blocks, transposed in registers (byte permutes) and stored as one word per
+         * column; a warp takes 8 blocks of a row band (32-byte segments) x 4 bands, which
+         * puts its 32 stores in 32 different banks */
+        OUT("      #pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n", NB);
+        OUT("        const int b = t + 256 * kk, l = b & 31, wv = b >> 5;\n");
+        OUT("        const int cq = ((l & 7) + 8 * (wv & %d)) * 4, rg = ((l >> 3) + 4 * (wv >> %d)) * 4;\n", NW / 8 - 1,
+            NW == 32 ? 2 : 1);
+        OUT("        uint32_t a_[4];\n");
+        OUT("        #pragma unroll\n        for (int j = 0; j < 4; j++) a_[j] = *(const uint32_t *)(src0 + (ptrdiff_t)(rg + j) * p%d + cq);\n", k);
+        OUT("        const uint32_t m0 = __byte_perm(a_[0], a_[1], 0x5140), m1 = __byte_perm(a_[0], a_[1], 0x7362);\n");
+        OUT("        const uint32_t m2 = __byte_perm(a_[2], a_[3], 0x5140), m3 = __byte_perm(a_[2], a_[3], 0x7362);\n");
+        OUT("        *(uint32_t *)(tb + (cq + 0) * %d + rg) = __byte_perm(m0, m2, 0x5410);\n", FS);
+        OUT("        *(uint32_t *)(tb + (cq + 1) * %d + rg) = __byte_perm(m0, m2, 0x7632);\n", FS);
+        OUT("        *(uint32_t *)(tb + (cq + 2) * %d + rg) = __byte_perm(m1, m3, 0x5410);\n", FS);
+        OUT("        *(uint32_t *)(tb + (cq + 3) * %d + rg) = __byte_perm(m1, m3, 0x7632);\n      }\n", FS);
       } else { /* rows stay rows: one word per load and per store */
-        OUT("      uint32_t w_[4];\n");
-        OUT("      #pragma unroll\n      for (int kk = 0; kk < 4; kk++) {\n        const int q = t + 256 * kk;\n");
-        OUT("        w_[kk] = *(const uint32_t *)(src0 + (ptrdiff_t)(q >> 4) * p%d + (q & 15) * 4);\n      }\n", k);
-        OUT("      #pragma unroll\n      for (int kk = 0; kk < 4; kk++) {\n        const int q = t + 256 * kk;\n");
-        OUT("        *(uint32_t *)(tb + (q >> 4) * %d + (q & 15) * 4) = w_[kk];\n      }\n", TB_BYTES_FS);
+        OUT("      uint32_t w_[%d];\n", NB * 4);
+        OUT("      #pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n        const int q = t + 256 * kk;\n", NB * 4);
+        OUT("        w_[kk] = *(const uint32_t *)(src0 + (ptrdiff_t)(q / %d) * p%d + (q %% %d) * 4);\n      }\n", NW, k, NW);
+        OUT("      #pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n        const int q = t + 256 * kk;\n", NB * 4);
+        OUT("        *(uint32_t *)(tb + (q / %d) * %d + (q %% %d) * 4) = w_[kk];\n      }\n", NW, FS, NW);
       }
       OUT("    } else {\n");
     }
-    /* coalesced loads along the image's rows, stored transposed when ex follows y; all
-     * loads of a thread in flight before its first store: TS/8 rows x TS/32 columns */
-    OUT("    %s v_[%d][%d];\n", ET, TS / 8, TS / 32 * IC);
+    /* coalesced loads along the image's rows, stored transposed when ex follows y; the
+     * loads of up to 8 rows x TS/32 columns in flight before the first store */
+    int KR = TS / 8 < 8 ? TS / 8 : 8;
+    OUT("    #pragma unroll 1\n    for (int kc = 0; kc < %d; kc += %d) {\n", TS / 8, KR);
+    OUT("    %s v_[%d][%d];\n", ET, KR, TS / 32 * IC);
     for (int pass = 0; pass < 2; pass++) {
-      OUT("    #pragma unroll\n    for (int kr = 0; kr < %d; kr++)\n", TS / 8);
+      OUT("    #pragma unroll\n    for (int kr = 0; kr < %d; kr++)\n", KR);
       OUT("      #pragma unroll\n      for (int kq = 0; kq < %d; kq++) {\n", TS / 32);
-      OUT("        const int r = (int)threadIdx.y + 8 * kr, q = (int)threadIdx.x + 32 * kq;\n");
+      OUT("        const int r = (int)threadIdx.y + 8 * (kc + kr), q = (int)threadIdx.x + 32 * kq;\n");
       OUT("        if (r <= fy1 - fy0 && q <= fx1 - fx0)\n          for (int c = 0; c < %d; c++) ", IC);
       if (!pass)
         OUT("v_[kr][kq * %d + c] = i%d[(ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)(fx0 + q) * %d + c];\n      }\n", IC, k, k,
@@ -431,12 +447,13 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
       else
         OUT("tb[r * %d + q * %d + c] = v_[kr][kq * %d + c];\n      }\n", FS, IC, IC);
     }
+    OUT("    }\n");
     if (bytes) OUT("    }\n");
     OUT("    __syncthreads();\n");
     if (bytes) { /* 4 neighbouring output pixels per thread, one 4-byte store */
-      OUT("    const int xq = tx + ((int)threadIdx.x & 15) * 4;\n");
-      OUT("    #pragma unroll\n    for (int kk = 0; kk < 4; kk++) {\n");
-      OUT("      const int y = ty + (int)threadIdx.y * 2 + ((int)threadIdx.x >> 4) + 16 * kk;\n");
+      OUT("    const int xq = tx + (int)threadIdx.x * 4;\n");
+      OUT("    #pragma unroll 4\n    for (int kk = 0; kk < %d; kk++) {\n", TS / 8);
+      OUT("      const int y = ty + (int)threadIdx.y + 8 * kk;\n");
       OUT("      if (y >= ye) continue;\n      uint8_t *orow = o + (ptrdiff_t)y * op;\n");
       OUT("      if (xq + 4 <= xe && !((uintptr_t)(orow + xq) & 3)) {\n");
       OUT("        union { uint32_t v; uint8_t e[4]; } u_;\n");
