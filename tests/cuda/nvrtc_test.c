@@ -3,7 +3,8 @@
  *
  * Runs without a GPU (CI): NVRTC only. For every entry of the given .pxl files and every
  * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper),
- * with the autotuner's row counts 1, 2, 4 and 8 in turn across the border modes;
+ * with the autotuner's tile shapes (rows 1, 2, 4, 8; 4 or 8 bytes) in turn across the
+ * border modes;
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
@@ -55,8 +56,8 @@ int main(int argc, char **argv) {
         char *ptx = NULL;
         Err e = {0};
         CudaLaunch launch;
-        int rows = 1 << (k % 4); /* the autotuner's candidates 1, 2, 4, 8, in turn */
-        int rc = gen_cuda_stage(&cu, D, b, rows, &launch, &e);
+        CudaTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
+        int rc = gen_cuda_stage(&cu, D, b, &tile, &launch, &e);
         const char *dump = getenv("PXL_DUMP_CUDA");
         if (!rc && dump && kinds[k] == B_CLAMP) {
           char path[4096];

@@ -27,6 +27,7 @@
 #include "codegen/cuda/gen_cuda.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/c/emit.h"
@@ -160,11 +161,14 @@ static void kernel_reg(Gen *g, const char *A, int VP, CudaLaunch *L) {
 }
 
 /* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
-static void tile_shape(const Decl *D, int rows, int *px, int *py) {
-  int ob = bytes_of(D->type);
-  *px = ob <= 4 && 4 % ob == 0 ? 4 / ob : 1;
-  *py = rows >= 1 && rows <= 8 ? rows : 4;
+static void tile_shape(const Decl *D, const CudaTile *tile, int *px, int *py) {
+  int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
+  *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
+  *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
 }
+
+/* Bytes per load when staging tiles (4 and 8 measured slower on an H200). */
+static int stage_bytes(void) { return 16; }
 
 /* Shared-memory staging of the windows of a block (N2P): per directly read image, the
  * rows and columns its reads need around the block's TWO x THO output tile, widened to
@@ -189,7 +193,8 @@ static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
     if (!g->direct[i]) continue;
     int b = bytes_of(image_param(D, i)->type);
     if (!pow2(b) || b > 16) return false;
-    int A = 16 / b; /* pixels per 16 bytes */
+    if (b > stage_bytes()) return false;
+    int A = stage_bytes() / b; /* pixels per load */
     if (TWO % A) return false;
     st[i].L = (-ac->x0 + A - 1) / A * A;
     st[i].R = (ac->x1 + A - 1) / A * A;
@@ -265,20 +270,23 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
         st[i].L, lanes);
     OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d", st[i].L,
         TWO + st[i].R, i, st[i].y0, st[i].TH + st[i].y0, i);
-    OUT(" && !((uintptr_t)g%d & 15) && !((p%d * (ptrdiff_t)sizeof(%s)) & 15);\n", i, i, T);
+    OUT(" && !((uintptr_t)g%d & %d) && !((p%d * (ptrdiff_t)sizeof(%s)) & %d);\n", i, stage_bytes() - 1, i, T,
+        stage_bytes() - 1);
   }
   OUT("  if (staged) {\n    const int t = (int)(threadIdx.y * blockDim.x + threadIdx.x);\n");
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
     const Param *p = image_param(D, i);
-    int NV = st[i].TWP * bytes_of(p->type) / 16, total = NV * st[i].TH, per = (total + 255) / 256;
-    int epv = 16 / scalar_size(p->type.s); /* elements per vector */
-    OUT("    {\n      uint4 v[%d];\n", per);
+    int SB = stage_bytes();
+    const char *VT = SB == 16 ? "uint4" : SB == 8 ? "uint2" : "uint32_t";
+    int NV = st[i].TWP * bytes_of(p->type) / SB, total = NV * st[i].TH, per = (total + 255) / 256;
+    int epv = SB / scalar_size(p->type.s); /* elements per vector */
+    OUT("    {\n      %s v[%d];\n", VT, per);
     OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) {\n", per);
     OUT("        const int q = t + k * 256, r = q / %d, c = q - r * %d;\n", NV, NV);
-    OUT("        if (q < %d) v[k] = *(const uint4 *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, i, i, epv);
+    OUT("        if (q < %d) v[k] = *(const %s *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, VT, i, i, epv);
     OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", per);
-    OUT("        if (t + k * 256 < %d) ((uint4 *)t%d)[t + k * 256] = v[k];\n    }\n", total, i);
+    OUT("        if (t + k * 256 < %d) ((%s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
   }
   OUT("    __syncthreads();\n");
   if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
@@ -308,14 +316,14 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
 
 /* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread; windows
  * staged in shared memory where plan_stage allows. */
-static void kernel_tiles(Gen *g, const char *A, int rows, CudaLaunch *L) {
+static void kernel_tiles(Gen *g, const char *A, const CudaTile *tile, CudaLaunch *L) {
   const Decl *D = g->D;
   int C = D->type.lanes, PX, PY;
-  tile_shape(D, rows, &PX, &PY);
+  tile_shape(D, tile, &PX, &PY);
   int rb = PX * bytes_of(D->type);
   bool vec = pow2(rb) && rb <= 16 && rb > 1;
   const char *OT = cg_ctype(D->type.s);
-  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .rows = true};
+  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = true};
   kernel_open(g, OT);
   OUT("  const int tx0 = (int)blockIdx.x * %d, ty0 = (int)blockIdx.y * %d;\n", 32 * PX, 8 * PY);
   OUT("  const int xs = tx0 + (int)threadIdx.x * %d, ys = ty0 + (int)threadIdx.y * %d;\n", PX, PY);
@@ -482,11 +490,11 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
   OUT("    }\n  }\n}\n");
 }
 
-static void kernel_entry(Gen *g, const char *A, int rows, CudaLaunch *L) {
+static void kernel_entry(Gen *g, const char *A, const CudaTile *tile, CudaLaunch *L) {
   int VP = reg_width(g->D);
   if (VP) kernel_reg(g, A, VP, L);
   else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
-  else kernel_tiles(g, A, rows, L);
+  else kernel_tiles(g, A, tile, L);
 }
 
 /* Merges partial (bv, bx, by) into (av, ax, ay): in order, or for argmin/argmax by the
@@ -674,7 +682,8 @@ static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
   OUT("      else %s_pe(%s, x, y, W, H, bins);\n    }\n  }\n}\n", g->pfx, A);
 }
 
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, CudaLaunch *launch, Err *err) {
+int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, const CudaTile *tile, CudaLaunch *launch,
+                   Err *err) {
   if (D->nimages > PXL_CUDA_MAX_IMAGES || D->nscalars > PXL_CUDA_MAX_SCALARS)
     return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images and %d scalars", D->name,
                    PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
@@ -695,7 +704,7 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, 
   }
   Stage st[PXL_CUDA_MAX_IMAGES];
   int PX, PY;
-  tile_shape(D, rows, &PX, &PY);
+  tile_shape(D, tile, &PX, &PY);
   if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
     if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
@@ -708,7 +717,7 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, 
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
   switch (D->kind) {
-  case D_KERNEL: kernel_entry(g, A, rows, launch); break;
+  case D_KERNEL: kernel_entry(g, A, tile, launch); break;
   case D_REDUCE: reduce_entries(g, A, VP, launch); break;
   case D_HISTOGRAM: histogram_entry(g, A, VP, launch); break;
   default: break;

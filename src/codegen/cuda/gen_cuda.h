@@ -40,12 +40,19 @@ typedef struct {
   int chunks;       /* CUDA_GRID_ROWS: the most blocks */
   unsigned smem;    /* dynamic shared memory in bytes */
   bool to_host;     /* histograms: the kernel writes the bins to res and resets aux itself */
-  bool rows;        /* the `rows` argument of gen_cuda_stage shapes this entry (py): tunable */
+  bool tiled;       /* the `tile` argument of gen_cuda_stage shapes this entry: tunable */
 } CudaLaunch;
 
+/* The shape of a thread's work in the tiled kernel entry (N2P and the like): `rows`
+ * output rows (1..8, default 4) of `bytes` bytes of output (4 or 8, default 4; at least
+ * one pixel). The runtime's autotuner picks it per kernel, device and image size. */
+typedef struct {
+  int rows, bytes;
+} CudaTile;
+
 /* Appends the CUDA translation unit of instance (D, borders); *launch says how to run it.
- * rows (1..8; other values: 4) is the number of output rows per thread of the tiled
- * kernel entry (N2P and the like): the runtime's autotuner picks it per size. */
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, int rows, CudaLaunch *launch, Err *err);
+ * tile NULL: the default shape. */
+int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, const CudaTile *tile, CudaLaunch *launch,
+                   Err *err);
 
 #endif

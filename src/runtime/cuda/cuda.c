@@ -65,21 +65,23 @@ struct Instance {
   uint64_t tune_key;
 };
 
-/* Autotuning. The tiled kernel entry (N2P and the like) computes `rows` output rows per
- * thread; the best count depends on the device, the kernel and the image size (more
- * rows share more loads, fewer rows give small images enough blocks). For images of at
- * least TUNE_MIN_PIXELS the first run of an instance per size class (a power of two of
- * pixels) times each candidate and keeps the fastest; the choice is stored in the cache
- * directory (cuda-tune-smNN.txt: "KEY ROWS" lines) so that it is made once per device
- * kind. Smaller images take one row per thread. PXL_CUDA_TILE_ROWS=N forces N. */
+/* Autotuning. The tiled kernel entry (N2P and the like) gives each thread `rows` output
+ * rows of 4 or 8 bytes (CudaTile); the best shape depends on the device, the kernel and
+ * the image size (more rows share more loads, fewer rows give small images enough
+ * blocks; measured on an H200: 8 bytes suit sobel3's i16 output, 4 bytes blur3's u8).
+ * For images of at least TUNE_MIN_PIXELS the first run of an instance per size class (a
+ * power of two of pixels) times each candidate and keeps the fastest; the choice is
+ * stored in the cache directory (cuda-tune-smNN.txt: "KEY ROWS BYTES" lines), so it is
+ * made once per device kind. Smaller images take 1 row of 4 bytes. For tests,
+ * PXL_CUDA_TILE_ROWS and PXL_CUDA_TILE_BYTES force a shape. */
 #define TUNE_MIN_PIXELS (1 << 20)
-static const int tune_rows[] = {1, 2, 4, 8};
+static const CudaTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
 
 typedef struct Tune Tune;
 struct Tune {
   Tune *next;
   uint64_t key;
-  int rows;
+  CudaTile tile;
 };
 
 /* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
@@ -107,7 +109,7 @@ typedef struct {
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
   Tune *tunes;       /* autotuner choices (also on disk) */
-  int forced_rows;   /* PXL_CUDA_TILE_ROWS, or 0 */
+  CudaTile forced;   /* PXL_CUDA_TILE_ROWS / _BYTES, or {0, 0} */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -133,10 +135,11 @@ static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) 
   return rc;
 }
 
-static int load_module(Cuda *cu, const Decl *D, const Border *borders, int rows, CuModule **out, Err *err) {
+static int load_module(Cuda *cu, const Decl *D, const Border *borders, const CudaTile *tile, CuModule **out,
+                       Err *err) {
   StrBuf src = {0};
   CudaLaunch launch;
-  int rc = gen_cuda_stage(&src, D, borders, rows, &launch, err);
+  int rc = gen_cuda_stage(&src, D, borders, tile, &launch, err);
   if (rc) {
     sb_free(&src);
     return rc;
@@ -183,16 +186,16 @@ static void tune_path(const Cuda *cu, char *path, size_t n) {
   snprintf(path, n, "%s/cuda-tune-sm%d.txt", cu->cache_dir, cu->cc);
 }
 
-static int tune_lookup(const Cuda *cu, uint64_t key) {
+static const CudaTile *tune_lookup(const Cuda *cu, uint64_t key) {
   for (const Tune *t = cu->tunes; t; t = t->next)
-    if (t->key == key) return t->rows;
-  return 0;
+    if (t->key == key) return &t->tile;
+  return NULL;
 }
 
-static void tune_add(Cuda *cu, uint64_t key, int rows) {
+static void tune_add(Cuda *cu, uint64_t key, CudaTile tile) {
   Tune *t = PXL_CALLOC(1, sizeof *t);
   if (!t) return;
-  *t = (Tune){cu->tunes, key, rows};
+  *t = (Tune){cu->tunes, key, tile};
   cu->tunes = t;
 }
 
@@ -203,8 +206,10 @@ static void tune_load(Cuda *cu) {
   char *text = file_read_all(path, NULL);
   for (char *p = text; p && *p;) {
     unsigned long long key;
-    int rows, used = 0;
-    if (sscanf(p, "%16llx %d%n", &key, &rows, &used) == 2 && rows >= 1 && rows <= 8) tune_add(cu, key, rows);
+    CudaTile tile;
+    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
+        (tile.bytes == 4 || tile.bytes == 8))
+      tune_add(cu, key, tile);
     char *nl = strchr(p, '\n');
     p = nl ? nl + 1 : NULL;
   }
@@ -212,11 +217,12 @@ static void tune_load(Cuda *cu) {
 }
 
 /* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
-static void tune_store(Cuda *cu, uint64_t key, int rows) {
-  tune_add(cu, key, rows);
+static void tune_store(Cuda *cu, uint64_t key, CudaTile tile) {
+  tune_add(cu, key, tile);
   if (!cu->cache_dir) return;
   StrBuf b = {0};
-  for (const Tune *t = cu->tunes; t; t = t->next) sb_printf(&b, "%016llx %d\n", (unsigned long long)t->key, t->rows);
+  for (const Tune *t = cu->tunes; t; t = t->next)
+    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)t->key, t->tile.rows, t->tile.bytes);
   char path[4200];
   tune_path(cu, path, sizeof path);
   Err ignored = {0};
@@ -249,11 +255,13 @@ static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int 
   if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
   *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
   memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
-  int rc = load_module(cu, D, borders, cu->forced_rows ? cu->forced_rows : sclass ? 4 : 1, &in->m, err);
-  if (!rc && in->m->launch.rows && sclass && !cu->forced_rows) {
+  bool forced = cu->forced.rows || cu->forced.bytes;
+  CudaTile tile = {forced ? cu->forced.rows : sclass ? 4 : 1, forced ? cu->forced.bytes : 4};
+  int rc = load_module(cu, D, borders, &tile, &in->m, err);
+  if (!rc && in->m->launch.tiled && sclass && !forced) {
     in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
-    int rows = tune_lookup(cu, in->tune_key);
-    if (rows) rc = load_module(cu, D, borders, rows, &in->m, err);
+    const CudaTile *known = tune_lookup(cu, in->tune_key);
+    if (known) rc = load_module(cu, D, borders, known, &in->m, err);
     else in->tune = true;
   }
   if (rc) {
@@ -328,18 +336,19 @@ static int wait(Cuda *cu, Err *err) {
   return r ? cu_fail(cu, r, "run", err) : PXL_OK;
 }
 
-/* Times each candidate row count on this run's arguments (3 launches after a warm-up,
+/* Times each candidate tile shape on this run's arguments (3 launches after a warm-up,
  * with events) and keeps the fastest in `in`; every launch writes the same output. */
 static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, Err *err) {
   CUevent e0 = NULL, e1 = NULL;
   CUresult r = cu->api->cuEventCreate(&e0, 0);
   if (!r) r = cu->api->cuEventCreate(&e1, 0);
   float best = 0;
-  int best_rows = 0, rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
-  for (size_t i = 0; !rc && i < sizeof tune_rows / sizeof *tune_rows; i++) {
+  const CudaTile *best_tile = NULL;
+  int rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
+  for (size_t i = 0; !rc && i < sizeof tune_tiles / sizeof *tune_tiles; i++) {
     CuModule *m;
     Err ignored = {0};
-    if (load_module(cu, D, in->borders, tune_rows[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
+    if (load_module(cu, D, in->borders, &tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
     rc = launch(cu, m->stage, &m->launch, w, h, a, err);
     if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
     for (int k = 0; k < 3 && !rc; k++) rc = launch(cu, m->stage, &m->launch, w, h, a, err);
@@ -347,9 +356,9 @@ static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, E
     float ms = 0;
     if (!rc && (r = cu->api->cuEventSynchronize(e1))) rc = cu_fail(cu, r, "run", err);
     if (!rc && (r = cu->api->cuEventElapsedTime(&ms, e0, e1))) rc = cu_fail(cu, r, "event", err);
-    if (!rc && (!best_rows || ms < best)) {
+    if (!rc && (!best_tile || ms < best)) {
       best = ms;
-      best_rows = tune_rows[i];
+      best_tile = &tune_tiles[i];
       in->m = m;
     }
   }
@@ -357,7 +366,7 @@ static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, E
   if (e1) cu->api->cuEventDestroy_v2(e1);
   if (rc) return rc;
   in->tune = false;
-  if (best_rows) tune_store(cu, in->tune_key, best_rows);
+  if (best_tile) tune_store(cu, in->tune_key, *best_tile);
   return PXL_OK;
 }
 
@@ -578,8 +587,13 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
     cu->cache_dir = PXL_MALLOC(n);
     if (cu->cache_dir) memcpy(cu->cache_dir, cache_dir, n);
   }
-  const char *forced = getenv("PXL_CUDA_TILE_ROWS");
-  if (forced && atoi(forced) >= 1 && atoi(forced) <= 8) cu->forced_rows = atoi(forced);
+  const char *rows = getenv("PXL_CUDA_TILE_ROWS"), *bytes = getenv("PXL_CUDA_TILE_BYTES");
+  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) cu->forced.rows = atoi(rows);
+  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) cu->forced.bytes = atoi(bytes);
+  if (cu->forced.rows || cu->forced.bytes) {
+    if (!cu->forced.rows) cu->forced.rows = 4;
+    if (!cu->forced.bytes) cu->forced.bytes = 4;
+  }
   tune_load(cu);
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
