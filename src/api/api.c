@@ -472,7 +472,10 @@ int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
                 img->height);
   char *p = (char *)img->data + (size_t)y * img->pitch + (size_t)x * (size_t)img->channels * pxl_type_size(img->type);
   int rc = pxl_image_wrap(ctx, p, w, h, img->type, img->channels, img->pitch, out);
-  if (!rc) (*out)->device = img->device; /* a view of device memory is device memory */
+  if (!rc) { /* a view of device memory is device memory */
+    (*out)->device = img->device;
+    (*out)->buffer = img->buffer;
+  }
   return rc;
 }
 

@@ -25,8 +25,11 @@ struct pxl_image {
   void *data;     /* first element of row 0 */
   void *alloc;    /* owned allocation, or NULL for wrapped memory and views */
   /* Device images (memory of a GPU backend): the backend that owns the memory, and how
-   * to free it. NULL for host images. data is then a device address. */
+   * to free it. NULL for host images. For CUDA, data is then a device address; for
+   * OpenCL, `buffer` is the cl_mem and data the byte offset of pixel (0, 0) in it (views
+   * keep the buffer and add to the offset). */
   void *device;
+  void *buffer;
   void (*release)(struct pxl_image *img);
 };
 

@@ -12,7 +12,44 @@
 #ifndef PXL_PRELUDE_H
 #define PXL_PRELUDE_H
 
-#if defined(__CUDACC_RTC__)
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
+#define PXR_OPENCL 1 /* OpenCL C */
+#endif
+
+#if defined(PXR_OPENCL)
+/* OpenCL C 1.2: no C library; fixed-width names, C99 float-function names and the
+ * extensions pxl's code relies on (64-bit floats and 64-bit atomics, checked by the
+ * runtime before building). */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+typedef char int8_t;
+typedef uchar uint8_t;
+typedef short int16_t;
+typedef ushort uint16_t;
+typedef int int32_t;
+typedef uint uint32_t;
+typedef long int64_t;
+typedef ulong uint64_t;
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define UINT32_MAX 4294967295u
+#define INT64_MIN (-9223372036854775807L - 1)
+#define INT64_MAX 9223372036854775807L
+#define UINT64_MAX 18446744073709551615UL
+#define nearbyint rint
+#define nearbyintf rint
+#define roundf round
+#define fabsf fabs
+#define sqrtf sqrt
+#define expf exp
+#define logf log
+#define sinf sin
+#define cosf cos
+#define floorf floor
+#define ceilf ceil
+#define powf pow
+#define atan2f atan2
+#elif defined(__CUDACC_RTC__)
 /* NVRTC has no C library headers: the few names used here, for 64-bit targets. */
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
@@ -35,31 +72,53 @@ typedef unsigned long long uintptr_t;
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#if defined(__SSE2__) && !defined(__CUDACC__)
+#if defined(__SSE2__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
 #include <emmintrin.h>
 #endif
 #endif
 
-/* Function qualifiers of the dialects: C (CPU backend, interpreter) and CUDA. */
-#if defined(__CUDACC__)
+/* Function and pointer qualifiers of the dialects: C (CPU backend, interpreter), CUDA
+ * and OpenCL C. PXR_GLOBAL / PXR_LOCAL are the address spaces of image memory and of a
+ * work-group's shared tiles (OpenCL only); PXR_IMAGE_DATA is where image k's pixels start
+ * (OpenCL passes buffers b<k> and byte offsets). */
+#if defined(PXR_OPENCL)
+#define PXR_FN static inline
+#define PXR_FN_ALWAYS static inline
+#define PXR_RESTRICT restrict
+#define PXR_GLOBAL __global
+#define PXR_LOCAL __local
+#define PXR_IMAGE_DATA(in, k) (b##k + (in)[k].data)
+#elif defined(__CUDACC__)
 #define PXR_FN static __device__ __forceinline__
 #define PXR_FN_ALWAYS static __device__ __forceinline__
 #define PXR_RESTRICT __restrict__
+#define PXR_GLOBAL
+#define PXR_LOCAL
+#define PXR_IMAGE_DATA(in, k) ((in)[k].data)
 #else
 #define PXR_FN static inline
 #define PXR_FN_ALWAYS PXR_FN __attribute__((always_inline))
 #define PXR_RESTRICT restrict
+#define PXR_GLOBAL
+#define PXR_LOCAL
+#define PXR_IMAGE_DATA(in, k) ((in)[k].data)
 #endif
 
-/* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs. */
-#if defined(__CUDACC__)
-static __device__ __forceinline__ void pxr_bin_inc(int64_t *p) { atomicAdd((unsigned long long *)p, 1ull); }
-static __device__ __forceinline__ void pxr_bin_inc(uint32_t *p) { atomicAdd(p, 1u); } /* shared-memory bins */
-#define PXR_BIN_INC(p) pxr_bin_inc(p)
+/* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs.
+ * INC32 counts into 32-bit bins (a work-group's shared bins on GPUs). */
+#if defined(PXR_OPENCL)
+#define PXR_BIN_INC(p) atom_inc((volatile __global long *)(p))
+#define PXR_BIN_INC32(p) atomic_inc((volatile __local uint *)(p))
+#define PXR_BIN_ADD_I64(p, w) atom_add((volatile __global long *)(p), (long)(w))
+#define PXR_BIN_ADD_F64(p, w) (*(p) += (w)) /* float bins run on one thread: exact order */
+#elif defined(__CUDACC__)
+#define PXR_BIN_INC(p) atomicAdd((unsigned long long *)(p), 1ull)
+#define PXR_BIN_INC32(p) atomicAdd((unsigned *)(p), 1u)
 #define PXR_BIN_ADD_I64(p, w) atomicAdd((unsigned long long *)(p), (unsigned long long)(w))
 #define PXR_BIN_ADD_F64(p, w) (*(p) += (w)) /* float bins run on one thread: exact order */
 #else
 #define PXR_BIN_INC(p) ((*(p))++)
+#define PXR_BIN_INC32(p) ((*(p))++)
 #define PXR_BIN_ADD_I64(p, w) (*(p) = (int64_t)((uint64_t)*(p) + (uint64_t)(w)))
 #define PXR_BIN_ADD_F64(p, w) (*(p) += (w))
 #endif
@@ -233,7 +292,7 @@ PXR_FN int pxr_inside(int i, int n) { return (unsigned)i < (unsigned)n; }
 
 /* ---- staging for non-sequential P2P: dst[x * ds + y] = src[y * ss + x], bytes ---- */
 
-#if defined(__SSE2__) && !defined(__CUDACC__)
+#if defined(__SSE2__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
 /* A 16x16 block: four rounds of interleaving (8, 16, 32, 64-bit units). */
 PXR_FN void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
   __m128i r[16], a[16], b[16], c[16];
@@ -262,7 +321,7 @@ PXR_FN void pxr_t16_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t
 
 PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int w, int h) {
   int y0 = 0;
-#if defined(__SSE2__) && !defined(__CUDACC__)
+#if defined(__SSE2__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
   for (; y0 + 16 <= h; y0 += 16) {
     int x0 = 0;
     for (; x0 + 16 <= w; x0 += 16) pxr_t16_u8(src + y0 * ss + x0, ss, dst + x0 * ds + y0, ds);

@@ -16,7 +16,7 @@
 
 #include "api/api_internal.h"
 #include "common/read_file.h"
-#include "codegen/cuda/gen_cuda.h"
+#include "codegen/gpu/gen_gpu.h"
 #include "runtime/cuda/cuda_api.h"
 #include "util/alloc.h"
 
@@ -50,14 +50,14 @@ int main(int argc, char **argv) {
       const Decl *D = P->decls[d];
       if (D->kind == D_PIPELINE) continue;
       for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        Border b[PXL_CUDA_MAX_IMAGES];
-        for (int j = 0; j < PXL_CUDA_MAX_IMAGES; j++) b[j] = (Border){kinds[k], 3};
+        Border b[PXL_GPU_MAX_IMAGES];
+        for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){kinds[k], 3};
         StrBuf cu = {0};
         char *ptx = NULL;
         Err e = {0};
-        CudaLaunch launch;
-        CudaTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
-        int rc = gen_cuda_stage(&cu, D, b, &tile, &launch, &e);
+        GpuLaunch launch;
+        GpuTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
+        int rc = gen_gpu_stage(&cu, D, b, GPU_CUDA, &tile, &launch, &e);
         const char *dump = getenv("PXL_DUMP_CUDA");
         if (!rc && dump && kinds[k] == B_CLAMP) {
           char path[4096];

@@ -9,7 +9,7 @@
  * sums are combined in a different order. Pipelines whose source contains the word
  * BORDER are run once per border mode with BORDER replaced.
  *
- * DEVICE "cuda-resident" runs on CUDA with every input in device memory (uploaded into
+ * DEVICE "cuda-resident" ("opencl-resident") runs on CUDA (OpenCL) with every input in device memory (uploaded into
  * a view of a wider device image, every other case at x offset 1 so that rows start
  * unaligned) and the result left there (compared after pxl_image_to_host).
  *
@@ -301,7 +301,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   device = argv[1];
-  resident = !strcmp(device, "cuda-resident");
+  char base_device[64];
+  snprintf(base_device, sizeof base_device, "%s", device);
+  char *dash = strstr(base_device, "-resident");
+  resident = dash && !dash[9];
+  if (resident) *dash = 0;
   int first = 2;
   const Size *sizes = sizes_full;
   int nsizes = sizeof sizes_full / sizeof *sizes_full;
@@ -312,11 +316,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "--quick")) first = 3;
   }
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
-  if (pxl_set_device(ref, "ref") || pxl_set_device(dev, resident ? "cuda" : device)) {
+  if (pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
     fprintf(stderr, "diff_test: %s\n", pxl_errmsg(dev));
     return 2;
   }
-  if (!strncmp(device, "cuda", 4)) { /* GPU tests say so when they cannot run */
+  bool opencl = !strncmp(device, "opencl", 6);
+  if (!strncmp(device, "cuda", 4) || opencl) { /* GPU tests say so when they cannot run */
     pxl_program *probe;
     pxl_image *img;
     pxl_args *args = pxl_args_new(dev);
@@ -332,7 +337,7 @@ int main(int argc, char **argv) {
     }
     pxl_args_free(args);
     if (rc == PXL_EDEVICE) {
-      printf("skipped: no CUDA device (%s)\n", pxl_errmsg(dev));
+      printf("skipped: no %s device (%s)\n", opencl ? "OpenCL" : "CUDA", pxl_errmsg(dev));
       pxl_context_free(ref);
       pxl_context_free(dev);
       return 77;

@@ -31,6 +31,8 @@ typedef struct {
   int tb_img;        /* image whose absolute reads come from a tile buffer (V_TILEBUF), or -1 */
   bool tb_t;         /* the buffer holds the footprint transposed: [ex][ey] */
   int depth;         /* indentation */
+  bool counts32;     /* the pixel function being emitted counts into 32-bit bins */
+  int dialect;       /* codegen/gpu: GpuDialect of the entry points */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */

@@ -579,7 +579,7 @@ static void stmt(Gen *g, const Node *s) {
       expr(g, s->b, 0);
       OUT(")");
     } else {
-      OUT("PXR_BIN_INC(&bins[b_])");
+      OUT(g->counts32 ? "PXR_BIN_INC32(&bins[b_])" : "PXR_BIN_INC(&bins[b_])");
     }
     OUT("; }\n");
     return;
@@ -621,7 +621,7 @@ static void img_params(Gen *g) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
     if (p->is_image)
-      OUT("const %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", ctype(p->type.s), p->img_index, p->img_index,
+      OUT("const PXR_GLOBAL %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", ctype(p->type.s), p->img_index, p->img_index,
           p->img_index, p->img_index);
     else
       OUT("%s s%d", ctype(p->type.s), p->scalar_index);
@@ -656,7 +656,7 @@ static void read_fns(Gen *g) {
     int k = p->img_index;
     Border b = g->borders[k];
     const char *T = ctype(p->type.s);
-    OUT("PXR_FN %s %s_rd%d(const %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
+    OUT("PXR_FN %s %s_rd%d(const PXR_GLOBAL %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
         g->pfx, k, T);
     if (b.kind == B_CONSTANT) {
       Lane v = lane_convert((Lane){.f = b.value}, T_F64, p->type.s);
@@ -700,21 +700,23 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
       const Param *p = D->params[i];
       int k = p->img_index;
       if (p->is_image && g->direct[k])
-        OUT(", const %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", ctype(p->type.s), k, k, k, k);
+        OUT(", const PXR_LOCAL %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", ctype(p->type.s), k, k, k, k);
     }
   if (variant & V_TILEBUF)
-    OUT(", const %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
+    OUT(", const PXR_LOCAL %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", ctype(image_param(D, g->tb_img)->type.s));
   if (variant & V_SEP)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *PXR_RESTRICT c%d", ctype(D->sep->col[i].s), i);
   if (variant & V_SEP) OUT(", int xa");
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
-        counts32 ? "uint32_t" : D->weighted_float ? "double" : "int64_t");
+        counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
   else
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", ctype(D->type.s));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
   g->depth = 1;
+  g->counts32 = counts32;
   stmts(g, D->body->body);
+  g->counts32 = false;
   OUT("}\n");
 }
 
@@ -764,7 +766,7 @@ static void prologue(Gen *g, bool has_out) {
     const Param *p = D->params[i];
     int k = p->img_index;
     if (p->is_image)
-      OUT("  const %s *i%d = (const %s *)in[%d].data; const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
+      OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
           " const int w%d = in[%d].width, h%d = in[%d].height;\n",
           ctype(p->type.s), k, ctype(p->type.s), k, k, k, ctype(p->type.s), k, k, k, k);
     else

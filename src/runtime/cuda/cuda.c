@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/cuda/gen_cuda.h"
+#include "codegen/gpu/gen_gpu.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
@@ -35,8 +35,8 @@ typedef union {
   double f;
 } KScalar;
 typedef struct {
-  KImage in[PXL_CUDA_MAX_IMAGES];
-  KScalar sc[PXL_CUDA_MAX_SCALARS];
+  KImage in[PXL_GPU_MAX_IMAGES];
+  KScalar sc[PXL_GPU_MAX_SCALARS];
   KImage out;
   void *aux;
   void *res;
@@ -49,7 +49,7 @@ struct CuModule {
   uint64_t key;
   CUmodule mod;
   CUfunction stage;
-  CudaLaunch launch;
+  GpuLaunch launch;
 };
 
 /* (program, entry, borders, size class) -> module, so a repeated run skips code
@@ -59,14 +59,14 @@ struct Instance {
   Instance *next;
   uint64_t serial;
   int index, nb, sclass;
-  Border borders[PXL_CUDA_MAX_IMAGES];
+  Border borders[PXL_GPU_MAX_IMAGES];
   CuModule *m;
   bool tune;
   uint64_t tune_key;
 };
 
 /* Autotuning. The tiled kernel entry (N2P and the like) gives each thread `rows` output
- * rows of 4 or 8 bytes (CudaTile); the best shape depends on the device, the kernel and
+ * rows of 4 or 8 bytes (GpuTile); the best shape depends on the device, the kernel and
  * the image size (more rows share more loads, fewer rows give small images enough
  * blocks; measured on an H200: 8 bytes suit sobel3's i16 output, 4 bytes blur3's u8).
  * For images of at least TUNE_MIN_PIXELS the first run of an instance per size class (a
@@ -75,13 +75,13 @@ struct Instance {
  * made once per device kind. Smaller images take 1 row of 4 bytes. For tests,
  * PXL_CUDA_TILE_ROWS and PXL_CUDA_TILE_BYTES force a shape. */
 #define TUNE_MIN_PIXELS (1 << 20)
-static const CudaTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
+static const GpuTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
 
 typedef struct Tune Tune;
 struct Tune {
   Tune *next;
   uint64_t key;
-  CudaTile tile;
+  GpuTile tile;
 };
 
 /* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
@@ -109,7 +109,7 @@ typedef struct {
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
   Tune *tunes;       /* autotuner choices (also on disk) */
-  CudaTile forced;   /* PXL_CUDA_TILE_ROWS / _BYTES, or {0, 0} */
+  GpuTile forced;   /* PXL_CUDA_TILE_ROWS / _BYTES, or {0, 0} */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -135,11 +135,11 @@ static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) 
   return rc;
 }
 
-static int load_module(Cuda *cu, const Decl *D, const Border *borders, const CudaTile *tile, CuModule **out,
+static int load_module(Cuda *cu, const Decl *D, const Border *borders, const GpuTile *tile, CuModule **out,
                        Err *err) {
   StrBuf src = {0};
-  CudaLaunch launch;
-  int rc = gen_cuda_stage(&src, D, borders, tile, &launch, err);
+  GpuLaunch launch;
+  int rc = gen_gpu_stage(&src, D, borders, GPU_CUDA, tile, &launch, err);
   if (rc) {
     sb_free(&src);
     return rc;
@@ -186,13 +186,13 @@ static void tune_path(const Cuda *cu, char *path, size_t n) {
   snprintf(path, n, "%s/cuda-tune-sm%d.txt", cu->cache_dir, cu->cc);
 }
 
-static const CudaTile *tune_lookup(const Cuda *cu, uint64_t key) {
+static const GpuTile *tune_lookup(const Cuda *cu, uint64_t key) {
   for (const Tune *t = cu->tunes; t; t = t->next)
     if (t->key == key) return &t->tile;
   return NULL;
 }
 
-static void tune_add(Cuda *cu, uint64_t key, CudaTile tile) {
+static void tune_add(Cuda *cu, uint64_t key, GpuTile tile) {
   Tune *t = PXL_CALLOC(1, sizeof *t);
   if (!t) return;
   *t = (Tune){cu->tunes, key, tile};
@@ -206,7 +206,7 @@ static void tune_load(Cuda *cu) {
   char *text = file_read_all(path, NULL);
   for (char *p = text; p && *p;) {
     unsigned long long key;
-    CudaTile tile;
+    GpuTile tile;
     if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
         (tile.bytes == 4 || tile.bytes == 8))
       tune_add(cu, key, tile);
@@ -217,7 +217,7 @@ static void tune_load(Cuda *cu) {
 }
 
 /* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
-static void tune_store(Cuda *cu, uint64_t key, CudaTile tile) {
+static void tune_store(Cuda *cu, uint64_t key, GpuTile tile) {
   tune_add(cu, key, tile);
   if (!cu->cache_dir) return;
   StrBuf b = {0};
@@ -240,9 +240,9 @@ static int size_class(int w, int h) {
 
 /* The instance for (D, borders) at a w x h size: its module, or a note to tune it. */
 static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int h, Instance **out, Err *err) {
-  Border borders[PXL_CUDA_MAX_IMAGES];
-  if (D->nimages > PXL_CUDA_MAX_IMAGES)
-    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_CUDA_MAX_IMAGES);
+  Border borders[PXL_GPU_MAX_IMAGES];
+  if (D->nimages > PXL_GPU_MAX_IMAGES)
+    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_GPU_MAX_IMAGES);
   for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
   int sclass = size_class(w, h);
   for (Instance *in = cu->instances; in; in = in->next)
@@ -256,11 +256,11 @@ static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int 
   *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
   memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
   bool forced = cu->forced.rows || cu->forced.bytes;
-  CudaTile tile = {forced ? cu->forced.rows : sclass ? 4 : 1, forced ? cu->forced.bytes : 4};
+  GpuTile tile = {forced ? cu->forced.rows : sclass ? 4 : 1, forced ? cu->forced.bytes : 4};
   int rc = load_module(cu, D, borders, &tile, &in->m, err);
   if (!rc && in->m->launch.tiled && sclass && !forced) {
     in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
-    const CudaTile *known = tune_lookup(cu, in->tune_key);
+    const GpuTile *known = tune_lookup(cu, in->tune_key);
     if (known) rc = load_module(cu, D, borders, known, &in->m, err);
     else in->tune = true;
   }
@@ -292,16 +292,16 @@ static void kargs(const Decl *D, const ImgArg *imgs, const Lane *scalars, KArgs 
 static unsigned ceil_div(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
 
 /* Launches f over a w x h image as L says. */
-static int launch(Cuda *cu, CUfunction f, const CudaLaunch *L, int w, int h, KArgs *a, Err *err) {
+static int launch(Cuda *cu, CUfunction f, const GpuLaunch *L, int w, int h, KArgs *a, Err *err) {
   unsigned gx = 1, gy = 1;
-  if (L->grid == CUDA_GRID_TILES) {
+  if (L->grid == GPU_GRID_TILES) {
     gx = ceil_div(w, (int64_t)L->bx * L->px);
     gy = ceil_div(h, (int64_t)L->by * L->py);
-  } else if (L->grid == CUDA_GRID_ROWS) {
+  } else if (L->grid == GPU_GRID_ROWS) {
     gx = (unsigned)(h < L->chunks ? h : L->chunks);
   }
   void *params[] = {a};
-  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, L->smem, cu->stream, params, NULL);
+  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, 0, cu->stream, params, NULL);
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
@@ -343,7 +343,7 @@ static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, E
   CUresult r = cu->api->cuEventCreate(&e0, 0);
   if (!r) r = cu->api->cuEventCreate(&e1, 0);
   float best = 0;
-  const CudaTile *best_tile = NULL;
+  const GpuTile *best_tile = NULL;
   int rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
   for (size_t i = 0; !rc && i < sizeof tune_tiles / sizeof *tune_tiles; i++) {
     CuModule *m;
@@ -391,7 +391,7 @@ static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   Instance *in;
   int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
   CuModule *m = rc ? NULL : in->m;
-  if (!rc) rc = need_aux(cu, &cu->red, PXL_CUDA_AUX_REDUCE, err);
+  if (!rc) rc = need_aux(cu, &cu->red, PXL_GPU_AUX_REDUCE, err);
   if (!rc) rc = need_pinned(cu, 16, err);
   if (rc) return rc;
   KArgs a;

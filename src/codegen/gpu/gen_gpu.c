@@ -24,7 +24,7 @@
  *                               with global atomics; float-weighted bins on one thread in
  *                               row-major order (the interpreter's sums, exactly).
  */
-#include "codegen/cuda/gen_cuda.h"
+#include "codegen/gpu/gen_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,22 +38,57 @@
 #define PXL_STR(x) PXL_STR_(x)
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
+/* The dialect's words for what the skeletons below use, as macros: thread and block
+ * indices, barriers, shared (local) memory, atomics, byte permutes, vector types. */
+static const char cuda_words[] =
+    "#define PXG_TX ((int)threadIdx.x)\n#define PXG_TY ((int)threadIdx.y)\n"
+    "#define PXG_BX ((int)blockIdx.x)\n#define PXG_BY ((int)blockIdx.y)\n"
+    "#define PXG_NTX ((int)blockDim.x)\n#define PXG_NTY ((int)blockDim.y)\n#define PXG_NBX ((int)gridDim.x)\n"
+    "#define PXG_SYNC() __syncthreads()\n#define PXG_FENCE() __threadfence()\n"
+    "#define PXG_SHARED __shared__\n#define PXG_ALIGN16 __align__(16)\n"
+    "#define PXG_ATOMIC_INC(p) atomicAdd((unsigned *)(p), 1u)\n"
+    "#define PXG_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))\n"
+    "#define PXG_BYTE_PERM __byte_perm\n"
+    "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
+    "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
+
+static const char opencl_words[] =
+    "#define PXG_TX ((int)get_local_id(0))\n#define PXG_TY ((int)get_local_id(1))\n"
+    "#define PXG_BX ((int)get_group_id(0))\n#define PXG_BY ((int)get_group_id(1))\n"
+    "#define PXG_NTX ((int)get_local_size(0))\n#define PXG_NTY ((int)get_local_size(1))\n"
+    "#define PXG_NBX ((int)get_num_groups(0))\n"
+    "#define PXG_SYNC() barrier(CLK_LOCAL_MEM_FENCE)\n#define PXG_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)\n"
+    "#define PXG_SHARED __local\n#define PXG_ALIGN16 __attribute__((aligned(16)))\n"
+    "#define PXG_ATOMIC_INC(p) atomic_inc((volatile __global uint *)(p))\n"
+    "#define PXG_ATOMIC_ADD_U64(p, v) atom_add((volatile __global ulong *)(p), (ulong)(v))\n"
+    "#define PXG_BYTE_PERM pxg_byte_perm\n"
+    "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
+    "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x */\n"
+    "PXR_FN uint pxg_byte_perm(uint x, uint y, uint s) {\n"
+    "  const ulong v = ((ulong)y << 32) | x;\n  uint r = 0;\n"
+    "  for (int i = 0; i < 4; i++) r |= (uint)((v >> (8 * ((s >> (4 * i)) & 7))) & 255) << (8 * i);\n"
+    "  return r;\n}\n"
+    "typedef struct { ulong data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
+
 static void header(Gen *g) {
-  OUT("typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n");
+  OUT("%s", g->dialect == GPU_OPENCL ? opencl_words : cuda_words);
+  OUT("#define PXG_VEC(n) PXG_VEC_##n\n#define PXG_VEC_1 uint8_t\n#define PXG_VEC_2 uint16_t\n");
+  OUT("#define PXG_VEC_4 uint32_t\n#define PXG_VEC_8 uint2\n#define PXG_VEC_16 uint4\n");
   OUT("typedef union { int64_t i; double f; } pxlc_scalar;\n");
-  OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; void *aux; void *res; int64_t n; } pxl_kargs;\n",
-      PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
-  OUT("static __device__ __forceinline__ int pxlc_threads(int n) { (void)n; return 1; }\n");
-  OUT("template <int N> struct pxlc_vec;\n");
-  OUT("template <> struct pxlc_vec<1> { typedef uint8_t t; };\n");
-  OUT("template <> struct pxlc_vec<2> { typedef uint16_t t; };\n");
-  OUT("template <> struct pxlc_vec<4> { typedef uint32_t t; };\n");
-  OUT("template <> struct pxlc_vec<8> { typedef uint2 t; };\n");
-  OUT("template <> struct pxlc_vec<16> { typedef uint4 t; };\n");
+  OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; %s aux; %s res; int64_t n; } pxl_kargs;\n",
+      PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS, g->dialect == GPU_OPENCL ? "ulong" : "void *",
+      g->dialect == GPU_OPENCL ? "ulong" : "void *");
+  OUT("PXR_FN int pxlc_threads(int n) { (void)n; return 1; }\n");
 }
 
 static void entry_open(Gen *g, const char *name, bool has_out, unsigned threads) {
-  OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
+  if (g->dialect == GPU_OPENCL) {
+    OUT("__kernel void %s(", name);
+    for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
+    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, pxl_kargs a) {\n");
+  } else {
+    OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
+  }
   OUT("  const pxlc_image *in = a.in;\n  const pxlc_scalar *sc = a.sc;\n  pxlc_image *out = &a.out;\n");
   OUT("  const int nthreads = 0;\n  (void)in; (void)sc; (void)out;\n");
   cg_prologue(g, has_out);
@@ -93,8 +128,8 @@ static void reg_loads(Gen *g, int VP, const char *ind) {
     if (!g->direct[i]) continue;
     const Param *p = image_param(D, i);
     int n = VP * bytes_of(p->type);
-    OUT("%sunion { pxlc_vec<%d>::t v; %s e[%d]; } r%d_;\n", ind, n, cg_ctype(p->type.s), VP * p->type.lanes, i);
-    OUT("%sr%d_.v = *(const pxlc_vec<%d>::t *)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d);\n", ind, i, n, i, i,
+    OUT("%sunion { PXG_VEC(%d) v; %s e[%d]; } r%d_;\n", ind, n, cg_ctype(p->type.s), VP * p->type.lanes, i);
+    OUT("%sr%d_.v = *(const PXR_GLOBAL PXG_VEC(%d) *)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d);\n", ind, i, n, i, i,
         p->type.lanes);
   }
 }
@@ -122,46 +157,54 @@ static void reg_aligned(Gen *g, int VP) {
 /* One pixel (x, y) of a kernel with every check: outside the region zero, interior
  * "pi", else "pe". */
 static void pixel_checked(Gen *g, const char *A, int C, const char *ind) {
-  OUT("%sif (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) { for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = 0; }\n",
-      ind, C, C);
-  OUT("%selse if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", ind,
-      g->pfx, A, C);
-  OUT("%selse %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", ind, g->pfx, A, C);
+  /* pixel functions write private memory (OpenCL has no generic pointers) */
+  OUT("%s{\n%s  %s t_[%d];\n", ind, ind, cg_ctype(g->D->type.s), C);
+  OUT("%s  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) { for (int c = 0; c < %d; c++) t_[c] = 0; }\n", ind, C);
+  OUT("%s  else if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+  OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+  OUT("%s  for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = t_[c];\n%s}\n", ind, C, C, ind);
+}
+
+/* A call of pixel function `fn` (with arguments `args` before x) for pixel (x, y) into
+ * orow, through private memory. */
+static void pixel_to_row(Gen *g, const char *fn, const char *args, int C, const char *ind) {
+  OUT("%s{ %s t_[%d]; %s_%s(%s, x, y, W, H, t_); for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = t_[c]; }\n",
+      ind, cg_ctype(g->D->type.s), C, g->pfx, fn, args, C, C);
 }
 
 static void kernel_open(Gen *g, const char *OT) {
   entry_open(g, "pxl_stage", true, 256);
-  OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
+  OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
 }
 
 /* P2P at (0, 0): VP pixels of one row per thread, 16-byte loads and stores. */
-static void kernel_reg(Gen *g, const char *A, int VP, CudaLaunch *L) {
+static void kernel_reg(Gen *g, const char *A, int VP, GpuLaunch *L) {
   const Decl *D = g->D;
   int C = D->type.lanes, ob = VP * bytes_of(D->type);
   const char *OT = cg_ctype(D->type.s);
-  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 128, .by = 1, .px = VP, .py = 1};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 128, .by = 1, .px = VP, .py = 1};
   kernel_open(g, OT);
-  OUT("  const int y = (int)blockIdx.y, xs = (int)(blockIdx.x * blockDim.x + threadIdx.x) * %d;\n", VP);
-  OUT("  if (y >= H || xs >= W) return;\n  %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("  const int y = PXG_BY, xs = (PXG_BX * PXG_NTX + PXG_TX) * %d;\n", VP);
+  OUT("  if (y >= H || xs >= W) return;\n  PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
   OUT("  if (xs >= ix0 && xs + %d <= ix1 && y >= iy0 && y < iy1 && !((uintptr_t)(orow + (ptrdiff_t)xs * %d) & %d) && ", VP,
       C, ob - 1);
   reg_aligned(g, VP);
   OUT(") {\n");
   reg_loads(g, VP, "    ");
-  OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } o_;\n", ob, OT, VP * C);
+  OUT("    union { PXG_VEC(%d) v; %s e[%d]; } o_;\n", ob, OT, VP * C);
   StrBuf ra = {0};
   reg_args(g, &ra);
   OUT("    #pragma unroll\n    for (int j_ = 0; j_ < %d; j_++) %s_pv(%s%s, xs + j_, y, W, H, o_.e + j_ * %d);\n", VP,
       g->pfx, A, ra.s, C);
   sb_free(&ra);
-  OUT("    *(pxlc_vec<%d>::t *)(orow + (ptrdiff_t)xs * %d) = o_.v;\n    return;\n  }\n", ob, C);
+  OUT("    *(PXR_GLOBAL PXG_VEC(%d) *)(orow + (ptrdiff_t)xs * %d) = o_.v;\n    return;\n  }\n", ob, C);
   OUT("  for (int x = xs; x < xs + %d && x < W; x++) {\n", VP);
   pixel_checked(g, A, C, "    ");
   OUT("  }\n}\n");
 }
 
 /* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
-static void tile_shape(const Decl *D, const CudaTile *tile, int *px, int *py) {
+static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
   int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
   *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
   *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
@@ -265,15 +308,15 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     const Param *p = image_param(D, i);
     int lanes = p->type.lanes;
     const char *T = cg_ctype(p->type.s);
-    OUT("  __shared__ __align__(16) %s t%d[%d];\n", T, i, st[i].TWP * st[i].TH * lanes);
-    OUT("  const %s *g%d = i%d + (ptrdiff_t)(ty0 + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", T, i, i, st[i].y0, i,
+    OUT("  PXG_SHARED PXG_ALIGN16 %s t%d[%d];\n", T, i, st[i].TWP * st[i].TH * lanes);
+    OUT("  const PXR_GLOBAL %s *g%d = i%d + (ptrdiff_t)(ty0 + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", T, i, i, st[i].y0, i,
         st[i].L, lanes);
     OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d", st[i].L,
         TWO + st[i].R, i, st[i].y0, st[i].TH + st[i].y0, i);
     OUT(" && !((uintptr_t)g%d & %d) && !((p%d * (ptrdiff_t)sizeof(%s)) & %d);\n", i, stage_bytes() - 1, i, T,
         stage_bytes() - 1);
   }
-  OUT("  if (staged) {\n    const int t = (int)(threadIdx.y * blockDim.x + threadIdx.x);\n");
+  OUT("  if (staged) {\n    const int t = (PXG_TY * PXG_NTX + PXG_TX);\n");
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
     const Param *p = image_param(D, i);
@@ -284,12 +327,12 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     OUT("    {\n      %s v[%d];\n", VT, per);
     OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) {\n", per);
     OUT("        const int q = t + k * 256, r = q / %d, c = q - r * %d;\n", NV, NV);
-    OUT("        if (q < %d) v[k] = *(const %s *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, VT, i, i, epv);
+    OUT("        if (q < %d) v[k] = *(const PXR_GLOBAL %s *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, VT, i, i, epv);
     OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", per);
-    OUT("        if (t + k * 256 < %d) ((%s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
+    OUT("        if (t + k * 256 < %d) ((PXR_LOCAL %s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
   }
-  OUT("    __syncthreads();\n");
-  if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
+  OUT("    PXG_SYNC();\n");
+  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
   else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
   if (use_sep(g)) {
     sep_tiles(g, A, st, PX, PY, C);
@@ -304,9 +347,9 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     sb_free(&sa);
   }
   OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", PY);
-  OUT("      %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
+  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
   if (vec) {
-    OUT("      if (!((uintptr_t)orow & %d)) *(pxlc_vec<%d>::t *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
     OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
   } else {
     OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
@@ -316,39 +359,39 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
 
 /* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread; windows
  * staged in shared memory where plan_stage allows. */
-static void kernel_tiles(Gen *g, const char *A, const CudaTile *tile, CudaLaunch *L) {
+static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   const Decl *D = g->D;
   int C = D->type.lanes, PX, PY;
   tile_shape(D, tile, &PX, &PY);
   int rb = PX * bytes_of(D->type);
   bool vec = pow2(rb) && rb <= 16 && rb > 1;
   const char *OT = cg_ctype(D->type.s);
-  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = true};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = true};
   kernel_open(g, OT);
-  OUT("  const int tx0 = (int)blockIdx.x * %d, ty0 = (int)blockIdx.y * %d;\n", 32 * PX, 8 * PY);
-  OUT("  const int xs = tx0 + (int)threadIdx.x * %d, ys = ty0 + (int)threadIdx.y * %d;\n", PX, PY);
-  Stage st[PXL_CUDA_MAX_IMAGES];
+  OUT("  const int tx0 = PXG_BX * %d, ty0 = PXG_BY * %d;\n", 32 * PX, 8 * PY);
+  OUT("  const int xs = tx0 + PXG_TX * %d, ys = ty0 + PXG_TY * %d;\n", PX, PY);
+  Stage st[PXL_GPU_MAX_IMAGES];
   bool staged = plan_stage(g, 32 * PX, 8 * PY, st);
   if (staged) stage_tiles(g, A, st, 32 * PX, 8 * PY, PX, PY, vec, rb);
   OUT("  if (xs >= W || ys >= H) return;\n");
   OUT("  if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
   /* all pixels first, then all stores: the loads of neighbours are shared (where the
    * staged path exists this is its rare fallback: row by row, fewer registers) */
-  if (vec) OUT("    union { pxlc_vec<%d>::t v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
+  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
   else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++)\n", staged ? " 1" : "", PY);
   OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
       g->pfx, A, C);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", staged ? " 1" : "", PY);
-  OUT("      %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
+  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
   if (vec) {
-    OUT("      if (!((uintptr_t)orow & %d)) *(pxlc_vec<%d>::t *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
     OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
   } else {
     OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
   }
   OUT("    }\n    return;\n  }\n");
-  OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
+  OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
   OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
   pixel_checked(g, A, C, "      ");
   OUT("    }\n  }\n}\n");
@@ -362,7 +405,7 @@ static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k)
 
 /* Non-sequential P2P: TS x TS output tiles per block of 32 x 8 threads, the footprint of
  * the tile image staged in shared memory when it fits. */
-static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
+static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   const Decl *D = g->D;
   int C = D->type.lanes, k = g->tb_img;
   const char *OT = cg_ctype(D->type.s);
@@ -371,9 +414,9 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
    * row segment read or written is 128 bytes */
   bool bytes = small && k >= 0 && C == 1;
   int TS = bytes ? 128 : small ? 64 : 32;
-  *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
   kernel_open(g, OT);
-  OUT("  const int TS = %d, tx = (int)blockIdx.x * TS, ty = (int)blockIdx.y * TS;\n", TS);
+  OUT("  const int TS = %d, tx = PXG_BX * TS, ty = PXG_BY * TS;\n", TS);
   OUT("  if (tx >= W || ty >= H) return;\n");
   OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");
   OUT("  bool fast = tx >= ix0 && xe <= ix1 && ty >= iy0 && ye <= iy1;\n");
@@ -405,12 +448,12 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
     OUT("    if (c == 0 || ex < fx0) fx0 = ex;\n    if (c == 0 || ex > fx1) fx1 = ex;\n");
     OUT("    if (c == 0 || ey < fy0) fy0 = ey;\n    if (c == 0 || ey > fy1) fy1 = ey;\n  }\n");
     OUT("  fast = fast && fx1 - fx0 < TS && fy1 - fy0 < TS;\n");
-    OUT("  __shared__ __align__(16) %s tb[%d];\n", ET, TS * FS);
+    OUT("  PXG_SHARED PXG_ALIGN16 %s tb[%d];\n", ET, TS * FS);
     OUT("  if (fast) {\n");
     if (bytes) { /* whole footprints on 4-byte boundaries: 4-byte loads and stores */
       int NW = TS / 4, NB = NW * NW / 256; /* words per row; 4 x 4 blocks (or words) per thread */
-      OUT("    const int t = (int)(threadIdx.y * 32 + threadIdx.x);\n");
-      OUT("    const uint8_t *src0 = i%d + (ptrdiff_t)fy0 * p%d + fx0;\n", k, k);
+      OUT("    const int t = (PXG_TY * 32 + PXG_TX);\n");
+      OUT("    const PXR_GLOBAL uint8_t *src0 = i%d + (ptrdiff_t)fy0 * p%d + fx0;\n", k, k);
       OUT("    if (fx1 - fx0 == %d && fy1 - fy0 == %d && !((uintptr_t)src0 & 3) && !(p%d & 3)) {\n", TS - 1, TS - 1, k);
       if (g->tb_t) {
         /* 4 x 4 blocks, transposed in registers (byte permutes) and stored as one word per
@@ -421,19 +464,19 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
         OUT("        const int cq = ((l & 7) + 8 * (wv & %d)) * 4, rg = ((l >> 3) + 4 * (wv >> %d)) * 4;\n", NW / 8 - 1,
             NW == 32 ? 2 : 1);
         OUT("        uint32_t a_[4];\n");
-        OUT("        #pragma unroll\n        for (int j = 0; j < 4; j++) a_[j] = *(const uint32_t *)(src0 + (ptrdiff_t)(rg + j) * p%d + cq);\n", k);
-        OUT("        const uint32_t m0 = __byte_perm(a_[0], a_[1], 0x5140), m1 = __byte_perm(a_[0], a_[1], 0x7362);\n");
-        OUT("        const uint32_t m2 = __byte_perm(a_[2], a_[3], 0x5140), m3 = __byte_perm(a_[2], a_[3], 0x7362);\n");
-        OUT("        *(uint32_t *)(tb + (cq + 0) * %d + rg) = __byte_perm(m0, m2, 0x5410);\n", FS);
-        OUT("        *(uint32_t *)(tb + (cq + 1) * %d + rg) = __byte_perm(m0, m2, 0x7632);\n", FS);
-        OUT("        *(uint32_t *)(tb + (cq + 2) * %d + rg) = __byte_perm(m1, m3, 0x5410);\n", FS);
-        OUT("        *(uint32_t *)(tb + (cq + 3) * %d + rg) = __byte_perm(m1, m3, 0x7632);\n      }\n", FS);
+        OUT("        #pragma unroll\n        for (int j = 0; j < 4; j++) a_[j] = *(const PXR_GLOBAL uint32_t *)(src0 + (ptrdiff_t)(rg + j) * p%d + cq);\n", k);
+        OUT("        const uint32_t m0 = PXG_BYTE_PERM(a_[0], a_[1], 0x5140), m1 = PXG_BYTE_PERM(a_[0], a_[1], 0x7362);\n");
+        OUT("        const uint32_t m2 = PXG_BYTE_PERM(a_[2], a_[3], 0x5140), m3 = PXG_BYTE_PERM(a_[2], a_[3], 0x7362);\n");
+        OUT("        *(PXR_LOCAL uint32_t *)(tb + (cq + 0) * %d + rg) = PXG_BYTE_PERM(m0, m2, 0x5410);\n", FS);
+        OUT("        *(PXR_LOCAL uint32_t *)(tb + (cq + 1) * %d + rg) = PXG_BYTE_PERM(m0, m2, 0x7632);\n", FS);
+        OUT("        *(PXR_LOCAL uint32_t *)(tb + (cq + 2) * %d + rg) = PXG_BYTE_PERM(m1, m3, 0x5410);\n", FS);
+        OUT("        *(PXR_LOCAL uint32_t *)(tb + (cq + 3) * %d + rg) = PXG_BYTE_PERM(m1, m3, 0x7632);\n      }\n", FS);
       } else { /* rows stay rows: one word per load and per store */
         OUT("      uint32_t w_[%d];\n", NB * 4);
         OUT("      #pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n        const int q = t + 256 * kk;\n", NB * 4);
-        OUT("        w_[kk] = *(const uint32_t *)(src0 + (ptrdiff_t)(q / %d) * p%d + (q %% %d) * 4);\n      }\n", NW, k, NW);
+        OUT("        w_[kk] = *(const PXR_GLOBAL uint32_t *)(src0 + (ptrdiff_t)(q / %d) * p%d + (q %% %d) * 4);\n      }\n", NW, k, NW);
         OUT("      #pragma unroll\n      for (int kk = 0; kk < %d; kk++) {\n        const int q = t + 256 * kk;\n", NB * 4);
-        OUT("        *(uint32_t *)(tb + (q / %d) * %d + (q %% %d) * 4) = w_[kk];\n      }\n", NW, FS, NW);
+        OUT("        *(PXR_LOCAL uint32_t *)(tb + (q / %d) * %d + (q %% %d) * 4) = w_[kk];\n      }\n", NW, FS, NW);
       }
       OUT("    } else {\n");
     }
@@ -445,7 +488,7 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
     for (int pass = 0; pass < 2; pass++) {
       OUT("    #pragma unroll\n    for (int kr = 0; kr < %d; kr++)\n", KR);
       OUT("      #pragma unroll\n      for (int kq = 0; kq < %d; kq++) {\n", TS / 32);
-      OUT("        const int r = (int)threadIdx.y + 8 * (kc + kr), q = (int)threadIdx.x + 32 * kq;\n");
+      OUT("        const int r = PXG_TY + 8 * (kc + kr), q = PXG_TX + 32 * kq;\n");
       OUT("        if (r <= fy1 - fy0 && q <= fx1 - fx0)\n          for (int c = 0; c < %d; c++) ", IC);
       if (!pass)
         OUT("v_[kr][kq * %d + c] = i%d[(ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)(fx0 + q) * %d + c];\n      }\n", IC, k, k,
@@ -457,40 +500,43 @@ static void kernel_nonseq(Gen *g, const char *A, CudaLaunch *L) {
     }
     OUT("    }\n");
     if (bytes) OUT("    }\n");
-    OUT("    __syncthreads();\n");
+    OUT("    PXG_SYNC();\n");
     if (bytes) { /* 4 neighbouring output pixels per thread, one 4-byte store */
-      OUT("    const int xq = tx + (int)threadIdx.x * 4;\n");
+      OUT("    const int xq = tx + PXG_TX * 4;\n");
       OUT("    #pragma unroll 4\n    for (int kk = 0; kk < %d; kk++) {\n", TS / 8);
-      OUT("      const int y = ty + (int)threadIdx.y + 8 * kk;\n");
-      OUT("      if (y >= ye) continue;\n      uint8_t *orow = o + (ptrdiff_t)y * op;\n");
+      OUT("      const int y = ty + PXG_TY + 8 * kk;\n");
+      OUT("      if (y >= ye) continue;\n      PXR_GLOBAL uint8_t *orow = o + (ptrdiff_t)y * op;\n");
       OUT("      if (xq + 4 <= xe && !((uintptr_t)(orow + xq) & 3)) {\n");
       OUT("        union { uint32_t v; uint8_t e[4]; } u_;\n");
       OUT("        #pragma unroll\n        for (int e = 0; e < 4; e++) %s_pb(%s, tb, fx0, fy0, %d, xq + e, y, W, H, u_.e + e);\n",
           g->pfx, A, FS);
-      OUT("        *(uint32_t *)(orow + xq) = u_.v;\n      } else {\n");
-      OUT("        for (int e = 0; e < 4 && xq + e < xe; e++) %s_pb(%s, tb, fx0, fy0, %d, xq + e, y, W, H, orow + xq + e);\n",
-          g->pfx, A, FS);
+      OUT("        *(PXR_GLOBAL uint32_t *)(orow + xq) = u_.v;\n      } else {\n");
+      OUT("        for (int e = 0; e < 4 && xq + e < xe; e++) {\n          uint8_t t_[1];\n");
+      OUT("          %s_pb(%s, tb, fx0, fy0, %d, xq + e, y, W, H, t_);\n          orow[xq + e] = t_[0];\n        }\n", g->pfx,
+          A, FS);
       OUT("      }\n    }\n    return;\n  }\n");
     } else {
-    OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-    OUT("      for (int x = tx + (int)threadIdx.x; x < xe; x += 32) %s_pb(%s, tb, fx0, fy0, %d, x, y, W, H, orow + (ptrdiff_t)x * %d);\n",
-        g->pfx, A, FS, C);
+    OUT("    for (int y = ty + PXG_TY; y < ye; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    OUT("      for (int x = tx + PXG_TX; x < xe; x += 32)\n");
+    char args[4200];
+    snprintf(args, sizeof args, "%s, tb, fx0, fy0, %d", A, FS);
+    pixel_to_row(g, "pb", args, C, "        ");
     OUT("    }\n    return;\n  }\n");
     }
   } else {
     OUT("  if (fast) {\n");
-    OUT("    for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-    OUT("      for (int x = tx + (int)threadIdx.x; x < xe; x += 32) %s_pt(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n",
-        g->pfx, A, C);
+    OUT("    for (int y = ty + PXG_TY; y < ye; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    OUT("      for (int x = tx + PXG_TX; x < xe; x += 32)\n");
+    pixel_to_row(g, "pt", A, C, "        ");
     OUT("    }\n    return;\n  }\n");
   }
-  OUT("  for (int y = ty + (int)threadIdx.y; y < ye; y += 8) {\n    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-  OUT("    for (int x = tx + (int)threadIdx.x; x < xe; x += 32) {\n");
+  OUT("  for (int y = ty + PXG_TY; y < ye; y += 8) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("    for (int x = tx + PXG_TX; x < xe; x += 32) {\n");
   pixel_checked(g, A, C, "      ");
   OUT("    }\n  }\n}\n");
 }
 
-static void kernel_entry(Gen *g, const char *A, const CudaTile *tile, CudaLaunch *L) {
+static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   int VP = reg_width(g->D);
   if (VP) kernel_reg(g, A, VP, L);
   else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
@@ -522,28 +568,45 @@ static void shfl_tree(Gen *g, const char *T, const char *ind) {
   OUT("\n%s}\n", ind);
 }
 
-/* Combines the block's per-thread (acc, ax, ay) into thread 0's, in a fixed order: warp
- * shuffles then the warps in order, or (argmin/argmax) a shared-memory tree. */
+/* The shared memory of block_combine, declared once at the top of the kernel (OpenCL
+ * wants local memory at kernel scope). */
+static void block_locals(Gen *g, const char *T, bool arg) {
+  if (!arg && g->dialect == GPU_CUDA) {
+    OUT("  PXG_SHARED %s sw_[%d];\n", T, PXL_GPU_BLOCK / 32);
+    return;
+  }
+  OUT("  PXG_SHARED %s sv[%d];\n", T, PXL_GPU_BLOCK);
+  if (arg) OUT("  PXG_SHARED int sx[%d], sy[%d];\n", PXL_GPU_BLOCK, PXL_GPU_BLOCK);
+}
+
+/* Combines the block's per-thread (acc, ax, ay) into thread 0's, in a fixed order: in
+ * CUDA warp shuffles then the warps in order; else (and for argmin/argmax) a tree in
+ * shared memory. */
 static void block_combine(Gen *g, const char *T, bool arg) {
-  if (!arg) {
-    OUT("  __shared__ %s sw_[%d];\n  const int lane_ = t & 31, wid_ = t >> 5;\n", T, PXL_CUDA_BLOCK / 32);
+  if (!arg && g->dialect == GPU_CUDA) {
+    OUT("  const int lane_ = t & 31, wid_ = t >> 5;\n");
     shfl_tree(g, T, "  ");
-    OUT("  if (lane_ == 0) sw_[wid_] = acc;\n  __syncthreads();\n  if (wid_ == 0) {\n");
-    OUT("    if (lane_ < %d) acc = sw_[lane_];\n    else acc = ", PXL_CUDA_BLOCK / 32);
+    OUT("  if (lane_ == 0) sw_[wid_] = acc;\n  PXG_SYNC();\n  if (wid_ == 0) {\n");
+    OUT("    if (lane_ < %d) acc = sw_[lane_];\n    else acc = ", PXL_GPU_BLOCK / 32);
     cg_identity(g);
     OUT(";\n");
     shfl_tree(g, T, "    ");
-    OUT("  }\n");
+    OUT("  }\n  PXG_SYNC();\n");
     return;
   }
-  OUT("  __shared__ %s sv[%d];\n  __shared__ int sx[%d], sy[%d];\n", T, PXL_CUDA_BLOCK, PXL_CUDA_BLOCK, PXL_CUDA_BLOCK);
-  OUT("  sv[t] = acc; sx[t] = ax; sy[t] = ay;\n  __syncthreads();\n");
-  OUT("  for (int s = %d; s > 0; s >>= 1) {\n    if (t < s) {\n", PXL_CUDA_BLOCK / 2);
-  OUT("      %s av = sv[t], bv = sv[t + s];\n      int ax2 = sx[t], ay2 = sy[t], bx = sx[t + s], by = sy[t + s];\n", T);
+  OUT("  sv[t] = acc;\n");
+  if (arg) OUT("  sx[t] = ax; sy[t] = ay;\n");
+  OUT("  PXG_SYNC();\n  for (int s = %d; s > 0; s >>= 1) {\n    if (t < s) {\n", PXL_GPU_BLOCK / 2);
+  OUT("      %s av = sv[t], bv = sv[t + s];\n", T);
+  if (arg) OUT("      int ax2 = sx[t], ay2 = sy[t], bx = sx[t + s], by = sy[t + s];\n");
   OUT("      ");
-  merge(g, "av", "ax2", "ay2", "bv", "bx", "by", true);
-  OUT("      sv[t] = av; sx[t] = ax2; sy[t] = ay2;\n    }\n    __syncthreads();\n  }\n");
-  OUT("  acc = sv[0]; ax = sx[0]; ay = sy[0];\n");
+  if (arg) merge(g, "av", "ax2", "ay2", "bv", "bx", "by", true);
+  else merge(g, "av", "", "", "bv", "", "", false);
+  OUT("      sv[t] = av;\n");
+  if (arg) OUT("      sx[t] = ax2; sy[t] = ay2;\n");
+  OUT("    }\n    PXG_SYNC();\n  }\n  acc = sv[0];\n");
+  if (arg) OUT("  ax = sx[0]; ay = sy[0];\n");
+  OUT("  PXG_SYNC();\n");
 }
 
 /* The loop over the pixels of row y owned by thread t of the block: 16-byte register
@@ -559,7 +622,7 @@ static void row_loop(Gen *g, const char *A, int VP, Visit visit) {
     reg_aligned(g, VP);
     OUT(") {\n");
     OUT("        const int nv = (rx1 - rx0) / %d;\n", VP);
-    OUT("        for (int v_ = t; v_ < nv; v_ += (int)blockDim.x) {\n          const int xs = xs0 + v_ * %d;\n", VP);
+    OUT("        for (int v_ = t; v_ < nv; v_ += PXG_NTX) {\n          const int xs = xs0 + v_ * %d;\n", VP);
     reg_loads(g, VP, "          ");
     StrBuf ra = {0};
     reg_args(g, &ra);
@@ -568,7 +631,7 @@ static void row_loop(Gen *g, const char *A, int VP, Visit visit) {
     sb_free(&ra);
     OUT("          }\n        }\n        xv = rx0 + nv * %d;\n      }\n    }\n", VP);
   }
-  OUT("    for (int x = xv + t; x < rx1; x += (int)blockDim.x) {\n");
+  OUT("    for (int x = xv + t; x < rx1; x += PXG_NTX) {\n");
   OUT("      if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) {\n");
   visit(g, A, "pi", "", "        ");
   OUT("      } else {\n");
@@ -595,24 +658,25 @@ static void visit_count(Gen *g, const char *A, const char *fn, const char *extra
 /* "this block is the last of the grid to finish" in last_ (shared), after each block's
  * thread 0 has published its part: a counter at `cnt`, reset by the last block. */
 static void last_block(Gen *g, const char *cnt) {
-  OUT("  __shared__ bool last_;\n  if (t == 0) {\n    __threadfence();\n");
-  OUT("    last_ = atomicAdd((unsigned *)(%s), 1u) == gridDim.x - 1;\n  }\n  __syncthreads();\n", cnt);
-  OUT("  if (!last_) return;\n  __threadfence();\n");
+  OUT("  PXG_SHARED int last_;\n  if (t == 0) {\n    PXG_FENCE();\n");
+  OUT("    last_ = PXG_ATOMIC_INC(%s) == (unsigned)PXG_NBX - 1u;\n  }\n  PXG_SYNC();\n", cnt);
+  OUT("  if (!last_) return;\n  PXG_FENCE();\n");
 }
 
 /* One launch: each block reduces a chunk of rows (chunk c: rows H*c/n .. H*(c+1)/n) and
  * publishes it; the last block to finish combines the chunks in order (thread t takes
  * chunks 4t..4t+3, then the block combine) and writes the value to a.res (pinned host
  * memory): the order never depends on timing, so float results are reproducible. */
-static void reduce_entries(Gen *g, const char *A, int VP, CudaLaunch *L) {
+static void reduce_entries(Gen *g, const char *A, int VP, GpuLaunch *L) {
   const Decl *D = g->D;
   const char *T = cg_ctype(D->type.s);
   bool arg = D->redop == R_ARGMIN || D->redop == R_ARGMAX;
   char f = scalar_is_float(D->type.s) ? 'f' : 'i';
-  *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .by = 1, .chunks = PXL_CUDA_CHUNKS};
-  entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
-  OUT("  const int nch = (int)gridDim.x, c = (int)blockIdx.x, t = (int)threadIdx.x;\n");
-  OUT("  pxlc_scalar *part = (pxlc_scalar *)a.aux;\n  int32_t *pos = (int32_t *)(part + %d);\n", PXL_CUDA_CHUNKS);
+  *L = (GpuLaunch){.grid = GPU_GRID_ROWS, .bx = PXL_GPU_BLOCK, .by = 1, .chunks = PXL_GPU_CHUNKS};
+  entry_open(g, "pxl_stage", false, PXL_GPU_BLOCK);
+  OUT("  const int nch = PXG_NBX, c = PXG_BX, t = PXG_TX;\n");
+  block_locals(g, T, arg);
+  OUT("  PXR_GLOBAL pxlc_scalar *part = (PXR_GLOBAL pxlc_scalar *)PXG_AUX;\n  PXR_GLOBAL int32_t *pos = (PXR_GLOBAL int32_t *)(part + %d);\n", PXL_GPU_CHUNKS);
   OUT("  const int y0 = (int)((int64_t)H * c / nch), y1 = (int)((int64_t)H * (c + 1) / nch);\n");
   OUT("  %s acc = ", T);
   cg_identity(g);
@@ -622,75 +686,77 @@ static void reduce_entries(Gen *g, const char *A, int VP, CudaLaunch *L) {
   OUT("  }\n  {\n");
   block_combine(g, T, arg);
   OUT("  }\n  if (t == 0) {\n    part[c].%c = acc;\n    pos[2 * c] = ax;\n    pos[2 * c + 1] = ay;\n  }\n", f);
-  last_block(g, "part + " PXL_STR(PXL_CUDA_CHUNKS) " * 2");
+  last_block(g, "part + " PXL_STR(PXL_GPU_CHUNKS) " * 2");
   OUT("  acc = ");
   cg_identity(g);
   OUT(";\n  ax = -1;\n  ay = -1;\n");
-  OUT("  const volatile pxlc_scalar *vpart = part;\n  const volatile int32_t *vpos = pos;\n");
-  int per = (PXL_CUDA_CHUNKS + PXL_CUDA_BLOCK - 1) / PXL_CUDA_BLOCK;
+  OUT("  const volatile PXR_GLOBAL pxlc_scalar *vpart = part;\n  const volatile PXR_GLOBAL int32_t *vpos = pos;\n");
+  int per = (PXL_GPU_CHUNKS + PXL_GPU_BLOCK - 1) / PXL_GPU_BLOCK;
   OUT("  for (int k = t * %d; k < t * %d + %d && k < nch; k++) {\n", per, per, per);
   OUT("    const %s v = (%s)vpart[k].%c;\n    const int vx = vpos[2 * k], vy = vpos[2 * k + 1];\n", T, T, f);
   OUT("    (void)vx; (void)vy;\n    ");
   merge(g, "acc", "ax", "ay", "v", "vx", "vy", arg);
   OUT("  }\n  {\n");
   block_combine(g, T, arg);
-  OUT("  }\n  if (t == 0) {\n    pxlc_scalar *res = (pxlc_scalar *)a.res;\n    int32_t *rpos = (int32_t *)(res + 1);\n");
+  OUT("  }\n  if (t == 0) {\n    PXR_GLOBAL pxlc_scalar *res = (PXR_GLOBAL pxlc_scalar *)PXG_RES;\n    PXR_GLOBAL int32_t *rpos = (PXR_GLOBAL int32_t *)(res + 1);\n");
   OUT("    res[0].%c = acc;\n    rpos[0] = ax;\n    rpos[1] = ay;\n", f);
-  OUT("    *(unsigned *)(part + %d * 2) = 0;\n  }\n}\n", PXL_CUDA_CHUNKS);
+  OUT("    *(PXR_GLOBAL uint32_t *)(part + %d * 2) = 0;\n  }\n}\n", PXL_GPU_CHUNKS);
 }
 
 /* Bins a block can count in shared memory (32-bit): 48 KiB. */
 #define SMEM_BINS (48 * 1024 / 4)
 
-static void histogram_entry(Gen *g, const char *A, int VP, CudaLaunch *L) {
+static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
   const Decl *D = g->D;
   if (cg_counts_only(g) && D->nbins <= SMEM_BINS) {
-    /* a block counts at most ceil(65535 / PXL_CUDA_HIST_BLOCKS) rows of at most 65535
+    /* a block counts at most ceil(65535 / PXL_GPU_HIST_BLOCKS) rows of at most 65535
      * pixels: 32-bit bins hold that unless a pixel adds more than 500 counts */
-    *L = (CudaLaunch){.grid = CUDA_GRID_ROWS, .bx = PXL_CUDA_BLOCK, .by = 1, .chunks = PXL_CUDA_HIST_BLOCKS,
-                      .smem = (unsigned)D->nbins * 4, .to_host = true};
-    entry_open(g, "pxl_stage", false, PXL_CUDA_BLOCK);
-    OUT("  extern __shared__ uint32_t sb_[];\n  const int t = (int)threadIdx.x;\n");
-    OUT("  for (int b = t; b < %d; b += (int)blockDim.x) sb_[b] = 0;\n  __syncthreads();\n", D->nbins);
-    OUT("  for (int y = ry0 + (int)blockIdx.x; y < ry1; y += (int)gridDim.x) {\n");
+    *L = (GpuLaunch){.grid = GPU_GRID_ROWS, .bx = PXL_GPU_BLOCK, .by = 1, .chunks = PXL_GPU_HIST_BLOCKS,
+                     .to_host = true};
+    entry_open(g, "pxl_stage", false, PXL_GPU_BLOCK);
+    OUT("  PXG_SHARED uint32_t sb_[%d];\n  const int t = PXG_TX;\n", D->nbins);
+    OUT("  for (int b = t; b < %d; b += PXG_NTX) sb_[b] = 0;\n  PXG_SYNC();\n", D->nbins);
+    OUT("  for (int y = ry0 + PXG_BX; y < ry1; y += PXG_NBX) {\n");
     row_loop(g, A, VP, visit_count);
-    OUT("  }\n  __syncthreads();\n  int64_t *bins = (int64_t *)a.aux;\n");
-    OUT("  for (int b = t; b < %d; b += (int)blockDim.x)\n", D->nbins);
-    OUT("    if (sb_[b]) atomicAdd((unsigned long long *)&bins[b], (unsigned long long)sb_[b]);\n");
+    OUT("  }\n  PXG_SYNC();\n  PXR_GLOBAL int64_t *bins = (PXR_GLOBAL int64_t *)PXG_AUX;\n");
+    OUT("  for (int b = t; b < %d; b += PXG_NTX)\n", D->nbins);
+    OUT("    if (sb_[b]) PXG_ATOMIC_ADD_U64(&bins[b], sb_[b]);\n");
     /* the last block hands the bins to the host and leaves them zero for the next run */
     char cnt[64];
     snprintf(cnt, sizeof cnt, "bins + %d", D->nbins);
     last_block(g, cnt);
-    OUT("  volatile int64_t *vb = bins;\n  int64_t *res = (int64_t *)a.res;\n");
-    OUT("  for (int b = t; b < %d; b += (int)blockDim.x) {\n    res[b] = vb[b];\n    vb[b] = 0;\n  }\n", D->nbins);
-    OUT("  if (t == 0) *(unsigned *)(bins + %d) = 0;\n}\n", D->nbins);
+    OUT("  volatile PXR_GLOBAL int64_t *vb = bins;\n  PXR_GLOBAL int64_t *res = (PXR_GLOBAL int64_t *)PXG_RES;\n");
+    OUT("  for (int b = t; b < %d; b += PXG_NTX) {\n    res[b] = vb[b];\n    vb[b] = 0;\n  }\n", D->nbins);
+    OUT("  if (t == 0) *(PXR_GLOBAL uint32_t *)(bins + %d) = 0;\n}\n", D->nbins);
     return;
   }
   const char *BT = D->weighted_float ? "double" : "int64_t";
   entry_open(g, "pxl_stage", false, 256);
-  OUT("  %s *bins = (%s *)a.aux;\n", BT, BT);
+  OUT("  PXR_GLOBAL %s *bins = (PXR_GLOBAL %s *)PXG_AUX;\n", BT, BT);
   if (D->weighted_float) { /* one thread, row-major: the interpreter's order of float additions */
-    *L = (CudaLaunch){.grid = CUDA_GRID_ONE, .bx = 1, .by = 1};
-    OUT("  if (blockIdx.x || blockIdx.y || threadIdx.x || threadIdx.y) return;\n");
+    *L = (GpuLaunch){.grid = GPU_GRID_ONE, .bx = 1, .by = 1};
+    OUT("  if (PXG_BX || PXG_BY || PXG_TX || PXG_TY) return;\n");
     OUT("  for (int y = ry0; y < ry1; y++) {\n    for (int x = rx0; x < rx1; x++) {\n");
   } else { /* weighted integer bins: global atomics (integer addition commutes) */
-    *L = (CudaLaunch){.grid = CUDA_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 1};
-    OUT("  const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), y = (int)(blockIdx.y * blockDim.y + threadIdx.y);\n");
+    *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 1};
+    OUT("  const int x = (PXG_BX * PXG_NTX + PXG_TX), y = (PXG_BY * PXG_NTY + PXG_TY);\n");
     OUT("  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) return;\n  {\n    {\n");
   }
   OUT("      if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, bins);\n", g->pfx, A);
   OUT("      else %s_pe(%s, x, y, W, H, bins);\n    }\n  }\n}\n", g->pfx, A);
 }
 
-int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, const CudaTile *tile, CudaLaunch *launch,
-                   Err *err) {
-  if (D->nimages > PXL_CUDA_MAX_IMAGES || D->nscalars > PXL_CUDA_MAX_SCALARS)
+int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
+                  GpuLaunch *launch, Err *err) {
+  if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
     return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images and %d scalars", D->name,
-                   PXL_CUDA_MAX_IMAGES, PXL_CUDA_MAX_SCALARS);
-  bool direct[PXL_CUDA_MAX_IMAGES];
+                   PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
+  bool direct[PXL_GPU_MAX_IMAGES];
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, "st", direct);
-  OUT("/* generated by pxl %s: one stage instance, CUDA; do not edit */\n", PXL_VERSION_STRING);
+  g->dialect = dialect;
+  OUT("/* generated by pxl %s: one stage instance, %s; do not edit */\n", PXL_VERSION_STRING,
+      dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
   bool nonseq = D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ;
@@ -702,7 +768,7 @@ int gen_cuda_stage(StrBuf *out, const Decl *D, const Border *borders, const Cuda
     cg_pixel_fn(g, V_EDGE, "pe", true);
     cg_pixel_fn(g, V_DIRECT_REL, "pi", true);
   }
-  Stage st[PXL_CUDA_MAX_IMAGES];
+  Stage st[PXL_GPU_MAX_IMAGES];
   int PX, PY;
   tile_shape(D, tile, &PX, &PY);
   if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {

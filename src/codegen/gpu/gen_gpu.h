@@ -1,0 +1,68 @@
+/*
+ * gen_gpu.h - the GPU code generator: a stage instance as CUDA C++ (for NVRTC) or as
+ * OpenCL C 1.2 - one set of skeletons, two dialects.
+ *
+ * The pixel functions come from the shared C-family emitter (codegen/c/emit.h); this
+ * file writes the entry points - how pixels map to threads, per skeleton class - with
+ * the dialect's words for threads, barriers, shared memory and atomics. One entry:
+ *   CUDA:   extern "C" __global__ void pxl_stage(pxl_kargs a)
+ *   OpenCL: __kernel void pxl_stage(__global uchar *b0, ..., __global uchar *b7,
+ *                                   __global uchar *bo, __global uchar *baux,
+ *                                   __global uchar *bres, pxl_kargs a)
+ * pxl_kargs is passed by value: images, scalars, output, an auxiliary device buffer
+ * (reduction partials, histogram bins), where results go, and a count. In CUDA the
+ * image `data` fields and aux/res are device (or pinned host) addresses; in OpenCL,
+ * which allows no pointers in kernel arguments, `data` is the byte offset of pixel (0, 0)
+ * in buffer b<k> (bo for the output), aux/res are unused and the buffers are baux and
+ * bres. How to launch is returned in a GpuLaunch: blocks (work-groups) of bx x by
+ * threads; OpenCL's global size is the grid times (bx, by).
+ *
+ * Reductions: aux holds PXL_GPU_CHUNKS partial values (8 bytes each), their positions
+ * (2 x int32 each) and a zero-initialised counter (PXL_GPU_AUX_REDUCE bytes in all); the
+ * value lands in res[0..8), its position in res[8..16). Counting histograms (to_host):
+ * aux holds the int64 bins, zero, then a zero counter; the bins land in res.
+ */
+#ifndef PXL_GEN_GPU_H
+#define PXL_GEN_GPU_H
+
+#include "ir/ir.h"
+#include "util/err.h"
+#include "util/strbuf.h"
+
+#define PXL_GPU_MAX_IMAGES 8
+#define PXL_GPU_MAX_SCALARS 16
+#define PXL_GPU_CHUNKS 1024  /* reduction row chunks (at most): fixed per height, so results are deterministic */
+#define PXL_GPU_BLOCK 256    /* threads per reduction and histogram block */
+#define PXL_GPU_HIST_BLOCKS 512 /* blocks of a counting histogram (at most) */
+#define PXL_GPU_AUX_REDUCE (PXL_GPU_CHUNKS * 16 + 16)
+
+typedef enum {
+  GPU_GRID_TILES,  /* grid over the output: a block covers bx*px x by*py pixels */
+  GPU_GRID_ROWS,   /* min(H, chunks) blocks of bx threads, each a set of rows */
+  GPU_GRID_ONE     /* one thread */
+} GpuGrid;
+
+typedef enum { GPU_CUDA, GPU_OPENCL } GpuDialect;
+
+typedef struct {
+  GpuGrid grid;
+  unsigned bx, by;  /* threads per block */
+  int px, py;       /* GPU_GRID_TILES: output pixels per thread along x and y */
+  int chunks;       /* GPU_GRID_ROWS: the most blocks */
+  bool to_host;     /* histograms: the kernel writes the bins to res and resets aux itself */
+  bool tiled;       /* the `tile` argument of gen_gpu_stage shapes this entry: tunable */
+} GpuLaunch;
+
+/* The shape of a thread's work in the tiled kernel entry (N2P and the like): `rows`
+ * output rows (1..8, default 4) of `bytes` bytes of output (4 or 8, default 4; at least
+ * one pixel). The runtime's autotuner picks it per kernel, device and image size. */
+typedef struct {
+  int rows, bytes;
+} GpuTile;
+
+/* Appends the translation unit of instance (D, borders) in `dialect`; *launch says how
+ * to run it. tile NULL: the default shape. */
+int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
+                  GpuLaunch *launch, Err *err);
+
+#endif
