@@ -109,9 +109,12 @@ static const char HELP_RUN[] =
     "  --device DEV         auto (default: the first NVIDIA GPU when CUDA works, else\n"
     "                       the CPU backend; an entry the GPU cannot run goes to the\n"
     "                       CPU), cpu, ref (the reference interpreter: slow, exact, the\n"
-    "                       oracle for other devices), or cuda / cuda:N (NVIDIA GPU N\n"
-    "                       through the CUDA driver and NVRTC, loaded at run time; exit\n"
-    "                       4 when there is none)\n"
+    "                       oracle for other devices), cuda / cuda:N (NVIDIA GPU N\n"
+    "                       through the CUDA driver and NVRTC, loaded at run time), or\n"
+    "                       opencl / opencl:P:D (through the OpenCL loader, loaded at\n"
+    "                       run time: the first GPU of any platform, else the first\n"
+    "                       device; or device D of platform P); exit 4 when the device\n"
+    "                       is missing\n"
     "  --threads N          threads of the CPU backend (0 = all cores, the default)\n"
     "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
     "                       region of interest); the entry sees it as a whole image, so\n"
@@ -597,10 +600,17 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       if ((rc = add_pair("border", v, o->borders, &o->nborder))) return rc;
       break;
     case O_DEVICE:
-      if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "ref") && strncmp(v, "cuda", 4))
-        return usage_error("run", "unknown device '%s' (auto, cpu, ref, cuda or cuda:N)", v);
+    { /* the library's grammar of device names, checked before any work (it loads nothing) */
+      pxl_context *probe = pxl_context_new();
+      if (probe && pxl_set_device(probe, v)) {
+        rc = usage_error("run", "%s", pxl_errmsg(probe));
+        pxl_context_free(probe);
+        return rc;
+      }
+      pxl_context_free(probe);
       o->device = v;
       break;
+    }
     case O_THREADS:
       if (parse_int(v, strlen(v), 0, 4096, &o->threads))
         return usage_error("run", "--threads needs a number from 0 to 4096, got '%s'", v);

@@ -82,9 +82,12 @@ void pxl_context_free(pxl_context *ctx);
 const char *pxl_errmsg(const pxl_context *ctx);
 /* Selects the device: "auto" (default: the first CUDA GPU if one works, else the CPU
  * backend; a run the GPU cannot do falls back to the CPU), "cpu", "ref" (the reference
- * interpreter) or "cuda" / "cuda:N" (an NVIDIA GPU through the CUDA driver and NVRTC,
- * loaded at run time; runs fail with PXL_EDEVICE where they are missing). PXL_EARG for an
- * unknown name. */
+ * interpreter), "cuda" / "cuda:N" (an NVIDIA GPU through the CUDA driver and NVRTC,
+ * loaded at run time), or "opencl" (the first GPU of any OpenCL platform, else its first
+ * device) / "opencl:P:D" (device D of platform P, numbered as the OpenCL loader lists
+ * them) through the OpenCL ICD loader, loaded at run time. Runs fail with PXL_EDEVICE
+ * where the library or device is missing; "auto" never picks OpenCL. PXL_EARG for an
+ * unknown or malformed name. */
 int pxl_set_device(pxl_context *ctx, const char *device);
 /* Sets the directory for compiled kernels (default: $PXL_CACHE_DIR, else
  * $XDG_CACHE_HOME/pxl, else ~/.cache/pxl). The string is copied. */
@@ -159,8 +162,9 @@ const char *pxl_type_name(pxl_type t);        /* "u8", ... */
  * image and returns as soon as the work is queued (reductions and histograms wait for
  * their value); a run with host images copies them in and the output back, and keeps a
  * pipeline's intermediates on the device either way. pxl_image_data() of a device image
- * is the device address (a CUdeviceptr for CUDA), so other GPU code can use it. Free
- * device images before their context. */
+ * is the device address for CUDA (a CUdeviceptr), so other GPU code can use it; for
+ * OpenCL it is the byte offset of the first pixel in the image's cl_mem. Free device
+ * images before their context. */
 
 /* A new zero-filled image in device memory, rows padded to the device's preferred pitch.
  * PXL_EDEVICE when the context's device has no memory of its own (cpu, ref, or "auto"
@@ -168,7 +172,9 @@ const char *pxl_type_name(pxl_type t);        /* "u8", ... */
 int pxl_image_create_device(pxl_context *ctx, int width, int height, pxl_type type,
                             int channels, pxl_image **out);
 /* An image over device memory the caller allocated (not copied, not freed), e.g. with
- * cudaMalloc; pitch_bytes may be anything from a row's size up. */
+ * cudaMalloc; for OpenCL, data is a cl_mem (the image starts at its first byte), which
+ * OpenCL requires to belong to the cl_context pxl runs in. pitch_bytes may be anything
+ * from a row's size up. */
 int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, pxl_type type,
                           int channels, size_t pitch_bytes, pxl_image **out);
 /* A device copy of img (which may be a host or a device image). */
@@ -181,7 +187,8 @@ int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst);
 int pxl_image_on_device(const pxl_image *img);
 /* Waits until all work queued by the context has finished; reports a failure of it. */
 int pxl_sync(pxl_context *ctx);
-/* The name of the device runs will use ("cpu", "ref", or e.g. "cuda:0 (NVIDIA H200)"),
+/* The name of the device runs will use ("cpu", "ref", or e.g. "cuda:0 (NVIDIA H200)",
+ * "opencl:0:0 (NVIDIA H200, NVIDIA CUDA)": device, then platform),
  * resolving "auto"; owned by ctx, valid until the next call on it. */
 const char *pxl_device_name(pxl_context *ctx);
 

@@ -29,7 +29,7 @@
 
 #define MAX_SOURCE (16u << 20) /* largest .pxl file accepted */
 
-typedef enum { DEV_AUTO, DEV_CPU, DEV_REF, DEV_CUDA } Device;
+typedef enum { DEV_AUTO, DEV_CPU, DEV_REF, DEV_CUDA, DEV_OPENCL } Device;
 
 struct pxl_context {
   Err err;          /* last failure */
@@ -38,8 +38,9 @@ struct pxl_context {
   char *cache_dir;  /* explicit cache directory, or NULL for the default */
   int nthreads;
   int cuda_ordinal; /* DEV_CUDA: the device number */
+  int ocl_platform, ocl_device; /* DEV_OPENCL: the numbers, -1 -1 for "any, a GPU first" */
   bool auto_tried;  /* DEV_AUTO looked for a CUDA device once */
-  Backend *cpu, *ref, *cuda;
+  Backend *cpu, *ref, *cuda, *opencl;
 };
 
 struct pxl_program {
@@ -121,6 +122,7 @@ void pxl_context_free(pxl_context *ctx) {
   if (ctx->cpu) ctx->cpu->free(ctx->cpu);
   if (ctx->ref) ctx->ref->free(ctx->ref);
   if (ctx->cuda) ctx->cuda->free(ctx->cuda);
+  if (ctx->opencl) ctx->opencl->free(ctx->opencl);
   PXL_FREE(ctx->long_msg);
   PXL_FREE(ctx->cache_dir);
   PXL_FREE(ctx);
@@ -129,6 +131,24 @@ void pxl_context_free(pxl_context *ctx) {
 const char *pxl_errmsg(const pxl_context *ctx) {
   if (!ctx) return "no context (out of memory?)";
   return ctx->long_msg ? ctx->long_msg : ctx->err.msg;
+}
+
+/* Reads a device number (decimal digits only) at *p and moves past it. */
+static bool device_number(const char **p, int *n) {
+  if (!isdigit((unsigned char)**p)) return false;
+  long v = 0;
+  for (; isdigit((unsigned char)**p); (*p)++)
+    if ((v = v * 10 + (**p - '0')) > 1000000) return false;
+  *n = (int)v;
+  return true;
+}
+
+/* "opencl" (-1, -1) or "opencl:P:D" into *platform, *device. */
+static bool opencl_device(const char *s, int *platform, int *device) {
+  *platform = *device = -1;
+  if (!strcmp(s, "opencl")) return true;
+  s += strlen("opencl");
+  return *s++ == ':' && device_number(&s, platform) && *s++ == ':' && device_number(&s, device) && !*s;
 }
 
 int pxl_set_device(pxl_context *ctx, const char *device) {
@@ -147,8 +167,19 @@ int pxl_set_device(pxl_context *ctx, const char *device) {
     }
     ctx->device = DEV_CUDA;
     ctx->cuda_ordinal = n;
+  } else if (!strncmp(device, "opencl", 6)) {
+    int p, d;
+    if (!opencl_device(device, &p, &d))
+      return fail(ctx, PXL_EARG, "bad device '%s' (use opencl or opencl:P:D)", device);
+    if (ctx->opencl && (p != ctx->ocl_platform || d != ctx->ocl_device)) { /* its device images must be freed already */
+      ctx->opencl->free(ctx->opencl);
+      ctx->opencl = NULL;
+    }
+    ctx->device = DEV_OPENCL;
+    ctx->ocl_platform = p;
+    ctx->ocl_device = d;
   } else
-    return fail(ctx, PXL_EARG, "unknown device '%s' (use auto, cpu, ref, cuda or cuda:N)", device);
+    return fail(ctx, PXL_EARG, "unknown device '%s' (use auto, cpu, ref, cuda, cuda:N, opencl or opencl:P:D)", device);
   return PXL_OK;
 }
 
@@ -219,11 +250,20 @@ static Backend *backend_for(pxl_context *ctx, bool ref) {
   return ctx->cpu;
 }
 
-/* The backend runs use: "cuda" must work; "auto" takes the first CUDA device when one
- * works (looked for once per context), else the CPU. */
+/* The backend runs use: "cuda" and "opencl" must work; "auto" takes the first CUDA
+ * device when one works (looked for once per context), else the CPU. */
 static int pick_backend(pxl_context *ctx, Backend **be, Err *e) {
   char dir[4096];
   *be = NULL;
+  if (ctx->device == DEV_OPENCL) {
+    if (!ctx->opencl) {
+      cache_dir(ctx, dir, sizeof dir);
+      int rc = backend_opencl_new(ctx->ocl_platform, ctx->ocl_device, dir, &ctx->opencl, e);
+      if (rc) return rc;
+    }
+    *be = ctx->opencl;
+    return PXL_OK;
+  }
   if (ctx->device == DEV_CUDA || (ctx->device == DEV_AUTO && !ctx->auto_tried)) {
     if (!ctx->cuda) {
       cache_dir(ctx, dir, sizeof dir);
@@ -470,9 +510,13 @@ int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
   if (x < 0 || y < 0 || w < 1 || h < 1 || x > img->width - w || y > img->height - h)
     return fail(ctx, PXL_EARG, "region %d,%d %dx%d is not inside the %dx%d image", x, y, w, h, img->width,
                 img->height);
-  char *p = (char *)img->data + (size_t)y * img->pitch + (size_t)x * (size_t)img->channels * pxl_type_size(img->type);
-  int rc = pxl_image_wrap(ctx, p, w, h, img->type, img->channels, img->pitch, out);
+  /* integer arithmetic: the data of an OpenCL image is a byte offset in its buffer (0 for
+   * a whole image), which pxl_image_wrap would refuse as NULL: the buffer stands in */
+  uintptr_t p = (uintptr_t)img->data + (size_t)y * img->pitch +
+                (size_t)x * (size_t)img->channels * pxl_type_size(img->type);
+  int rc = pxl_image_wrap(ctx, img->buffer ? img->buffer : (void *)p, w, h, img->type, img->channels, img->pitch, out);
   if (!rc) { /* a view of device memory is device memory */
+    (*out)->data = (void *)p;
     (*out)->device = img->device;
     (*out)->buffer = img->buffer;
   }
@@ -531,6 +575,10 @@ int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, p
   int rc = device_backend(ctx, &be);
   if (!rc) rc = pxl_image_wrap(ctx, data, width, height, type, channels, pitch_bytes, out);
   if (!rc) (*out)->device = be;
+  if (!rc && be == ctx->opencl) { /* data is the caller's cl_mem; the image starts at its byte 0 */
+    (*out)->buffer = data;
+    (*out)->data = NULL;
+  }
   return rc;
 }
 
@@ -598,6 +646,7 @@ int pxl_sync(pxl_context *ctx) {
   clear(ctx);
   Err e = {0};
   if (ctx->cuda && ctx->cuda->sync(ctx->cuda, &e)) return fail_err(ctx, &e);
+  if (ctx->opencl && ctx->opencl->sync(ctx->opencl, &e)) return fail_err(ctx, &e);
   return PXL_OK;
 }
 
@@ -606,8 +655,9 @@ const char *pxl_device_name(pxl_context *ctx) {
   Err e = {0};
   if (pick_backend(ctx, &be, &e)) {
     fail_err(ctx, &e);
-    return ctx->device == DEV_CUDA ? "cuda (unavailable)" : "?";
+    return ctx->device == DEV_CUDA ? "cuda (unavailable)" : ctx->device == DEV_OPENCL ? "opencl (unavailable)" : "?";
   }
+  if (be == ctx->opencl) return backend_opencl_describe(be);
   return be == ctx->cuda ? backend_cuda_describe(be) : be->name;
 }
 

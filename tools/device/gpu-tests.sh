@@ -1,10 +1,13 @@
 #!/bin/sh
-# Builds pxl on a GPU machine that has no package registry, runs the CUDA tests and, with
-# PXL_GPU_BENCH=1, the GPU benchmark (bench/bench_cuda, needs NPP).
-# Needs the Debian packages of libspng, libjpeg-turbo and cmocka as .deb files in
-# .dev/debs (apt-get download libspng0 libspng-dev libjpeg62-turbo libjpeg62-turbo-dev
-# libjpeg-dev libcmocka0 libcmocka-dev). Logs go to $OUT (or /tmp/pxl-gpu).
-#   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda"; "none" for none)
+# Builds pxl on a GPU machine that has no package registry, runs the CUDA and OpenCL
+# tests and, with PXL_GPU_BENCH=1, the GPU benchmarks (bench/bench_cuda, needs NPP;
+# bench/bench_backends cuda,opencl).
+# Needs the Debian packages of libspng, libjpeg-turbo, cmocka and the OpenCL ICD loader
+# as .deb files in .dev/debs (apt-get download libspng0 libspng-dev libjpeg62-turbo
+# libjpeg62-turbo-dev libjpeg-dev libcmocka0 libcmocka-dev ocl-icd-libopencl1); the
+# loader is pointed at NVIDIA's OpenCL library with an .icd file. Logs go to $OUT (or
+# /tmp/pxl-gpu).
+#   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda|opencl"; "none" for none)
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
 set -u
@@ -14,12 +17,17 @@ for f in .dev/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 L=/tmp/deps/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=/tmp/deps LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
 export PXL_CACHE_DIR=/tmp/pxl-cache
+mkdir -p /tmp/icd
+for lib in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1; do
+  [ -e "$lib" ] && echo "$lib" > /tmp/icd/nvidia.icd && break
+done
+export OCL_ICD_VENDORS=/tmp/icd
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_BENCH:-OFF} \
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-if [ "${PXL_GPU_TESTS:-cuda}" != none ]; then
-  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda}" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
+if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
+  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
   echo "ctest rc=$?" >> "$OUT/ctest.log"
   grep -E "tests passed|rc=|FAIL" "$OUT/ctest.log" | head -40
 fi
@@ -34,6 +42,9 @@ if [ "${PXL_SANITIZE:-0}" = 1 ]; then
   cat "$OUT/sanitizer.txt"
 fi
 if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
+  /tmp/b/bench/bench_backends --devices cuda,opencl --sizes 8192 --reps 5 > "$OUT/bench_backends.txt" 2>&1
+  echo "bench_backends rc=$?"
+  cat "$OUT/bench_backends.txt"
   if [ -x /tmp/b/bench/bench_cuda ]; then
     /tmp/b/bench/bench_cuda ${BENCH_ARGS:-} > "$OUT/bench_cuda.txt" 2> "$OUT/bench_cuda.err"
     echo "bench rc=$?"

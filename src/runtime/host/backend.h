@@ -51,6 +51,13 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
 /* "cuda:N (NAME)" of a CUDA backend. */
 const char *backend_cuda_describe(Backend *be);
 
+/* The OpenCL backend (src/runtime/opencl) on device `device` of platform `platform`;
+ * (-1, -1): the first GPU of any platform, else the first device of any platform.
+ * PXL_EDEVICE with the reason when the loader, a platform or the device is missing. */
+int backend_opencl_new(int platform, int device, const char *cache_dir, Backend **out, Err *err);
+/* "opencl:P:D (DEVICE, PLATFORM)" of an OpenCL backend. */
+const char *backend_opencl_describe(Backend *be);
+
 /* Result of running an entry point. */
 typedef struct {
   int kind;                 /* PXL_RESULT_IMAGE / _SCALAR / _HISTOGRAM */

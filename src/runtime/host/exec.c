@@ -9,6 +9,7 @@
  * are allocated on the device, and the result is copied back when the caller gave host
  * images.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "interp/interp.h"
@@ -16,9 +17,11 @@
 #include "util/alloc.h"
 
 static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
-  if (a->device != b->device) return false; /* different memories */
-  const char *a0 = a->data, *a1 = a0 + (size_t)(a->height - 1) * a->pitch + (size_t)a->width * a->channels * pxl_type_size(a->type);
-  const char *b0 = b->data, *b1 = b0 + (size_t)(b->height - 1) * b->pitch + (size_t)b->width * b->channels * pxl_type_size(b->type);
+  if (a->device != b->device || a->buffer != b->buffer) return false; /* different memories */
+  /* data is an address, or (OpenCL) an offset in the buffer: compare as integers */
+  uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  uintptr_t a1 = a0 + (size_t)(a->height - 1) * a->pitch + (size_t)a->width * a->channels * pxl_type_size(a->type);
+  uintptr_t b1 = b0 + (size_t)(b->height - 1) * b->pitch + (size_t)b->width * b->channels * pxl_type_size(b->type);
   return a0 < b1 && b0 < a1;
 }
 

@@ -39,7 +39,7 @@ static void load_locked(void) {
   cl_int rc = api.clGetPlatformIDs(0, NULL, &n);
   if (rc != CL_SUCCESS || n == 0) {
     char s[32];
-    snprintf(why, sizeof why, "no OpenCL platform (the loader found no driver in /etc/OpenCL/vendors; %s)",
+    snprintf(why, sizeof why, "no platform (no driver is registered with the loader, see /etc/OpenCL/vendors; %s)",
              rc ? ocl_error_name(rc, s, sizeof s) : "0 platforms");
     return;
   }

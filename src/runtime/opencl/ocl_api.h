@@ -90,6 +90,12 @@ typedef struct _cl_event *cl_event;
   X(CL_INVALID_GLOBAL_WORK_SIZE, -63)                                                          \
   X(CL_PLATFORM_NOT_FOUND_KHR, -1001)
 
+enum {
+#define X(name, value) name = value,
+  PXL_CL_ERRORS(X)
+#undef X
+};
+
 /* name in the library, return, parameters */
 #define PXL_CL_FNS(X)                                                                          \
   X(clGetPlatformIDs, cl_int, (cl_uint n, cl_platform_id * platforms, cl_uint * count))       \

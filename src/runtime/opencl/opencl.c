@@ -1,0 +1,838 @@
+/*
+ * opencl.c - the OpenCL backend (see backend.h): stage instances generated as OpenCL C
+ * 1.2 (codegen/gpu, dialect GPU_OPENCL), built by the device's driver and run on one
+ * in-order command queue. It mirrors the CUDA backend (cuda.c); what differs is how
+ * memory is named.
+ *
+ * Memory: OpenCL kernel arguments cannot hold pointers, so a device image is a cl_mem
+ * (struct pxl_image `buffer`) and its `data` is the byte offset of pixel (0, 0) in it (0
+ * for a whole image; a view adds its offset). Rows are padded to 256 bytes, or to the
+ * device's base-address alignment when that is larger. The generated kernel takes the
+ * eight input buffers, the output buffer, the auxiliary buffer and the result buffer as
+ * arguments 0..10 (a small dummy buffer where there is none) and pxl_kargs, with the
+ * offsets, as argument 11 (gen_gpu.h). Kernels return without waiting; reductions and
+ * histograms read their result back with a blocking read.
+ *
+ * Compiled code: an instance (program, entry, borders, size class) is remembered in
+ * memory; the program binary is cached on disk under the key of the generated source,
+ * the device name, the driver version and the build options (cache_dir/opencl-KEY.bin),
+ * so a second process skips the driver's compiler. A binary the driver refuses is
+ * rebuilt from source.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/gpu/gen_gpu.h"
+#include "runtime/host/backend.h"
+#include "runtime/opencl/ocl_api.h"
+#include "util/alloc.h"
+#include "util/file.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
+
+/* pxl_kargs of the generated code, byte for byte (the CUDA layout, with the image
+ * `data` fields byte offsets in their buffers and aux/res unused). */
+typedef struct {
+  uint64_t data;
+  int32_t width, height;
+  int64_t pitch;
+} KImage;
+typedef union {
+  int64_t i;
+  double f;
+} KScalar;
+typedef struct {
+  KImage in[PXL_GPU_MAX_IMAGES];
+  KScalar sc[PXL_GPU_MAX_SCALARS];
+  KImage out;
+  uint64_t aux;
+  uint64_t res;
+  int64_t n;
+} KArgs;
+
+/* Kernel argument numbers of the buffers (gen_gpu.h). */
+enum { ARG_OUT = PXL_GPU_MAX_IMAGES, ARG_AUX, ARG_RES, ARG_KARGS, NBUFFERS = ARG_KARGS };
+
+/* The arguments of one launch: the buffers (NULL: the dummy) and pxl_kargs. */
+typedef struct {
+  cl_mem buf[NBUFFERS];
+  KArgs a;
+} Call;
+
+typedef struct OclModule OclModule;
+struct OclModule {
+  OclModule *next;
+  uint64_t key; /* hash of the generated source */
+  cl_program prog;
+  cl_kernel stage;
+  GpuLaunch launch;
+};
+
+/* (program, entry, borders, size class) -> module, so a repeated run skips code
+ * generation; tune: the module is to be chosen by timing at the next run. */
+typedef struct Instance Instance;
+struct Instance {
+  Instance *next;
+  uint64_t serial;
+  int index, nb, sclass;
+  Border borders[PXL_GPU_MAX_IMAGES];
+  OclModule *m;
+  bool tune;
+  uint64_t tune_key;
+};
+
+/* Autotuning, as in cuda.c: for images of at least TUNE_MIN_PIXELS the first run of a
+ * tiled instance per size class times each tile shape and keeps the fastest; choices are
+ * stored in cache_dir/opencl-tune-HASH.txt (HASH: of the device name). Timing is wall
+ * time around clFinish, which every implementation has (profiling queues are optional
+ * and slow some drivers down). PXL_OPENCL_TILE_ROWS / _BYTES force a shape. */
+#define TUNE_MIN_PIXELS (1 << 20)
+static const GpuTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
+
+typedef struct Tune Tune;
+struct Tune {
+  Tune *next;
+  uint64_t key;
+  GpuTile tile;
+};
+
+/* A zero-initialised device buffer (kernels leave aux buffers zero again). */
+typedef struct {
+  cl_mem m;
+  size_t size;
+} Aux;
+
+typedef struct {
+  Backend base;
+  const OclApi *api;
+  cl_platform_id platform;
+  cl_device_id dev;
+  cl_context ctx;
+  cl_command_queue queue;
+  int platform_index, device_index;
+  char name[128], platform_name[128], driver[128], describe[320];
+  size_t max_group;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+  cl_ulong local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
+  bool fp64;             /* cl_khr_fp64 */
+  bool int64_atomics;    /* cl_khr_int64_base_atomics */
+  size_t pitch_align;    /* row pitch of device images: a multiple of this */
+  char options[96];      /* clBuildProgram options */
+  char *cache_dir;       /* NULL: no disk cache */
+  OclModule *mods;
+  Instance *instances;
+  Aux red, hist, res;    /* reduction partials, histogram bins, results */
+  cl_mem dummy;          /* bound to the buffer arguments a stage does not use */
+  Tune *tunes;
+  GpuTile forced;        /* PXL_OPENCL_TILE_ROWS / _BYTES, or {0, 0} */
+} Ocl;
+
+static int cl_fail(const Ocl *cl, cl_int rc, const char *what, Err *err) {
+  char s[32];
+  return err_set(err, PXL_EDEVICE, "OpenCL %s failed on %s: %s", what, cl->name, ocl_error_name(rc, s, sizeof s));
+}
+
+/* A string property of device d, or of platform p when d is NULL (heap, PXL_FREE; "" when
+ * it cannot be read, trailing blanks removed). NULL on out-of-memory. */
+static char *info_str(const OclApi *api, cl_platform_id p, cl_device_id d, cl_uint what) {
+  size_t n = 0;
+  cl_int rc = d ? api->clGetDeviceInfo(d, what, 0, NULL, &n) : api->clGetPlatformInfo(p, what, 0, NULL, &n);
+  char *s = PXL_MALLOC(n + 1);
+  if (!s) return NULL;
+  if (!rc && n) rc = d ? api->clGetDeviceInfo(d, what, n, s, NULL) : api->clGetPlatformInfo(p, what, n, s, NULL);
+  s[rc ? 0 : n] = 0;
+  for (size_t k = strlen(s); k > 0 && s[k - 1] == ' '; k--) s[k - 1] = 0;
+  return s;
+}
+
+static void info_copy(const OclApi *api, cl_platform_id p, cl_device_id d, cl_uint what, char *buf, size_t n) {
+  char *s = info_str(api, p, d, what);
+  snprintf(buf, n, "%s", s && *s ? s : "?");
+  PXL_FREE(s);
+}
+
+/* Whether the blank-separated list holds word w. */
+static bool has_word(const char *list, const char *w) {
+  size_t n = strlen(w);
+  for (const char *p = list; (p = strstr(p, w)); p += n)
+    if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return true;
+  return false;
+}
+
+static bool is_gpu(const OclApi *api, cl_device_id d) {
+  cl_bitfield type = 0;
+  return !api->clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL) && (type & CL_DEVICE_TYPE_GPU);
+}
+
+#define MAX_IDS 64
+
+/* Device `device` of platform `platform`; for (-1, -1) the first GPU of any platform,
+ * else the first device of any platform. *pi, *di get the numbers of the one found. */
+static int pick_device(const OclApi *api, int platform, int device, cl_platform_id *pp, cl_device_id *dp, int *pi,
+                       int *di, Err *err) {
+  cl_platform_id plats[MAX_IDS];
+  cl_uint np = 0;
+  char s[32];
+  cl_int rc = api->clGetPlatformIDs(MAX_IDS, plats, &np);
+  if (rc)
+    return err_set(err, PXL_EDEVICE, "OpenCL is not available: no platform (%s)", ocl_error_name(rc, s, sizeof s));
+  if (np > MAX_IDS) np = MAX_IDS;
+  if (platform >= (int)np)
+    return err_set(err, PXL_EDEVICE, "no OpenCL platform %d (this machine has %u)", platform, (unsigned)np);
+  for (int pass = platform < 0 ? 0 : 1; pass < 2; pass++) /* 0: GPUs only, 1: any device */
+    for (int p = platform < 0 ? 0 : platform; p < (platform < 0 ? (int)np : platform + 1); p++) {
+      cl_device_id devs[MAX_IDS];
+      cl_uint nd = 0;
+      if (api->clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_IDS, devs, &nd)) nd = 0; /* CL_DEVICE_NOT_FOUND */
+      if (nd > MAX_IDS) nd = MAX_IDS;
+      if (device >= (int)nd) {
+        char name[128];
+        info_copy(api, plats[p], NULL, CL_PLATFORM_NAME, name, sizeof name);
+        return err_set(err, PXL_EDEVICE, "no OpenCL device %d on platform %d (%s has %u)", device, p, name,
+                       (unsigned)nd);
+      }
+      for (int d = device < 0 ? 0 : device; d < (int)nd; d++) {
+        if (pass == 0 && !is_gpu(api, devs[d])) continue;
+        *pp = plats[p];
+        *dp = devs[d];
+        *pi = p;
+        *di = d;
+        return PXL_OK;
+      }
+    }
+  return err_set(err, PXL_EDEVICE, "OpenCL is not available: no device on its %u platform%s", (unsigned)np,
+                 np == 1 ? "" : "s");
+}
+
+/* ---- building programs ---- */
+
+/* Put before every generated program. OpenCL C contracts a * b + c into a fused
+ * multiply-add by default (FP_CONTRACT is ON, and no build option turns it off, unlike
+ * NVRTC's -fmad=false), which changes float results: PoCL fuses them. */
+static const char prologue[] = "#pragma OPENCL FP_CONTRACT OFF\n";
+#define PROLOGUE_LINES 1
+
+/* The line of text that starts at p, at most max bytes, into buf. */
+static void line_at(const char *p, char *buf, size_t max) {
+  size_t n = strcspn(p, "\n");
+  snprintf(buf, max, "%.*s", (int)(n < max ? n : max - 1), p);
+}
+
+/* The generated-source line a compiler message points at: "<source>:LINE:COL" (clang,
+ * PoCL, NVIDIA, Intel) or "line LINE" (AMD); 0 when none. */
+static int message_line(const char *msg) {
+  for (const char *p = strchr(msg, ':'); p; p = strchr(p + 1, ':')) {
+    char *end;
+    long n = strtol(p + 1, &end, 10);
+    if (end > p + 1 && *end == ':' && p[1] >= '0' && p[1] <= '9' && n > 0 && n < 1000000) return (int)n;
+  }
+  const char *l = strstr(msg, "line ");
+  return l ? atoi(l + 5) : 0;
+}
+
+/* The build log's first error, the generated line it points at (src: the generated text,
+ * without the prologue), and the log. */
+static int build_failure(Ocl *cl, cl_program prog, cl_int rc, const char *src, Err *err) {
+  char s[32], first[400] = "", line[300] = "";
+  char *log = NULL;
+  size_t n = 0;
+  if (!cl->api->clGetProgramBuildInfo(prog, cl->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) && (log = PXL_MALLOC(n + 1))) {
+    if (cl->api->clGetProgramBuildInfo(prog, cl->dev, CL_PROGRAM_BUILD_LOG, n, log, NULL)) n = 0;
+    log[n] = 0;
+  }
+  const char *e = log ? strstr(log, "error") : NULL;
+  if (e) {
+    while (e > log && e[-1] != '\n') e--;
+    line_at(e, first, sizeof first);
+    int k = message_line(first) - PROLOGUE_LINES;
+    const char *p = src;
+    for (int i = 1; p && i < k; i++)
+      if ((p = strchr(p, '\n'))) p++;
+    if (k > 0 && p && *p) {
+      char text[240];
+      line_at(p, text, sizeof text);
+      snprintf(line, sizeof line, "\n  generated line %d (the compiler's %d): %s", k, k + PROLOGUE_LINES, text);
+    }
+  }
+  const char *lacks = !cl->int64_atomics ? " (the device lacks cl_khr_int64_base_atomics)" : "";
+  rc = err_set(err, PXL_EBACKEND, "the OpenCL compiler of %s rejected the generated code (%s)%s%s%s%s\n%.1500s%s",
+               cl->name, ocl_error_name(rc, s, sizeof s), lacks, *first ? ":\n  " : "", first, line,
+               log ? log : "(no build log)", log && strlen(log) > 1500 ? "\n[log truncated]" : "");
+  PXL_FREE(log);
+  return rc;
+}
+
+/* The program's binary in the disk cache (a cache: failures only cost a rebuild). */
+static void store_binary(Ocl *cl, cl_program prog, const char *path) {
+  size_t n = 0;
+  if (cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) || !n) return;
+  unsigned char *bin = PXL_MALLOC(n);
+  unsigned char *bins[1] = {bin};
+  Err ignored = {0};
+  if (bin && !cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) &&
+      !file_make_dirs(cl->cache_dir, &ignored))
+    file_write_atomic(path, bin, n, &ignored);
+  PXL_FREE(bin);
+}
+
+/* A built program for src: from the cached binary, else from source (then cached). */
+static int build(Ocl *cl, const char *src, size_t len, cl_program *out, Err *err) {
+  const OclApi *api = cl->api;
+  if (!cl->fp64 && strstr(src, "double"))
+    return err_set(err, PXL_EDEVICE,
+                   "the OpenCL device %s has no double precision (cl_khr_fp64), which this kernel needs", cl->name);
+  char path[4400] = "";
+  cl_int rc = CL_SUCCESS;
+  if (cl->cache_dir) {
+    uint64_t key = hash_bytes(HASH_INIT, src, len);
+    key = hash_str(hash_str(hash_str(hash_str(key, prologue), cl->name), cl->driver), cl->options);
+    snprintf(path, sizeof path, "%s/opencl-%016llx.bin", cl->cache_dir, (unsigned long long)key);
+    size_t n = 0;
+    unsigned char *bin = (unsigned char *)file_read_all(path, &n); /* n: binaries hold NULs */
+    cl_program prog = NULL;
+    cl_int status = 0;
+    if (bin && n)
+      prog = api->clCreateProgramWithBinary(cl->ctx, 1, &cl->dev, &n, (const unsigned char **)&bin, &status, &rc);
+    PXL_FREE(bin);
+    if (prog && !rc && !status && !api->clBuildProgram(prog, 1, &cl->dev, cl->options, NULL, NULL)) {
+      *out = prog;
+      return PXL_OK;
+    }
+    if (prog) api->clReleaseProgram(prog); /* stale or foreign: rebuild from source */
+  }
+  const char *texts[2] = {prologue, src};
+  size_t lens[2] = {sizeof prologue - 1, len};
+  cl_program prog = api->clCreateProgramWithSource(cl->ctx, 2, texts, lens, &rc);
+  if (!prog || rc) return cl_fail(cl, rc, "clCreateProgramWithSource", err);
+  rc = api->clBuildProgram(prog, 1, &cl->dev, cl->options, NULL, NULL);
+  if (rc) {
+    int code = build_failure(cl, prog, rc, src, err);
+    api->clReleaseProgram(prog);
+    return code;
+  }
+  if (path[0]) store_binary(cl, prog, path);
+  *out = prog;
+  return PXL_OK;
+}
+
+static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuTile *tile, OclModule **out,
+                       Err *err) {
+  StrBuf src = {0};
+  GpuLaunch launch;
+  int rc = gen_gpu_stage(&src, D, borders, GPU_OPENCL, tile, &launch, err);
+  if (!rc && src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
+  if (rc) {
+    sb_free(&src);
+    return rc;
+  }
+  uint64_t key = hash_bytes(HASH_INIT, src.s, src.len);
+  for (OclModule *m = cl->mods; m; m = m->next)
+    if (m->key == key) {
+      sb_free(&src);
+      *out = m;
+      return PXL_OK;
+    }
+  cl_program prog = NULL;
+  rc = build(cl, src.s, src.len, &prog, err);
+  sb_free(&src);
+  if (rc) return rc;
+  cl_int r;
+  cl_kernel stage = cl->api->clCreateKernel(prog, "pxl_stage", &r);
+  OclModule *m = stage && !r ? PXL_CALLOC(1, sizeof *m) : NULL;
+  if (!m) {
+    if (stage) cl->api->clReleaseKernel(stage);
+    cl->api->clReleaseProgram(prog);
+    return stage && !r ? err_set(err, PXL_ENOMEM, "out of memory") : cl_fail(cl, r, "clCreateKernel", err);
+  }
+  *m = (OclModule){cl->mods, key, prog, stage, launch};
+  cl->mods = m;
+  *out = m;
+  return PXL_OK;
+}
+
+/* ---- instances and autotuning (as in cuda.c) ---- */
+
+static bool same_borders(const Border *a, const Border *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
+  return true;
+}
+
+static void tune_path(const Ocl *cl, char *path, size_t n) {
+  snprintf(path, n, "%s/opencl-tune-%016llx.txt", cl->cache_dir, (unsigned long long)hash_str(HASH_INIT, cl->name));
+}
+
+static const GpuTile *tune_lookup(const Ocl *cl, uint64_t key) {
+  for (const Tune *t = cl->tunes; t; t = t->next)
+    if (t->key == key) return &t->tile;
+  return NULL;
+}
+
+static void tune_add(Ocl *cl, uint64_t key, GpuTile tile) {
+  Tune *t = PXL_CALLOC(1, sizeof *t);
+  if (!t) return;
+  *t = (Tune){cl->tunes, key, tile};
+  cl->tunes = t;
+}
+
+static void tune_load(Ocl *cl) {
+  char path[4200];
+  if (!cl->cache_dir) return;
+  tune_path(cl, path, sizeof path);
+  char *text = file_read_all(path, NULL);
+  for (char *p = text; p && *p;) {
+    unsigned long long key;
+    GpuTile tile;
+    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
+        (tile.bytes == 4 || tile.bytes == 8))
+      tune_add(cl, key, tile);
+    char *nl = strchr(p, '\n');
+    p = nl ? nl + 1 : NULL;
+  }
+  PXL_FREE(text);
+}
+
+/* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
+static void tune_store(Ocl *cl, uint64_t key, GpuTile tile) {
+  tune_add(cl, key, tile);
+  if (!cl->cache_dir) return;
+  StrBuf b = {0};
+  for (const Tune *t = cl->tunes; t; t = t->next)
+    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)t->key, t->tile.rows, t->tile.bytes);
+  char path[4200];
+  tune_path(cl, path, sizeof path);
+  Err ignored = {0};
+  if (b.s && !b.oom && !file_make_dirs(cl->cache_dir, &ignored)) file_write_atomic(path, b.s, b.len, &ignored);
+  sb_free(&b);
+}
+
+static int size_class(int w, int h) {
+  int64_t n = (int64_t)w * h;
+  if (n < TUNE_MIN_PIXELS) return 0;
+  int c = 0;
+  while (n > 1) n >>= 1, c++;
+  return c;
+}
+
+/* The instance for (D, borders) at a w x h size: its module, or a note to tune it. */
+static int get_instance(Ocl *cl, const Decl *D, const ImgArg *imgs, int w, int h, Instance **out, Err *err) {
+  Border borders[PXL_GPU_MAX_IMAGES];
+  if (D->nimages > PXL_GPU_MAX_IMAGES)
+    return err_set(err, PXL_EARG, "%s: the OpenCL backend takes at most %d images", D->name, PXL_GPU_MAX_IMAGES);
+  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  int sclass = size_class(w, h);
+  for (Instance *in = cl->instances; in; in = in->next)
+    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
+        same_borders(in->borders, borders, D->nimages)) {
+      *out = in;
+      return PXL_OK;
+    }
+  Instance *in = PXL_CALLOC(1, sizeof *in);
+  if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
+  *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
+  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
+  bool forced = cl->forced.rows || cl->forced.bytes;
+  GpuTile tile = {forced ? cl->forced.rows : sclass ? 4 : 1, forced ? cl->forced.bytes : 4};
+  int rc = load_module(cl, D, borders, &tile, &in->m, err);
+  if (!rc && in->m->launch.tiled && sclass && !forced) {
+    in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
+    const GpuTile *known = tune_lookup(cl, in->tune_key);
+    if (known) rc = load_module(cl, D, borders, known, &in->m, err);
+    else in->tune = true;
+  }
+  if (rc) {
+    PXL_FREE(in);
+    return rc;
+  }
+  in->next = cl->instances;
+  cl->instances = in;
+  *out = in;
+  return PXL_OK;
+}
+
+/* ---- launching ---- */
+
+static KImage kimage(const struct pxl_image *img) {
+  return (KImage){(uint64_t)(uintptr_t)img->data, img->width, img->height, (int64_t)img->pitch};
+}
+
+/* The images and scalars of a stage in a Call. */
+static int call_args(const Decl *D, const ImgArg *imgs, const Lane *scalars, Call *c, Err *err) {
+  memset(c, 0, sizeof *c);
+  for (int i = 0; i < D->nimages; i++) {
+    const struct pxl_image *img = imgs[i].img;
+    if (!img->buffer) return err_set(err, PXL_EARG, "%s: image %d is not an OpenCL buffer", D->name, i);
+    c->buf[i] = img->buffer;
+    c->a.in[i] = kimage(img);
+  }
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (p->is_image) continue;
+    if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
+    else c->a.sc[p->scalar_index].i = scalars[p->scalar_index].i;
+  }
+  return PXL_OK;
+}
+
+static size_t ceil_div(int64_t a, int64_t b) { return (size_t)((a + b - 1) / b); }
+
+/* Enqueues m's kernel over a w x h image as its GpuLaunch says: the grid of cuda.c's
+ * launch(), in work-groups of bx x by. */
+static int launch(Ocl *cl, const OclModule *m, int w, int h, const Call *c, Err *err) {
+  const GpuLaunch *L = &m->launch;
+  size_t gx = 1, gy = 1, bx = L->bx, by = L->by ? L->by : 1;
+  if (L->grid == GPU_GRID_TILES) {
+    gx = ceil_div(w, (int64_t)L->bx * L->px);
+    gy = ceil_div(h, (int64_t)L->by * L->py);
+  } else if (L->grid == GPU_GRID_ROWS) {
+    gx = (size_t)(h < L->chunks ? h : L->chunks);
+  }
+  if (bx * by > cl->max_group)
+    return err_set(err, PXL_EDEVICE, "work-groups of %zux%zu exceed the %zu work-items of %s", bx, by, cl->max_group,
+                   cl->name);
+  cl_int r = CL_SUCCESS;
+  for (int i = 0; i < NBUFFERS && !r; i++)
+    r = cl->api->clSetKernelArg(m->stage, (cl_uint)i, sizeof(cl_mem), c->buf[i] ? &c->buf[i] : &cl->dummy);
+  if (!r) r = cl->api->clSetKernelArg(m->stage, ARG_KARGS, sizeof c->a, &c->a);
+  if (r) return cl_fail(cl, r, "clSetKernelArg", err);
+  size_t global[2] = {gx * bx, gy * by}, local[2] = {bx, by};
+  r = cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL, NULL);
+  return r ? cl_fail(cl, r, "kernel launch", err) : PXL_OK;
+}
+
+/* Aux buffer x of at least n bytes, zero-filled when (re)allocated. */
+static int need_aux(Ocl *cl, Aux *x, size_t n, Err *err) {
+  if (x->size >= n) return PXL_OK;
+  if (x->m) cl->api->clReleaseMemObject(x->m); /* freed when queued kernels are done */
+  x->size = 0;
+  cl_int r;
+  x->m = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, n, NULL, &r);
+  static const unsigned char zero = 0;
+  if (x->m && !r) r = cl->api->clEnqueueFillBuffer(cl->queue, x->m, &zero, 1, 0, n, 0, NULL, NULL);
+  if (r || !x->m) return cl_fail(cl, r, "allocation", err);
+  x->size = n;
+  return PXL_OK;
+}
+
+static int finish(Ocl *cl, Err *err) {
+  cl_int r = cl->api->clFinish(cl->queue);
+  return r ? cl_fail(cl, r, "run", err) : PXL_OK;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* Times each candidate tile shape on this run's arguments (3 launches after a warm-up)
+ * and keeps the fastest in `in`; every launch writes the same output. */
+static int tune(Ocl *cl, const Decl *D, Instance *in, const Call *c, int w, int h, Err *err) {
+  double best = 0;
+  const GpuTile *best_tile = NULL;
+  int rc = PXL_OK;
+  for (size_t i = 0; !rc && i < sizeof tune_tiles / sizeof *tune_tiles; i++) {
+    OclModule *m;
+    Err ignored = {0};
+    if (load_module(cl, D, in->borders, &tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
+    rc = launch(cl, m, w, h, c, err);
+    if (!rc) rc = finish(cl, err);
+    double t0 = now_ms();
+    for (int k = 0; k < 3 && !rc; k++) rc = launch(cl, m, w, h, c, err);
+    if (!rc) rc = finish(cl, err);
+    double ms = now_ms() - t0;
+    if (!rc && (!best_tile || ms < best)) {
+      best = ms;
+      best_tile = &tune_tiles[i];
+      in->m = m;
+    }
+  }
+  if (rc) return rc;
+  in->tune = false;
+  if (best_tile) tune_store(cl, in->tune_key, *best_tile);
+  return PXL_OK;
+}
+
+static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                      Err *err) {
+  Ocl *cl = (Ocl *)be;
+  Instance *in;
+  Call c;
+  int rc = get_instance(cl, D, imgs, out->width, out->height, &in, err);
+  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (rc) return rc;
+  c.buf[ARG_OUT] = out->buffer;
+  c.a.out = kimage(out);
+  if (in->tune && (rc = tune(cl, D, in, &c, out->width, out->height, err))) return rc;
+  return launch(cl, in->m, out->width, out->height, &c, err);
+}
+
+static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
+                      Err *err) {
+  Ocl *cl = (Ocl *)be;
+  Instance *in;
+  Call c;
+  int w = imgs[0].img->width, h = imgs[0].img->height;
+  int rc = get_instance(cl, D, imgs, w, h, &in, err);
+  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (!rc) rc = need_aux(cl, &cl->red, PXL_GPU_AUX_REDUCE, err);
+  if (!rc) rc = need_aux(cl, &cl->res, 16, err);
+  if (rc) return rc;
+  c.buf[ARG_AUX] = cl->red.m;
+  c.buf[ARG_RES] = cl->res.m;
+  rc = launch(cl, in->m, w, h, &c, err);
+  unsigned char out[16];
+  cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, 16, out, 0, NULL, NULL);
+  if (r) rc = cl_fail(cl, r, "run", err);
+  if (rc) return rc;
+  KScalar v;
+  int32_t pos[2];
+  memcpy(&v, out, sizeof v);
+  memcpy(pos, out + 8, sizeof pos);
+  res->type = D->type.s;
+  if (scalar_is_float(D->type.s)) res->value.f = v.f;
+  else res->value.i = v.i;
+  res->x = pos[0];
+  res->y = pos[1];
+  return PXL_OK;
+}
+
+static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
+                         Err *err) {
+  Ocl *cl = (Ocl *)be;
+  Instance *in;
+  Call c;
+  size_t n = (size_t)D->nbins * sizeof(Lane);
+  int w = imgs[0].img->width, h = imgs[0].img->height;
+  int rc = get_instance(cl, D, imgs, w, h, &in, err);
+  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (!rc) rc = need_aux(cl, &cl->hist, n + 16, err);
+  if (!rc) rc = need_aux(cl, &cl->res, n, err);
+  if (rc) return rc;
+  c.buf[ARG_AUX] = cl->hist.m;
+  c.buf[ARG_RES] = cl->res.m;
+  rc = launch(cl, in->m, w, h, &c, err);
+  if (rc) return rc;
+  static const unsigned char zero = 0;
+  cl_int r;
+  if (in->m->launch.to_host) {
+    r = cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
+  } else { /* the bins are in aux: bring them back, leave them zero */
+    r = cl->api->clEnqueueReadBuffer(cl->queue, cl->hist.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
+    if (!r) r = cl->api->clEnqueueFillBuffer(cl->queue, cl->hist.m, &zero, 1, 0, n, 0, NULL, NULL);
+  }
+  return r ? cl_fail(cl, r, "run", err) : PXL_OK;
+}
+
+/* ---- device images ---- */
+
+static size_t row_bytes(const struct pxl_image *img) {
+  return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
+}
+
+/* OpenCL frees a released buffer once the queued commands that use it are done, so an
+ * intermediate freed behind a running kernel stays valid. */
+static void release_image(struct pxl_image *img) {
+  Ocl *cl = img->device;
+  cl->api->clReleaseMemObject((cl_mem)img->alloc);
+}
+
+static int ocl_image_new(Backend *be, int w, int h, pxl_type t, int channels, bool zero, struct pxl_image **out,
+                         Err *err) {
+  Ocl *cl = (Ocl *)be;
+  *out = NULL;
+  int rc = image_check_dims(w, h, t, channels, err);
+  if (rc) return rc;
+  struct pxl_image *img = PXL_CALLOC(1, sizeof *img);
+  if (!img) return err_set(err, PXL_ENOMEM, "out of memory");
+  *img = (struct pxl_image){.width = w, .height = h, .channels = channels, .type = t};
+  size_t pitch = (row_bytes(img) + cl->pitch_align - 1) / cl->pitch_align * cl->pitch_align;
+  cl_int r;
+  cl_mem m = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, pitch * (size_t)h, NULL, &r);
+  static const uint32_t zeros = 0; /* the size is a multiple of 256 */
+  if (m && !r && zero)
+    r = cl->api->clEnqueueFillBuffer(cl->queue, m, &zeros, sizeof zeros, 0, pitch * (size_t)h, 0, NULL, NULL);
+  if (!m || r) {
+    if (m) cl->api->clReleaseMemObject(m);
+    PXL_FREE(img);
+    if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE || r == CL_OUT_OF_RESOURCES || r == CL_OUT_OF_HOST_MEMORY ||
+        r == CL_INVALID_BUFFER_SIZE)
+      return err_set(err, PXL_ENOMEM, "out of device memory for a %dx%d %s image on %s", w, h, pxl_type_name(t),
+                     cl->name);
+    return cl_fail(cl, r, "allocation", err);
+  }
+  img->pitch = pitch;
+  img->buffer = img->alloc = m;
+  img->data = (void *)(uintptr_t)0; /* the byte offset of pixel (0, 0) in the buffer */
+  img->device = cl;
+  img->release = release_image;
+  *out = img;
+  return PXL_OK;
+}
+
+/* A rectangle's origin (bytes, rows, 0) in a buffer of the given pitch, from the byte
+ * offset of its first pixel. */
+static void origin(const struct pxl_image *img, size_t o[3]) {
+  size_t off = (size_t)(uintptr_t)img->data;
+  o[0] = off % img->pitch;
+  o[1] = off / img->pitch;
+  o[2] = 0;
+}
+
+/* Whether two rectangles of the same buffer share bytes. */
+static bool overlap(const struct pxl_image *a, const struct pxl_image *b) {
+  size_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  size_t a1 = a0 + (size_t)(a->height - 1) * a->pitch + row_bytes(a);
+  size_t b1 = b0 + (size_t)(b->height - 1) * b->pitch + row_bytes(b);
+  return a->buffer == b->buffer && a0 < b1 && b0 < a1;
+}
+
+/* Device to device; through a temporary buffer when the rectangles overlap (OpenCL
+ * refuses overlapping copies; memmove semantics like the host's). */
+static int copy_on_device(Ocl *cl, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+  size_t so[3], d_o[3], region[3] = {row_bytes(src), (size_t)src->height, 1};
+  origin(src, so);
+  origin(dst, d_o);
+  cl_int r;
+  if (!overlap(dst, src))
+    r = cl->api->clEnqueueCopyBufferRect(cl->queue, src->buffer, dst->buffer, so, d_o, region, src->pitch, 0,
+                                         dst->pitch, 0, 0, NULL, NULL);
+  else {
+    size_t zero[3] = {0, 0, 0};
+    cl_mem tmp = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, region[0] * region[1], NULL, &r);
+    if (tmp && !r)
+      r = cl->api->clEnqueueCopyBufferRect(cl->queue, src->buffer, tmp, so, zero, region, src->pitch, 0, region[0],
+                                           0, 0, NULL, NULL);
+    if (tmp && !r)
+      r = cl->api->clEnqueueCopyBufferRect(cl->queue, tmp, dst->buffer, zero, d_o, region, region[0], 0, dst->pitch,
+                                           0, 0, NULL, NULL);
+    if (tmp) cl->api->clReleaseMemObject(tmp);
+  }
+  return r ? cl_fail(cl, r, "copy", err) : PXL_OK;
+}
+
+static int ocl_copy(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+  Ocl *cl = (Ocl *)be;
+  size_t o[3], host[3] = {0, 0, 0}, region[3] = {row_bytes(src), (size_t)src->height, 1};
+  cl_int r;
+  if (src->device && dst->device) return copy_on_device(cl, dst, src, err);
+  if (dst->device) { /* blocking: a host source may be freed when we return */
+    origin(dst, o);
+    r = cl->api->clEnqueueWriteBufferRect(cl->queue, dst->buffer, CL_TRUE, o, host, region, dst->pitch, 0, src->pitch,
+                                          0, src->data, 0, NULL, NULL);
+  } else if (src->device) { /* blocking: the host destination is read when we return */
+    origin(src, o);
+    r = cl->api->clEnqueueReadBufferRect(cl->queue, src->buffer, CL_TRUE, o, host, region, src->pitch, 0, dst->pitch,
+                                         0, dst->data, 0, NULL, NULL);
+  } else {
+    for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), region[0]);
+    return PXL_OK;
+  }
+  return r ? cl_fail(cl, r, "copy", err) : PXL_OK;
+}
+
+static int ocl_sync(Backend *be, Err *err) { return finish((Ocl *)be, err); }
+
+static void ocl_free(Backend *be) {
+  Ocl *cl = (Ocl *)be;
+  const OclApi *api = cl->api;
+  if (cl->queue) api->clFinish(cl->queue);
+  for (OclModule *m = cl->mods, *n; m; m = n) {
+    n = m->next;
+    api->clReleaseKernel(m->stage);
+    api->clReleaseProgram(m->prog);
+    PXL_FREE(m);
+  }
+  for (Instance *in = cl->instances, *n; in; in = n) {
+    n = in->next;
+    PXL_FREE(in);
+  }
+  for (Tune *t = cl->tunes, *n; t; t = n) {
+    n = t->next;
+    PXL_FREE(t);
+  }
+  cl_mem bufs[] = {cl->red.m, cl->hist.m, cl->res.m, cl->dummy};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    if (bufs[i]) api->clReleaseMemObject(bufs[i]);
+  if (cl->queue) api->clReleaseCommandQueue(cl->queue);
+  if (cl->ctx) api->clReleaseContext(cl->ctx);
+  PXL_FREE(cl->cache_dir);
+  PXL_FREE(cl);
+}
+
+const char *backend_opencl_describe(Backend *be) { return ((Ocl *)be)->describe; }
+
+/* What the backend keeps of the device: names, limits, extensions, build options. */
+static int query_device(Ocl *cl, Err *err) {
+  const OclApi *api = cl->api;
+  info_copy(api, NULL, cl->dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
+  info_copy(api, NULL, cl->dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
+  info_copy(api, cl->platform, NULL, CL_PLATFORM_NAME, cl->platform_name, sizeof cl->platform_name);
+  char *ext = info_str(api, NULL, cl->dev, CL_DEVICE_EXTENSIONS);
+  if (!ext) return err_set(err, PXL_ENOMEM, "out of memory");
+  cl->fp64 = has_word(ext, "cl_khr_fp64");
+  cl->int64_atomics = has_word(ext, "cl_khr_int64_base_atomics");
+  PXL_FREE(ext);
+  cl_uint align_bits = 0;
+  cl_bitfield fp = 0;
+  cl_int r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_group, &cl->max_group, NULL);
+  if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
+  if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+  if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+  if (r) return cl_fail(cl, r, "clGetDeviceInfo", err);
+  cl->pitch_align = 256;
+  if (align_bits / 8 > cl->pitch_align && !(align_bits & (align_bits - 1))) cl->pitch_align = align_bits / 8;
+  /* no fast-math options: float results must equal the interpreter's. -w: some drivers
+   * (PoCL) echo warnings to stderr, and the library never prints */
+  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s",
+           fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+  return PXL_OK;
+}
+
+int backend_opencl_new(int platform, int device, const char *cache_dir, Backend **out, Err *err) {
+  const OclApi *api;
+  *out = NULL;
+  int rc = ocl_load(&api, err);
+  if (rc) return rc;
+  Ocl *cl = PXL_CALLOC(1, sizeof *cl);
+  if (!cl) return err_set(err, PXL_ENOMEM, "out of memory");
+  cl->api = api;
+  snprintf(cl->name, sizeof cl->name, "the OpenCL device");
+  rc = pick_device(api, platform, device, &cl->platform, &cl->dev, &cl->platform_index, &cl->device_index, err);
+  if (!rc) rc = query_device(cl, err);
+  cl_int r = CL_SUCCESS;
+  if (!rc) cl->ctx = api->clCreateContext(NULL, 1, &cl->dev, NULL, NULL, &r);
+  if (!rc && !r) cl->queue = api->clCreateCommandQueue(cl->ctx, cl->dev, 0, &r);
+  if (!rc && !r) cl->dummy = api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, 256, NULL, &r);
+  if (!rc && (r || !cl->ctx || !cl->queue || !cl->dummy)) rc = cl_fail(cl, r, "initialisation", err);
+  if (rc) {
+    ocl_free(&cl->base);
+    return rc;
+  }
+  snprintf(cl->describe, sizeof cl->describe, "opencl:%d:%d (%s, %s)", cl->platform_index, cl->device_index, cl->name,
+           cl->platform_name);
+  if (cache_dir && *cache_dir) {
+    size_t n = strlen(cache_dir) + 1;
+    cl->cache_dir = PXL_MALLOC(n);
+    if (cl->cache_dir) memcpy(cl->cache_dir, cache_dir, n);
+  }
+  const char *rows = getenv("PXL_OPENCL_TILE_ROWS"), *bytes = getenv("PXL_OPENCL_TILE_BYTES");
+  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) cl->forced.rows = atoi(rows);
+  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) cl->forced.bytes = atoi(bytes);
+  if (cl->forced.rows || cl->forced.bytes) {
+    if (!cl->forced.rows) cl->forced.rows = 4;
+    if (!cl->forced.bytes) cl->forced.bytes = 4;
+  }
+  tune_load(cl);
+  cl->base.name = "opencl";
+  cl->base.kernel = ocl_kernel;
+  cl->base.reduce = ocl_reduce;
+  cl->base.histogram = ocl_histogram;
+  cl->base.free = ocl_free;
+  cl->base.image_new = ocl_image_new;
+  cl->base.copy = ocl_copy;
+  cl->base.sync = ocl_sync;
+  *out = &cl->base;
+  return PXL_OK;
+}
