@@ -13,7 +13,9 @@
  * a view of a wider device image, every other case at x offset 1 so that rows start
  * unaligned) and the result left there (compared after pxl_image_to_host).
  *
- * usage: diff_test DEVICE [--quick] FILE.pxl...   (PXL_TEST_QUICK=1 also means --quick)
+ * usage: diff_test DEVICE [--quick] [--shard I/N] FILE.pxl...   (PXL_TEST_QUICK=1 also means
+ * --quick; --shard runs the border modes b with b % N == I, pipelines of the source in
+ * shard 0: N tests together cover the file)
  * Prints one line per failure and a summary "N passed, M failed".
  */
 #include <math.h>
@@ -41,6 +43,9 @@ static int passed, failed;
 
 static const char *device;
 static bool resident; /* inputs and outputs in device memory */
+static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N == I */
+
+static bool in_shard(int b) { return b % nshards == shard; }
 static int cases;     /* run so far (alternates the offset of resident inputs) */
 
 /* A device copy of img inside a device image one pixel wider, at x offset 0 or 1; the
@@ -285,10 +290,11 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     const Decl *D = P->decls[d];
     for (int si = 0; si < nsizes; si++) {
       if (D->kind == D_PIPELINE || mode) {
-        if (D->kind == D_PIPELINE) run_case(ref, dev, pr, pd, D, file, mode, sizes[si]);
+        if (D->kind == D_PIPELINE && (mode || in_shard(0))) run_case(ref, dev, pr, pd, D, file, mode, sizes[si]);
         continue;
       }
-      for (int b = 0; b < NBORDERS; b++) run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si]);
+      for (int b = 0; b < NBORDERS; b++)
+        if (in_shard(b)) run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si]);
     }
   }
   pxl_program_free(pr);
@@ -297,7 +303,7 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: diff_test DEVICE [--quick] FILE.pxl...\n");
+    fprintf(stderr, "usage: diff_test DEVICE [--quick] [--shard I/N] FILE.pxl...\n");
     return 2;
   }
   device = argv[1];
@@ -314,6 +320,13 @@ int main(int argc, char **argv) {
     sizes = sizes_quick;
     nsizes = sizeof sizes_quick / sizeof *sizes_quick;
     if (!strcmp(argv[2], "--quick")) first = 3;
+  }
+  if (first < argc - 1 && !strcmp(argv[first], "--shard")) { /* split a slow file over ctest jobs */
+    if (sscanf(argv[first + 1], "%d/%d", &shard, &nshards) != 2 || nshards < 1 || shard < 0 || shard >= nshards) {
+      fprintf(stderr, "diff_test: bad --shard '%s' (I/N)\n", argv[first + 1]);
+      return 2;
+    }
+    first += 2;
   }
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
   if (pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
@@ -353,6 +366,7 @@ int main(int argc, char **argv) {
     const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
     if (strstr(src, "BORDER")) {
       for (int b = 0; b < NBORDERS; b++) {
+        if (!in_shard(b)) continue;
         char *s = substitute(src, borders[b]);
         run_program(ref, dev, base, s, borders[b], sizes, nsizes);
         free(s);

@@ -12,6 +12,7 @@
 #   BENCH_ARGS     arguments of bench_cuda
 set -u
 OUT=${OUT:-/tmp/pxl-gpu}
+export OUT
 mkdir -p "$OUT" /tmp/deps
 for f in .dev/debs/*.deb; do dpkg -x "$f" /tmp/deps; done
 L=/tmp/deps/usr/lib/x86_64-linux-gnu
@@ -32,14 +33,15 @@ if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
   grep -E "tests passed|rc=|FAIL" "$OUT/ctest.log" | head -40
 fi
 if [ "${PXL_SANITIZE:-0}" = 1 ]; then
+  # compute-sanitizer memcheck and racecheck over the quick differential cases with device
+  # images (CUDA), 8 processes at a time
   S=/usr/local/cuda/bin/compute-sanitizer
   for tool in memcheck racecheck; do
-    for f in examples/*.pxl tests/diff/semantics.pxl; do
-      $S --tool $tool --error-exitcode 9 /tmp/b/tests/diff/diff_test cuda-resident --quick "$f" > "$OUT/san-$tool-$(basename $f .pxl).log" 2>&1
-      echo "$tool $(basename $f): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed' "$OUT/san-$tool-$(basename $f .pxl).log" | tr '\n' ' ')"
-    done
-  done > "$OUT/sanitizer.txt"
-  cat "$OUT/sanitizer.txt"
+    for f in examples/*.pxl tests/diff/semantics.pxl; do echo "$tool $f"; done
+  done | xargs -P 8 -L 1 sh -c 'L="$OUT/san-$0-$(basename $1 .pxl).log";
+    '"$S"' --tool $0 --error-exitcode 9 /tmp/b/tests/diff/diff_test cuda-resident --quick "$1" > "$L" 2>&1;
+    echo "$0 $(basename $1): rc=$? $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|passed" "$L" | tr "\n" " ")"' > "$OUT/sanitizer.txt"
+  sort "$OUT/sanitizer.txt"
 fi
 if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
   /tmp/b/bench/bench_backends --devices cuda,opencl --sizes 8192 --reps 5 > "$OUT/bench_backends.txt" 2>&1
