@@ -19,6 +19,7 @@
 
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/gpu/gpu_cache.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
 #include "util/file.h"
@@ -52,38 +53,6 @@ struct CuModule {
   GpuLaunch launch;
 };
 
-/* (program, entry, borders, size class) -> module, so a repeated run skips code
- * generation; tune: the module is to be chosen by timing at the next run. */
-typedef struct Instance Instance;
-struct Instance {
-  Instance *next;
-  uint64_t serial;
-  int index, nb, sclass;
-  Border borders[PXL_GPU_MAX_IMAGES];
-  CuModule *m;
-  bool tune;
-  uint64_t tune_key;
-};
-
-/* Autotuning. The tiled kernel entry (N2P and the like) gives each thread `rows` output
- * rows of 4 or 8 bytes (GpuTile); the best shape depends on the device, the kernel and
- * the image size (more rows share more loads, fewer rows give small images enough
- * blocks; measured on an H200: 8 bytes suit sobel3's i16 output, 4 bytes blur3's u8).
- * For images of at least TUNE_MIN_PIXELS the first run of an instance per size class (a
- * power of two of pixels) times each candidate and keeps the fastest; the choice is
- * stored in the cache directory (cuda-tune-smNN.txt: "KEY ROWS BYTES" lines), so it is
- * made once per device kind. Smaller images take 1 row of 4 bytes. For tests,
- * PXL_CUDA_TILE_ROWS and PXL_CUDA_TILE_BYTES force a shape. */
-#define TUNE_MIN_PIXELS (1 << 20)
-static const GpuTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
-
-typedef struct Tune Tune;
-struct Tune {
-  Tune *next;
-  uint64_t key;
-  GpuTile tile;
-};
-
 /* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
  * pinned host memory for what the kernels hand back. */
 typedef struct {
@@ -103,13 +72,12 @@ typedef struct {
   char name[128], describe[180];
   char *cache_dir; /* NULL: no disk cache */
   CuModule *mods;
-  Instance *instances;
+  GpuInstance *instances;
   Aux red, hist;     /* reduction partials, histogram bins */
   void *pinned;      /* results written by kernels */
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
-  Tune *tunes;       /* autotuner choices (also on disk) */
-  GpuTile forced;   /* PXL_CUDA_TILE_ROWS / _BYTES, or {0, 0} */
+  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -176,102 +144,15 @@ static int load_module(Cuda *cu, const Decl *D, const Border *borders, const Gpu
   return PXL_OK;
 }
 
-static bool same_borders(const Border *a, const Border *b, int n) {
-  for (int i = 0; i < n; i++)
-    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
-  return true;
+static int load_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err) {
+  CuModule *m = NULL;
+  int rc = load_module(be, D, borders, tile, &m, err);
+  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
+  return rc;
 }
 
-static void tune_path(const Cuda *cu, char *path, size_t n) {
-  snprintf(path, n, "%s/cuda-tune-sm%d.txt", cu->cache_dir, cu->cc);
-}
-
-static const GpuTile *tune_lookup(const Cuda *cu, uint64_t key) {
-  for (const Tune *t = cu->tunes; t; t = t->next)
-    if (t->key == key) return &t->tile;
-  return NULL;
-}
-
-static void tune_add(Cuda *cu, uint64_t key, GpuTile tile) {
-  Tune *t = PXL_CALLOC(1, sizeof *t);
-  if (!t) return;
-  *t = (Tune){cu->tunes, key, tile};
-  cu->tunes = t;
-}
-
-static void tune_load(Cuda *cu) {
-  char path[4200];
-  if (!cu->cache_dir) return;
-  tune_path(cu, path, sizeof path);
-  char *text = file_read_all(path, NULL);
-  for (char *p = text; p && *p;) {
-    unsigned long long key;
-    GpuTile tile;
-    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
-        (tile.bytes == 4 || tile.bytes == 8))
-      tune_add(cu, key, tile);
-    char *nl = strchr(p, '\n');
-    p = nl ? nl + 1 : NULL;
-  }
-  PXL_FREE(text);
-}
-
-/* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
-static void tune_store(Cuda *cu, uint64_t key, GpuTile tile) {
-  tune_add(cu, key, tile);
-  if (!cu->cache_dir) return;
-  StrBuf b = {0};
-  for (const Tune *t = cu->tunes; t; t = t->next)
-    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)t->key, t->tile.rows, t->tile.bytes);
-  char path[4200];
-  tune_path(cu, path, sizeof path);
-  Err ignored = {0};
-  if (b.s && !b.oom && !file_make_dirs(cu->cache_dir, &ignored)) file_write_atomic(path, b.s, b.len, &ignored);
-  sb_free(&b);
-}
-
-static int size_class(int w, int h) {
-  int64_t n = (int64_t)w * h;
-  if (n < TUNE_MIN_PIXELS) return 0;
-  int c = 0;
-  while (n > 1) n >>= 1, c++;
-  return c;
-}
-
-/* The instance for (D, borders) at a w x h size: its module, or a note to tune it. */
-static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int h, Instance **out, Err *err) {
-  Border borders[PXL_GPU_MAX_IMAGES];
-  if (D->nimages > PXL_GPU_MAX_IMAGES)
-    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images", D->name, PXL_GPU_MAX_IMAGES);
-  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
-  int sclass = size_class(w, h);
-  for (Instance *in = cu->instances; in; in = in->next)
-    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
-        same_borders(in->borders, borders, D->nimages)) {
-      *out = in;
-      return PXL_OK;
-    }
-  Instance *in = PXL_CALLOC(1, sizeof *in);
-  if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
-  *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
-  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
-  bool forced = cu->forced.rows || cu->forced.bytes;
-  GpuTile tile = {forced ? cu->forced.rows : sclass ? 4 : 1, forced ? cu->forced.bytes : 4};
-  int rc = load_module(cu, D, borders, &tile, &in->m, err);
-  if (!rc && in->m->launch.tiled && sclass && !forced) {
-    in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
-    const GpuTile *known = tune_lookup(cu, in->tune_key);
-    if (known) rc = load_module(cu, D, borders, known, &in->m, err);
-    else in->tune = true;
-  }
-  if (rc) {
-    PXL_FREE(in);
-    return rc;
-  }
-  in->next = cu->instances;
-  cu->instances = in;
-  *out = in;
-  return PXL_OK;
+static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int h, GpuInstance **out, Err *err) {
+  return gpu_instance_get(&cu->instances, &cu->tuner, "CUDA", D, imgs, w, h, load_cb, cu, out, err);
 }
 
 /* The scalars and images of a stage in KArgs. */
@@ -338,17 +219,17 @@ static int wait(Cuda *cu, Err *err) {
 
 /* Times each candidate tile shape on this run's arguments (3 launches after a warm-up,
  * with events) and keeps the fastest in `in`; every launch writes the same output. */
-static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, Err *err) {
+static int tune(Cuda *cu, const Decl *D, GpuInstance *in, KArgs *a, int w, int h, Err *err) {
   CUevent e0 = NULL, e1 = NULL;
   CUresult r = cu->api->cuEventCreate(&e0, 0);
   if (!r) r = cu->api->cuEventCreate(&e1, 0);
   float best = 0;
   const GpuTile *best_tile = NULL;
   int rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
-  for (size_t i = 0; !rc && i < sizeof tune_tiles / sizeof *tune_tiles; i++) {
-    CuModule *m;
+  for (int i = 0; !rc && i < gpu_ntune_tiles; i++) {
+    CuModule *m = NULL;
     Err ignored = {0};
-    if (load_module(cu, D, in->borders, &tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
+    if (load_module(cu, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
     rc = launch(cu, m->stage, &m->launch, w, h, a, err);
     if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
     for (int k = 0; k < 3 && !rc; k++) rc = launch(cu, m->stage, &m->launch, w, h, a, err);
@@ -358,15 +239,15 @@ static int tune(Cuda *cu, const Decl *D, Instance *in, KArgs *a, int w, int h, E
     if (!rc && (r = cu->api->cuEventElapsedTime(&ms, e0, e1))) rc = cu_fail(cu, r, "event", err);
     if (!rc && (!best_tile || ms < best)) {
       best = ms;
-      best_tile = &tune_tiles[i];
-      in->m = m;
+      best_tile = &gpu_tune_tiles[i];
+      in->module = m;
     }
   }
   if (e0) cu->api->cuEventDestroy_v2(e0);
   if (e1) cu->api->cuEventDestroy_v2(e1);
   if (rc) return rc;
   in->tune = false;
-  if (best_tile) tune_store(cu, in->tune_key, *best_tile);
+  if (best_tile) gpu_tuner_store(&cu->tuner, in->tune_key, *best_tile);
   return PXL_OK;
 }
 
@@ -374,23 +255,24 @@ static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
                        Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  Instance *in;
+  GpuInstance *in;
   int rc = get_instance(cu, D, imgs, out->width, out->height, &in, err);
   if (rc) return rc;
   KArgs a;
   kargs(D, imgs, scalars, &a);
   a.out = (KImage){out->data, out->width, out->height, (int64_t)out->pitch};
   if (in->tune && (rc = tune(cu, D, in, &a, out->width, out->height, err))) return rc;
-  return launch(cu, in->m->stage, &in->m->launch, out->width, out->height, &a, err);
+  CuModule *m = in->module;
+  return launch(cu, m->stage, &m->launch, out->width, out->height, &a, err);
 }
 
 static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                        Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  Instance *in;
+  GpuInstance *in;
   int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
-  CuModule *m = rc ? NULL : in->m;
+  CuModule *m = rc ? NULL : in->module;
   if (!rc) rc = need_aux(cu, &cu->red, PXL_GPU_AUX_REDUCE, err);
   if (!rc) rc = need_pinned(cu, 16, err);
   if (rc) return rc;
@@ -417,10 +299,10 @@ static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
                           Err *err) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
-  Instance *in;
+  GpuInstance *in;
   size_t n = (size_t)D->nbins * sizeof(Lane);
   int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
-  CuModule *m = rc ? NULL : in->m;
+  CuModule *m = rc ? NULL : in->module;
   if (!rc) rc = need_aux(cu, &cu->hist, n + 16, err);
   if (!rc) rc = need_pinned(cu, n, err);
   if (rc) return rc;
@@ -528,14 +410,8 @@ static void cuda_free(Backend *be) {
     cu->api->cuModuleUnload(m->mod);
     PXL_FREE(m);
   }
-  for (Instance *in = cu->instances, *n; in; in = n) {
-    n = in->next;
-    PXL_FREE(in);
-  }
-  for (Tune *t = cu->tunes, *n; t; t = n) {
-    n = t->next;
-    PXL_FREE(t);
-  }
+  gpu_instances_free(cu->instances);
+  gpu_tuner_free(&cu->tuner);
   if (cu->red.p) cu->api->cuMemFree_v2(cu->red.p);
   if (cu->hist.p) cu->api->cuMemFree_v2(cu->hist.p);
   if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
@@ -587,14 +463,9 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
     cu->cache_dir = PXL_MALLOC(n);
     if (cu->cache_dir) memcpy(cu->cache_dir, cache_dir, n);
   }
-  const char *rows = getenv("PXL_CUDA_TILE_ROWS"), *bytes = getenv("PXL_CUDA_TILE_BYTES");
-  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) cu->forced.rows = atoi(rows);
-  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) cu->forced.bytes = atoi(bytes);
-  if (cu->forced.rows || cu->forced.bytes) {
-    if (!cu->forced.rows) cu->forced.rows = 4;
-    if (!cu->forced.bytes) cu->forced.bytes = 4;
-  }
-  tune_load(cu);
+  char tunes[4400];
+  snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache_dir ? cu->cache_dir : "", cu->cc);
+  gpu_tuner_init(&cu->tuner, cu->cache_dir ? tunes : NULL, "PXL_CUDA_TILE_ROWS", "PXL_CUDA_TILE_BYTES");
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
   cu->base.reduce = cuda_reduce;

@@ -26,6 +26,7 @@
 
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/host/backend.h"
+#include "runtime/gpu/gpu_cache.h"
 #include "runtime/opencl/ocl_api.h"
 #include "util/alloc.h"
 #include "util/file.h"
@@ -70,34 +71,6 @@ struct OclModule {
   GpuLaunch launch;
 };
 
-/* (program, entry, borders, size class) -> module, so a repeated run skips code
- * generation; tune: the module is to be chosen by timing at the next run. */
-typedef struct Instance Instance;
-struct Instance {
-  Instance *next;
-  uint64_t serial;
-  int index, nb, sclass;
-  Border borders[PXL_GPU_MAX_IMAGES];
-  OclModule *m;
-  bool tune;
-  uint64_t tune_key;
-};
-
-/* Autotuning, as in cuda.c: for images of at least TUNE_MIN_PIXELS the first run of a
- * tiled instance per size class times each tile shape and keeps the fastest; choices are
- * stored in cache_dir/opencl-tune-HASH.txt (HASH: of the device name). Timing is wall
- * time around clFinish, which every implementation has (profiling queues are optional
- * and slow some drivers down). PXL_OPENCL_TILE_ROWS / _BYTES force a shape. */
-#define TUNE_MIN_PIXELS (1 << 20)
-static const GpuTile tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
-
-typedef struct Tune Tune;
-struct Tune {
-  Tune *next;
-  uint64_t key;
-  GpuTile tile;
-};
-
 /* A zero-initialised device buffer (kernels leave aux buffers zero again). */
 typedef struct {
   cl_mem m;
@@ -121,11 +94,13 @@ typedef struct {
   char options[96];      /* clBuildProgram options */
   char *cache_dir;       /* NULL: no disk cache */
   OclModule *mods;
-  Instance *instances;
+  GpuInstance *instances;
   Aux red, hist, res;    /* reduction partials, histogram bins, results */
   cl_mem dummy;          /* bound to the buffer arguments a stage does not use */
-  Tune *tunes;
-  GpuTile forced;        /* PXL_OPENCL_TILE_ROWS / _BYTES, or {0, 0} */
+  /* autotuner choices (gpu_cache.h) in cache_dir/opencl-tune-HASH.txt (HASH: of the
+   * device name); PXL_OPENCL_TILE_ROWS / _BYTES force a shape. Timing is wall time
+   * around clFinish, which every implementation has (profiling queues are optional). */
+  GpuTuner tuner;
 } Ocl;
 
 static int cl_fail(const Ocl *cl, cl_int rc, const char *what, Err *err) {
@@ -351,104 +326,17 @@ static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuT
   return PXL_OK;
 }
 
-/* ---- instances and autotuning (as in cuda.c) ---- */
+/* ---- instances (gpu_cache.h) ---- */
 
-static bool same_borders(const Border *a, const Border *b, int n) {
-  for (int i = 0; i < n; i++)
-    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
-  return true;
+static int load_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err) {
+  OclModule *m = NULL;
+  int rc = load_module(be, D, borders, tile, &m, err);
+  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
+  return rc;
 }
 
-static void tune_path(const Ocl *cl, char *path, size_t n) {
-  snprintf(path, n, "%s/opencl-tune-%016llx.txt", cl->cache_dir, (unsigned long long)hash_str(HASH_INIT, cl->name));
-}
-
-static const GpuTile *tune_lookup(const Ocl *cl, uint64_t key) {
-  for (const Tune *t = cl->tunes; t; t = t->next)
-    if (t->key == key) return &t->tile;
-  return NULL;
-}
-
-static void tune_add(Ocl *cl, uint64_t key, GpuTile tile) {
-  Tune *t = PXL_CALLOC(1, sizeof *t);
-  if (!t) return;
-  *t = (Tune){cl->tunes, key, tile};
-  cl->tunes = t;
-}
-
-static void tune_load(Ocl *cl) {
-  char path[4200];
-  if (!cl->cache_dir) return;
-  tune_path(cl, path, sizeof path);
-  char *text = file_read_all(path, NULL);
-  for (char *p = text; p && *p;) {
-    unsigned long long key;
-    GpuTile tile;
-    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
-        (tile.bytes == 4 || tile.bytes == 8))
-      tune_add(cl, key, tile);
-    char *nl = strchr(p, '\n');
-    p = nl ? nl + 1 : NULL;
-  }
-  PXL_FREE(text);
-}
-
-/* Records a choice and rewrites the file (a cache: failures only cost a later retune). */
-static void tune_store(Ocl *cl, uint64_t key, GpuTile tile) {
-  tune_add(cl, key, tile);
-  if (!cl->cache_dir) return;
-  StrBuf b = {0};
-  for (const Tune *t = cl->tunes; t; t = t->next)
-    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)t->key, t->tile.rows, t->tile.bytes);
-  char path[4200];
-  tune_path(cl, path, sizeof path);
-  Err ignored = {0};
-  if (b.s && !b.oom && !file_make_dirs(cl->cache_dir, &ignored)) file_write_atomic(path, b.s, b.len, &ignored);
-  sb_free(&b);
-}
-
-static int size_class(int w, int h) {
-  int64_t n = (int64_t)w * h;
-  if (n < TUNE_MIN_PIXELS) return 0;
-  int c = 0;
-  while (n > 1) n >>= 1, c++;
-  return c;
-}
-
-/* The instance for (D, borders) at a w x h size: its module, or a note to tune it. */
-static int get_instance(Ocl *cl, const Decl *D, const ImgArg *imgs, int w, int h, Instance **out, Err *err) {
-  Border borders[PXL_GPU_MAX_IMAGES];
-  if (D->nimages > PXL_GPU_MAX_IMAGES)
-    return err_set(err, PXL_EARG, "%s: the OpenCL backend takes at most %d images", D->name, PXL_GPU_MAX_IMAGES);
-  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
-  int sclass = size_class(w, h);
-  for (Instance *in = cl->instances; in; in = in->next)
-    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
-        same_borders(in->borders, borders, D->nimages)) {
-      *out = in;
-      return PXL_OK;
-    }
-  Instance *in = PXL_CALLOC(1, sizeof *in);
-  if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
-  *in = (Instance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
-  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
-  bool forced = cl->forced.rows || cl->forced.bytes;
-  GpuTile tile = {forced ? cl->forced.rows : sclass ? 4 : 1, forced ? cl->forced.bytes : 4};
-  int rc = load_module(cl, D, borders, &tile, &in->m, err);
-  if (!rc && in->m->launch.tiled && sclass && !forced) {
-    in->tune_key = hash_bytes(in->m->key, &sclass, sizeof sclass);
-    const GpuTile *known = tune_lookup(cl, in->tune_key);
-    if (known) rc = load_module(cl, D, borders, known, &in->m, err);
-    else in->tune = true;
-  }
-  if (rc) {
-    PXL_FREE(in);
-    return rc;
-  }
-  in->next = cl->instances;
-  cl->instances = in;
-  *out = in;
-  return PXL_OK;
+static int get_instance(Ocl *cl, const Decl *D, const ImgArg *imgs, int w, int h, GpuInstance **out, Err *err) {
+  return gpu_instance_get(&cl->instances, &cl->tuner, "OpenCL", D, imgs, w, h, load_cb, cl, out, err);
 }
 
 /* ---- launching ---- */
@@ -528,14 +416,14 @@ static double now_ms(void) {
 
 /* Times each candidate tile shape on this run's arguments (3 launches after a warm-up)
  * and keeps the fastest in `in`; every launch writes the same output. */
-static int tune(Ocl *cl, const Decl *D, Instance *in, const Call *c, int w, int h, Err *err) {
+static int tune(Ocl *cl, const Decl *D, GpuInstance *in, const Call *c, int w, int h, Err *err) {
   double best = 0;
   const GpuTile *best_tile = NULL;
   int rc = PXL_OK;
-  for (size_t i = 0; !rc && i < sizeof tune_tiles / sizeof *tune_tiles; i++) {
-    OclModule *m;
+  for (int i = 0; !rc && i < gpu_ntune_tiles; i++) {
+    OclModule *m = NULL;
     Err ignored = {0};
-    if (load_module(cl, D, in->borders, &tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
+    if (load_module(cl, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
     rc = launch(cl, m, w, h, c, err);
     if (!rc) rc = finish(cl, err);
     double t0 = now_ms();
@@ -544,20 +432,20 @@ static int tune(Ocl *cl, const Decl *D, Instance *in, const Call *c, int w, int 
     double ms = now_ms() - t0;
     if (!rc && (!best_tile || ms < best)) {
       best = ms;
-      best_tile = &tune_tiles[i];
-      in->m = m;
+      best_tile = &gpu_tune_tiles[i];
+      in->module = m;
     }
   }
   if (rc) return rc;
   in->tune = false;
-  if (best_tile) tune_store(cl, in->tune_key, *best_tile);
+  if (best_tile) gpu_tuner_store(&cl->tuner, in->tune_key, *best_tile);
   return PXL_OK;
 }
 
 static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                       Err *err) {
   Ocl *cl = (Ocl *)be;
-  Instance *in;
+  GpuInstance *in;
   Call c;
   int rc = get_instance(cl, D, imgs, out->width, out->height, &in, err);
   if (!rc) rc = call_args(D, imgs, scalars, &c, err);
@@ -565,13 +453,13 @@ static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   c.buf[ARG_OUT] = out->buffer;
   c.a.out = kimage(out);
   if (in->tune && (rc = tune(cl, D, in, &c, out->width, out->height, err))) return rc;
-  return launch(cl, in->m, out->width, out->height, &c, err);
+  return launch(cl, in->module, out->width, out->height, &c, err);
 }
 
 static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                       Err *err) {
   Ocl *cl = (Ocl *)be;
-  Instance *in;
+  GpuInstance *in;
   Call c;
   int w = imgs[0].img->width, h = imgs[0].img->height;
   int rc = get_instance(cl, D, imgs, w, h, &in, err);
@@ -581,7 +469,7 @@ static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   if (rc) return rc;
   c.buf[ARG_AUX] = cl->red.m;
   c.buf[ARG_RES] = cl->res.m;
-  rc = launch(cl, in->m, w, h, &c, err);
+  rc = launch(cl, in->module, w, h, &c, err);
   unsigned char out[16];
   cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, 16, out, 0, NULL, NULL);
   if (r) rc = cl_fail(cl, r, "run", err);
@@ -601,7 +489,7 @@ static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
 static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
                          Err *err) {
   Ocl *cl = (Ocl *)be;
-  Instance *in;
+  GpuInstance *in;
   Call c;
   size_t n = (size_t)D->nbins * sizeof(Lane);
   int w = imgs[0].img->width, h = imgs[0].img->height;
@@ -612,11 +500,11 @@ static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const L
   if (rc) return rc;
   c.buf[ARG_AUX] = cl->hist.m;
   c.buf[ARG_RES] = cl->res.m;
-  rc = launch(cl, in->m, w, h, &c, err);
+  rc = launch(cl, in->module, w, h, &c, err);
   if (rc) return rc;
   static const unsigned char zero = 0;
   cl_int r;
-  if (in->m->launch.to_host) {
+  if (((OclModule *)in->module)->launch.to_host) {
     r = cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
   } else { /* the bins are in aux: bring them back, leave them zero */
     r = cl->api->clEnqueueReadBuffer(cl->queue, cl->hist.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
@@ -744,14 +632,8 @@ static void ocl_free(Backend *be) {
     api->clReleaseProgram(m->prog);
     PXL_FREE(m);
   }
-  for (Instance *in = cl->instances, *n; in; in = n) {
-    n = in->next;
-    PXL_FREE(in);
-  }
-  for (Tune *t = cl->tunes, *n; t; t = n) {
-    n = t->next;
-    PXL_FREE(t);
-  }
+  gpu_instances_free(cl->instances);
+  gpu_tuner_free(&cl->tuner);
   cl_mem bufs[] = {cl->red.m, cl->hist.m, cl->res.m, cl->dummy};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]) api->clReleaseMemObject(bufs[i]);
@@ -817,14 +699,10 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
     cl->cache_dir = PXL_MALLOC(n);
     if (cl->cache_dir) memcpy(cl->cache_dir, cache_dir, n);
   }
-  const char *rows = getenv("PXL_OPENCL_TILE_ROWS"), *bytes = getenv("PXL_OPENCL_TILE_BYTES");
-  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) cl->forced.rows = atoi(rows);
-  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) cl->forced.bytes = atoi(bytes);
-  if (cl->forced.rows || cl->forced.bytes) {
-    if (!cl->forced.rows) cl->forced.rows = 4;
-    if (!cl->forced.bytes) cl->forced.bytes = 4;
-  }
-  tune_load(cl);
+  char tunes[4400];
+  snprintf(tunes, sizeof tunes, "%s/opencl-tune-%016llx.txt", cl->cache_dir ? cl->cache_dir : "",
+           (unsigned long long)hash_str(HASH_INIT, cl->name));
+  gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_ROWS", "PXL_OPENCL_TILE_BYTES");
   cl->base.name = "opencl";
   cl->base.kernel = ocl_kernel;
   cl->base.reduce = ocl_reduce;

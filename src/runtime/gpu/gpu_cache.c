@@ -1,0 +1,145 @@
+/*
+ * gpu_cache.c - see gpu_cache.h.
+ */
+#include "runtime/gpu/gpu_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pxl/pxl.h"
+#include "util/alloc.h"
+#include "util/file.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
+
+const GpuTile gpu_tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
+const int gpu_ntune_tiles = sizeof gpu_tune_tiles / sizeof *gpu_tune_tiles;
+
+struct GpuTune {
+  GpuTune *next;
+  uint64_t key;
+  GpuTile tile;
+};
+
+static void add(GpuTuner *t, uint64_t key, GpuTile tile) {
+  GpuTune *n = PXL_CALLOC(1, sizeof *n);
+  if (!n) return; /* out of memory only loses the choice */
+  *n = (GpuTune){t->list, key, tile};
+  t->list = n;
+}
+
+static const GpuTile *find(const GpuTuner *t, uint64_t key) {
+  for (const GpuTune *n = t->list; n; n = n->next)
+    if (n->key == key) return &n->tile;
+  return NULL;
+}
+
+void gpu_tuner_init(GpuTuner *t, const char *path, const char *rows_var, const char *bytes_var) {
+  memset(t, 0, sizeof *t);
+  const char *rows = getenv(rows_var), *bytes = getenv(bytes_var);
+  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) t->forced.rows = atoi(rows);
+  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) t->forced.bytes = atoi(bytes);
+  if (t->forced.rows || t->forced.bytes) {
+    if (!t->forced.rows) t->forced.rows = 4;
+    if (!t->forced.bytes) t->forced.bytes = 4;
+  }
+  if (!path) return;
+  size_t n = strlen(path) + 1;
+  if ((t->path = PXL_MALLOC(n))) memcpy(t->path, path, n);
+  char *text = file_read_all(path, NULL);
+  for (char *p = text; p && *p;) {
+    unsigned long long key;
+    GpuTile tile;
+    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
+        (tile.bytes == 4 || tile.bytes == 8))
+      add(t, key, tile);
+    char *nl = strchr(p, '\n');
+    p = nl ? nl + 1 : NULL;
+  }
+  PXL_FREE(text);
+}
+
+void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile) {
+  add(t, key, tile);
+  if (!t->path) return;
+  StrBuf b = {0};
+  for (const GpuTune *n = t->list; n; n = n->next)
+    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)n->key, n->tile.rows, n->tile.bytes);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", t->path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  Err ignored = {0};
+  if (b.s && !b.oom && (!slash || !file_make_dirs(dir, &ignored))) file_write_atomic(t->path, b.s, b.len, &ignored);
+  sb_free(&b);
+}
+
+void gpu_tuner_free(GpuTuner *t) {
+  for (GpuTune *n = t->list, *next; n; n = next) {
+    next = n->next;
+    PXL_FREE(n);
+  }
+  PXL_FREE(t->path);
+  memset(t, 0, sizeof *t);
+}
+
+/* 0 below GPU_TUNE_MIN_PIXELS, else floor(log2(pixels)). */
+static int size_class(int w, int h) {
+  int64_t n = (int64_t)w * h;
+  if (n < GPU_TUNE_MIN_PIXELS) return 0;
+  int c = 0;
+  while (n > 1) n >>= 1, c++;
+  return c;
+}
+
+static bool same_borders(const Border *a, const Border *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
+  return true;
+}
+
+int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs,
+                     int w, int h, GpuLoad load, void *be, GpuInstance **out, Err *err) {
+  Border borders[PXL_GPU_MAX_IMAGES];
+  if (D->nimages > PXL_GPU_MAX_IMAGES)
+    return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images", D->name, backend, PXL_GPU_MAX_IMAGES);
+  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  int sclass = size_class(w, h);
+  for (GpuInstance *in = *list; in; in = in->next)
+    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
+        same_borders(in->borders, borders, D->nimages)) {
+      *out = in;
+      return PXL_OK;
+    }
+  GpuInstance *in = PXL_CALLOC(1, sizeof *in);
+  if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
+  *in = (GpuInstance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
+  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
+  bool forced = tuner->forced.rows != 0;
+  GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4};
+  GpuLoaded m;
+  int rc = load(be, D, borders, &tile, &m, err);
+  if (!rc) in->module = m.module;
+  if (!rc && m.tiled && sclass && !forced) {
+    in->tune_key = hash_bytes(m.key, &sclass, sizeof sclass);
+    const GpuTile *known = find(tuner, in->tune_key);
+    if (known && !(rc = load(be, D, borders, known, &m, err))) in->module = m.module;
+    in->tune = !known;
+  }
+  if (rc) {
+    PXL_FREE(in);
+    return rc;
+  }
+  in->next = *list;
+  *list = in;
+  *out = in;
+  return PXL_OK;
+}
+
+void gpu_instances_free(GpuInstance *list) {
+  for (GpuInstance *in = list, *next; in; in = next) {
+    next = in->next;
+    PXL_FREE(in);
+  }
+}

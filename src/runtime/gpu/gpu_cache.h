@@ -1,0 +1,67 @@
+/*
+ * gpu_cache.h - what both GPU backends (runtime/cuda, runtime/opencl) keep between runs:
+ * stage instances and the autotuner's choices.
+ *
+ * An instance is (program, entry, borders, size class) -> the backend's compiled module.
+ * The tiled kernel entry (N2P and the like) gives each thread `rows` output rows of 4 or
+ * 8 bytes (GpuTile, codegen/gpu); the best shape depends on the device, the kernel and
+ * the image size. For images of at least GPU_TUNE_MIN_PIXELS the first run of an
+ * instance per size class (a power of two of pixels) times each of gpu_tune_tiles and
+ * keeps the fastest; the choice is stored in a file of "KEY ROWS BYTES" lines in the
+ * cache directory, so it is made once per device kind. Smaller images take 1 row of 4
+ * bytes. Environment variables (for tests) can force a shape.
+ */
+#ifndef PXL_GPU_CACHE_H
+#define PXL_GPU_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen/gpu/gen_gpu.h"
+#include "ir/value.h"
+
+#define GPU_TUNE_MIN_PIXELS (1 << 20)
+
+extern const GpuTile gpu_tune_tiles[];
+extern const int gpu_ntune_tiles;
+
+typedef struct GpuTune GpuTune;
+typedef struct {
+  GpuTune *list;
+  char *path;     /* the file of choices, or NULL (memory only) */
+  GpuTile forced; /* {0, 0}, or the shape the environment forces */
+} GpuTuner;
+
+/* Loads the choices of `path` (NULL: none) and reads the forcing variables. */
+void gpu_tuner_init(GpuTuner *t, const char *path, const char *rows_var, const char *bytes_var);
+void gpu_tuner_free(GpuTuner *t);
+/* Records a choice and rewrites the file (a cache: a failed write costs a later retune). */
+void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile);
+
+typedef struct GpuInstance GpuInstance;
+struct GpuInstance {
+  GpuInstance *next;
+  uint64_t serial;
+  int index, nb, sclass;
+  Border borders[PXL_GPU_MAX_IMAGES];
+  void *module;      /* the backend's module */
+  bool tune;         /* to be chosen by timing at the next run (then gpu_tuner_store) */
+  uint64_t tune_key;
+};
+
+/* A module as the backend loaded it (generated, compiled or found in its caches). */
+typedef struct {
+  void *module;
+  uint64_t key;  /* hash of its source */
+  bool tiled;    /* its entry takes the tile shape */
+} GpuLoaded;
+typedef int (*GpuLoad)(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err);
+
+/* The instance of D with imgs' borders at a w x h size, from *list or made with `load`
+ * (then linked in): its module, the tuned one when known, or a note to tune. `backend`
+ * names it in errors. */
+int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs,
+                     int w, int h, GpuLoad load, void *be, GpuInstance **out, Err *err);
+void gpu_instances_free(GpuInstance *list);
+
+#endif
