@@ -91,7 +91,7 @@ typedef struct {
   bool fp64;             /* cl_khr_fp64 */
   bool int64_atomics;    /* cl_khr_int64_base_atomics */
   size_t pitch_align;    /* row pitch of device images: a multiple of this */
-  char options[96];      /* clBuildProgram options */
+  char options[160];     /* clBuildProgram options */
   char *cache_dir;       /* NULL: no disk cache */
   OclModule *mods;
   GpuInstance *instances;
@@ -667,8 +667,12 @@ static int query_device(Ocl *cl, Err *err) {
   if (align_bits / 8 > cl->pitch_align && !(align_bits & (align_bits - 1))) cl->pitch_align = align_bits / 8;
   /* no fast-math options: float results must equal the interpreter's. -w: some drivers
    * (PoCL) echo warnings to stderr, and the library never prints */
-  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s",
-           fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
+  /* PXL_OPENCL_OPTIONS adds options (the tests use -cl-opt-disable: PoCL compiles
+   * unoptimised kernels several times faster, and the results must not change) */
+  const char *extra = getenv("PXL_OPENCL_OPTIONS");
+  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s%s%.60s",
+           fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+           extra && *extra ? " " : "", extra ? extra : "");
   return PXL_OK;
 }
 
