@@ -213,6 +213,31 @@ static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
 /* Bytes per load when staging tiles (4 and 8 measured slower on an H200). */
 static int stage_bytes(void) { return 16; }
 
+/* The PX x PY output values of a thread of the tiled entry, v_[row].e (with .v, the
+ * row as one vector, when the row is a vector's size). */
+static void tile_values(Gen *g, int PX, int PY, bool vec, int rb) {
+  int C = g->D->type.lanes;
+  const char *OT = cg_ctype(g->D->type.s);
+  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
+  else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
+}
+
+/* Stores v_ at (xs, ys): a row per vector store where aligned; `unroll` is the pragma's
+ * argument (" 1" keeps the loop). Ends the thread. */
+static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unroll) {
+  int C = g->D->type.lanes;
+  const char *OT = cg_ctype(g->D->type.s);
+  OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", unroll, PY);
+  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
+  if (vec) {
+    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  } else {
+    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  }
+  OUT("    }\n    return;\n  }\n");
+}
+
 /* Shared-memory staging of the windows of a block (N2P): per directly read image, the
  * rows and columns its reads need around the block's TWO x THO output tile, widened to
  * 16-byte boundaries so that it loads with 16-byte vectors. */
@@ -301,7 +326,6 @@ static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, in
 static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO, int PX, int PY, bool vec, int rb) {
   const Decl *D = g->D;
   int C = D->type.lanes;
-  const char *OT = cg_ctype(D->type.s);
   OUT("  bool staged = tx0 >= ix0 && tx0 + %d <= ix1 && ty0 >= iy0 && ty0 + %d <= iy1;\n", TWO, THO);
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
@@ -332,8 +356,7 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     OUT("        if (t + k * 256 < %d) ((PXR_LOCAL %s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
   }
   OUT("    PXG_SYNC();\n");
-  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
-  else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
+  tile_values(g, PX, PY, vec, rb);
   if (use_sep(g)) {
     sep_tiles(g, A, st, PX, PY, C);
   } else {
@@ -346,15 +369,7 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
         PX, g->pfx, A, sa.s, C);
     sb_free(&sa);
   }
-  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", PY);
-  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
-  if (vec) {
-    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
-    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
-  } else {
-    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
-  }
-  OUT("    }\n    return;\n  }\n");
+  tile_store(g, PX, PY, vec, rb, "");
 }
 
 /* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread; windows
@@ -377,20 +392,11 @@ static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   OUT("  if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
   /* all pixels first, then all stores: the loads of neighbours are shared (where the
    * staged path exists this is its rare fallback: row by row, fewer registers) */
-  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_[%d];\n", rb, OT, PX * C, PY);
-  else OUT("    struct { %s e[%d]; } v_[%d];\n", OT, PX * C, PY);
+  tile_values(g, PX, PY, vec, rb);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++)\n", staged ? " 1" : "", PY);
   OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
       g->pfx, A, C);
-  OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", staged ? " 1" : "", PY);
-  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
-  if (vec) {
-    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
-    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
-  } else {
-    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
-  }
-  OUT("    }\n    return;\n  }\n");
+  tile_store(g, PX, PY, vec, rb, staged ? " 1" : "");
   OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
   OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
   pixel_checked(g, A, C, "      ");

@@ -217,38 +217,31 @@ static int wait(Cuda *cu, Err *err) {
   return r ? cu_fail(cu, r, "run", err) : PXL_OK;
 }
 
-/* Times each candidate tile shape on this run's arguments (3 launches after a warm-up,
- * with events) and keeps the fastest in `in`; every launch writes the same output. */
-static int tune(Cuda *cu, const Decl *D, GpuInstance *in, KArgs *a, int w, int h, Err *err) {
+/* A kernel run's arguments, for timing candidates. */
+typedef struct {
+  KArgs *a;
+  int w, h;
+} Run;
+
+/* gpu_instance_tune's timing: 3 launches after a warm-up, between two events. */
+static int time_candidate(void *be, void *module, void *run, double *ms, Err *err) {
+  Cuda *cu = be;
+  CuModule *m = module;
+  Run *k = run;
   CUevent e0 = NULL, e1 = NULL;
+  float f = 0;
   CUresult r = cu->api->cuEventCreate(&e0, 0);
   if (!r) r = cu->api->cuEventCreate(&e1, 0);
-  float best = 0;
-  const GpuTile *best_tile = NULL;
-  int rc = r ? cu_fail(cu, r, "event", err) : PXL_OK;
-  for (int i = 0; !rc && i < gpu_ntune_tiles; i++) {
-    CuModule *m = NULL;
-    Err ignored = {0};
-    if (load_module(cu, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
-    rc = launch(cu, m->stage, &m->launch, w, h, a, err);
-    if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
-    for (int k = 0; k < 3 && !rc; k++) rc = launch(cu, m->stage, &m->launch, w, h, a, err);
-    if (!rc && (r = cu->api->cuEventRecord(e1, cu->stream))) rc = cu_fail(cu, r, "event", err);
-    float ms = 0;
-    if (!rc && (r = cu->api->cuEventSynchronize(e1))) rc = cu_fail(cu, r, "run", err);
-    if (!rc && (r = cu->api->cuEventElapsedTime(&ms, e0, e1))) rc = cu_fail(cu, r, "event", err);
-    if (!rc && (!best_tile || ms < best)) {
-      best = ms;
-      best_tile = &gpu_tune_tiles[i];
-      in->module = m;
-    }
-  }
+  int rc = r ? cu_fail(cu, r, "event", err) : launch(cu, m->stage, &m->launch, k->w, k->h, k->a, err);
+  if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
+  for (int i = 0; i < 3 && !rc; i++) rc = launch(cu, m->stage, &m->launch, k->w, k->h, k->a, err);
+  if (!rc && (r = cu->api->cuEventRecord(e1, cu->stream))) rc = cu_fail(cu, r, "event", err);
+  if (!rc && (r = cu->api->cuEventSynchronize(e1))) rc = cu_fail(cu, r, "run", err);
+  if (!rc && (r = cu->api->cuEventElapsedTime(&f, e0, e1))) rc = cu_fail(cu, r, "event", err);
   if (e0) cu->api->cuEventDestroy_v2(e0);
   if (e1) cu->api->cuEventDestroy_v2(e1);
-  if (rc) return rc;
-  in->tune = false;
-  if (best_tile) gpu_tuner_store(&cu->tuner, in->tune_key, *best_tile);
-  return PXL_OK;
+  *ms = f;
+  return rc;
 }
 
 static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
@@ -261,7 +254,8 @@ static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   KArgs a;
   kargs(D, imgs, scalars, &a);
   a.out = (KImage){out->data, out->width, out->height, (int64_t)out->pitch};
-  if (in->tune && (rc = tune(cu, D, in, &a, out->width, out->height, err))) return rc;
+  Run run = {&a, out->width, out->height};
+  if (in->tune && (rc = gpu_instance_tune(&cu->tuner, in, D, load_cb, time_candidate, cu, &run, err))) return rc;
   CuModule *m = in->module;
   return launch(cu, m->stage, &m->launch, out->width, out->height, &a, err);
 }
@@ -283,15 +277,7 @@ static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
   if (!rc) rc = wait(cu, err);
   if (rc) return rc;
-  KScalar v;
-  int32_t pos[2];
-  memcpy(&v, cu->pinned, sizeof v);
-  memcpy(pos, (char *)cu->pinned + 8, sizeof pos);
-  res->type = D->type.s;
-  if (scalar_is_float(D->type.s)) res->value.f = v.f;
-  else res->value.i = v.i;
-  res->x = pos[0];
-  res->y = pos[1];
+  gpu_reduce_result(cu->pinned, D->type.s, res);
   return PXL_OK;
 }
 

@@ -143,3 +143,34 @@ void gpu_instances_free(GpuInstance *list) {
     PXL_FREE(in);
   }
 }
+
+int gpu_instance_tune(GpuTuner *t, GpuInstance *in, const Decl *D, GpuLoad load, GpuTime time, void *be, void *run,
+                      Err *err) {
+  double best = 0;
+  const GpuTile *best_tile = NULL;
+  for (int i = 0; i < gpu_ntune_tiles; i++) {
+    GpuLoaded m;
+    Err ignored = {0};
+    if (load(be, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue;
+    double ms = 0;
+    int rc = time(be, m.module, run, &ms, err);
+    if (rc) return rc;
+    if (!best_tile || ms < best) {
+      best = ms;
+      best_tile = &gpu_tune_tiles[i];
+      in->module = m.module;
+    }
+  }
+  in->tune = false;
+  if (best_tile) gpu_tuner_store(t, in->tune_key, *best_tile);
+  return PXL_OK;
+}
+
+void gpu_reduce_result(const void *res, Scalar type, RedResult *out) {
+  int32_t pos[2];
+  memcpy(&out->value, res, sizeof out->value); /* Lane: the same union of int64 and double */
+  memcpy(pos, (const char *)res + 8, sizeof pos);
+  out->type = type;
+  out->x = pos[0];
+  out->y = pos[1];
+}

@@ -64,4 +64,16 @@ int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, c
                      int w, int h, GpuLoad load, void *be, GpuInstance **out, Err *err);
 void gpu_instances_free(GpuInstance *list);
 
+/* Times one candidate module on the run's arguments `run` (3 launches after a warm-up),
+ * in ms; the launches write the run's output. */
+typedef int (*GpuTime)(void *be, void *module, void *run, double *ms, Err *err);
+/* Chooses in's module among gpu_tune_tiles (a candidate that fails to build is skipped),
+ * keeps the fastest, records the choice; every launch writes the same output. */
+int gpu_instance_tune(GpuTuner *t, GpuInstance *in, const Decl *D, GpuLoad load, GpuTime time, void *be, void *run,
+                      Err *err);
+
+/* A reduction's result as the generated kernels leave it (gen_gpu.h): the value's 8 bytes
+ * at res[0..8), its position (x, y) as int32 at res[8..16). */
+void gpu_reduce_result(const void *res, Scalar type, RedResult *out);
+
 #endif

@@ -414,32 +414,23 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* Times each candidate tile shape on this run's arguments (3 launches after a warm-up)
- * and keeps the fastest in `in`; every launch writes the same output. */
-static int tune(Ocl *cl, const Decl *D, GpuInstance *in, const Call *c, int w, int h, Err *err) {
-  double best = 0;
-  const GpuTile *best_tile = NULL;
-  int rc = PXL_OK;
-  for (int i = 0; !rc && i < gpu_ntune_tiles; i++) {
-    OclModule *m = NULL;
-    Err ignored = {0};
-    if (load_module(cl, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue; /* a candidate that fails is no candidate */
-    rc = launch(cl, m, w, h, c, err);
-    if (!rc) rc = finish(cl, err);
-    double t0 = now_ms();
-    for (int k = 0; k < 3 && !rc; k++) rc = launch(cl, m, w, h, c, err);
-    if (!rc) rc = finish(cl, err);
-    double ms = now_ms() - t0;
-    if (!rc && (!best_tile || ms < best)) {
-      best = ms;
-      best_tile = &gpu_tune_tiles[i];
-      in->module = m;
-    }
-  }
-  if (rc) return rc;
-  in->tune = false;
-  if (best_tile) gpu_tuner_store(&cl->tuner, in->tune_key, *best_tile);
-  return PXL_OK;
+/* A kernel run's arguments, for timing candidates. */
+typedef struct {
+  const Call *c;
+  int w, h;
+} Run;
+
+/* gpu_instance_tune's timing: 3 launches after a warm-up, wall time around clFinish. */
+static int time_candidate(void *be, void *module, void *run, double *ms, Err *err) {
+  Ocl *cl = be;
+  Run *k = run;
+  int rc = launch(cl, module, k->w, k->h, k->c, err);
+  if (!rc) rc = finish(cl, err);
+  double t0 = now_ms();
+  for (int i = 0; i < 3 && !rc; i++) rc = launch(cl, module, k->w, k->h, k->c, err);
+  if (!rc) rc = finish(cl, err);
+  *ms = now_ms() - t0;
+  return rc;
 }
 
 static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
@@ -452,7 +443,8 @@ static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   if (rc) return rc;
   c.buf[ARG_OUT] = out->buffer;
   c.a.out = kimage(out);
-  if (in->tune && (rc = tune(cl, D, in, &c, out->width, out->height, err))) return rc;
+  Run run = {&c, out->width, out->height};
+  if (in->tune && (rc = gpu_instance_tune(&cl->tuner, in, D, load_cb, time_candidate, cl, &run, err))) return rc;
   return launch(cl, in->module, out->width, out->height, &c, err);
 }
 
@@ -474,15 +466,7 @@ static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, 16, out, 0, NULL, NULL);
   if (r) rc = cl_fail(cl, r, "run", err);
   if (rc) return rc;
-  KScalar v;
-  int32_t pos[2];
-  memcpy(&v, out, sizeof v);
-  memcpy(pos, out + 8, sizeof pos);
-  res->type = D->type.s;
-  if (scalar_is_float(D->type.s)) res->value.f = v.f;
-  else res->value.i = v.i;
-  res->x = pos[0];
-  res->y = pos[1];
+  gpu_reduce_result(out, D->type.s, res);
   return PXL_OK;
 }
 
