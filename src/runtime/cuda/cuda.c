@@ -77,7 +77,7 @@ typedef struct {
   void *pinned;      /* results written by kernels */
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
-  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES */
+  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES / _STRIP */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -451,7 +451,7 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   }
   char tunes[4400];
   snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache_dir ? cu->cache_dir : "", cu->cc);
-  gpu_tuner_init(&cu->tuner, cu->cache_dir ? tunes : NULL, "PXL_CUDA_TILE_ROWS", "PXL_CUDA_TILE_BYTES");
+  gpu_tuner_init(&cu->tuner, cu->cache_dir ? tunes : NULL, "PXL_CUDA_TILE_");
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
   cu->base.reduce = cuda_reduce;

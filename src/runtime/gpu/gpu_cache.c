@@ -13,7 +13,8 @@
 #include "util/hash.h"
 #include "util/strbuf.h"
 
-const GpuTile gpu_tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
+const GpuTile gpu_tune_tiles[] = {{1, 4, 1}, {2, 4, 1}, {4, 4, 1}, {8, 4, 1}, {1, 8, 1}, {2, 8, 1}, {4, 8, 1}, {8, 8, 1},
+                                   {1, 4, 4}, {2, 4, 4}, {4, 4, 4}, {8, 4, 4}, {1, 8, 4}, {2, 8, 4}, {4, 8, 4}, {8, 8, 4}};
 const int gpu_ntune_tiles = sizeof gpu_tune_tiles / sizeof *gpu_tune_tiles;
 
 struct GpuTune {
@@ -35,14 +36,26 @@ static const GpuTile *find(const GpuTuner *t, uint64_t key) {
   return NULL;
 }
 
-void gpu_tuner_init(GpuTuner *t, const char *path, const char *rows_var, const char *bytes_var) {
+static bool valid(GpuTile t) {
+  return t.rows >= 1 && t.rows <= 8 && (t.bytes == 4 || t.bytes == 8) && (t.strip == 1 || t.strip == 4);
+}
+
+/* The value of environment variable PREFIX + name as an int, or 0. */
+static int env_int(const char *prefix, const char *name) {
+  char var[64];
+  snprintf(var, sizeof var, "%s%s", prefix, name);
+  const char *v = getenv(var);
+  return v ? atoi(v) : 0;
+}
+
+void gpu_tuner_init(GpuTuner *t, const char *path, const char *env_prefix) {
   memset(t, 0, sizeof *t);
-  const char *rows = getenv(rows_var), *bytes = getenv(bytes_var);
-  if (rows && atoi(rows) >= 1 && atoi(rows) <= 8) t->forced.rows = atoi(rows);
-  if (bytes && (atoi(bytes) == 4 || atoi(bytes) == 8)) t->forced.bytes = atoi(bytes);
-  if (t->forced.rows || t->forced.bytes) {
-    if (!t->forced.rows) t->forced.rows = 4;
-    if (!t->forced.bytes) t->forced.bytes = 4;
+  GpuTile f = {env_int(env_prefix, "ROWS"), env_int(env_prefix, "BYTES"), env_int(env_prefix, "STRIP")};
+  if (f.rows || f.bytes || f.strip) { /* unset parts take the defaults */
+    if (!f.rows) f.rows = 4;
+    if (!f.bytes) f.bytes = 4;
+    if (!f.strip) f.strip = 1;
+    if (valid(f)) t->forced = f;
   }
   if (!path) return;
   size_t n = strlen(path) + 1;
@@ -50,10 +63,8 @@ void gpu_tuner_init(GpuTuner *t, const char *path, const char *rows_var, const c
   char *text = file_read_all(path, NULL);
   for (char *p = text; p && *p;) {
     unsigned long long key;
-    GpuTile tile;
-    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && tile.rows >= 1 && tile.rows <= 8 &&
-        (tile.bytes == 4 || tile.bytes == 8))
-      add(t, key, tile);
+    GpuTile tile = {0, 0, 1};
+    if (sscanf(p, "%16llx %d %d %d", &key, &tile.rows, &tile.bytes, &tile.strip) >= 3 && valid(tile)) add(t, key, tile);
     char *nl = strchr(p, '\n');
     p = nl ? nl + 1 : NULL;
   }
@@ -65,7 +76,7 @@ void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile) {
   if (!t->path) return;
   StrBuf b = {0};
   for (const GpuTune *n = t->list; n; n = n->next)
-    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)n->key, n->tile.rows, n->tile.bytes);
+    sb_printf(&b, "%016llx %d %d %d\n", (unsigned long long)n->key, n->tile.rows, n->tile.bytes, n->tile.strip);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", t->path);
   char *slash = strrchr(dir, '/');
@@ -117,7 +128,7 @@ int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, c
   *in = (GpuInstance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
   memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
   bool forced = tuner->forced.rows != 0;
-  GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4};
+  GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4, 1};
   GpuLoaded m;
   int rc = load(be, D, borders, &tile, &m, err);
   if (!rc) in->module = m.module;

@@ -98,7 +98,7 @@ typedef struct {
   Aux red, hist, res;    /* reduction partials, histogram bins, results */
   cl_mem dummy;          /* bound to the buffer arguments a stage does not use */
   /* autotuner choices (gpu_cache.h) in cache_dir/opencl-tune-HASH.txt (HASH: of the
-   * device name); PXL_OPENCL_TILE_ROWS / _BYTES force a shape. Timing is wall time
+   * device name); PXL_OPENCL_TILE_ROWS / _BYTES / _STRIP force a shape. Timing is wall time
    * around clFinish, which every implementation has (profiling queues are optional). */
   GpuTuner tuner;
 } Ocl;
@@ -690,7 +690,7 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
   char tunes[4400];
   snprintf(tunes, sizeof tunes, "%s/opencl-tune-%016llx.txt", cl->cache_dir ? cl->cache_dir : "",
            (unsigned long long)hash_str(HASH_INIT, cl->name));
-  gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_ROWS", "PXL_OPENCL_TILE_BYTES");
+  gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_");
   cl->base.name = "opencl";
   cl->base.kernel = ocl_kernel;
   cl->base.reduce = ocl_reduce;
