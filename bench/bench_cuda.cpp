@@ -4,10 +4,12 @@
 // usual 3x3 and 5x5 filters.
 //
 //   bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]
-//              [--reps N] [--only table|padding|filters] [--no-padding] [--no-opencv-filters]
+//              [--reps N] [--only table|padding|pipeline|filters] [--no-padding]
+//              [--no-pipeline] [--no-opencv-filters]
 //
-// Sections (all three by default; --only keeps one, --no-padding / --no-opencv-filters drop
-// one; --padding and --opencv-filters are accepted and change nothing):
+// Sections (all four by default; --only keeps one, --no-padding / --no-pipeline /
+// --no-opencv-filters drop one; --padding and --opencv-filters are accepted and change
+// nothing):
 //
 //   table    Per size (N for N x N, or WxH): first a "memcpy" row, cudaMemcpyAsync device
 //            to device of W*H bytes, whose GB/s (2*W*H bytes per copy) is the roofline (its
@@ -21,6 +23,10 @@
 //            transaction cost speed? Padded: pxl's device images (rows padded to the
 //            driver's pitch); unpadded: cudaMalloc'ed rows of exactly width * 4 bytes,
 //            wrapped with pxl_image_wrap_device.
+//   pipeline The edges pipeline of examples/edges.pxl (five stages) on device images of
+//            the table's sizes: pxl as usual (the run is recorded as a CUDA graph and
+//            replayed) and pxl with PXL_CUDA_GRAPHS=0 (one launch per stage), next to
+//            cudaMemcpyAsync of W*H bytes; the outputs must be identical.
 //   filters  "OpenCV-GPU filters vs NPP": box mean, Gaussian, Laplacian, Sobel d/dx, erosion
 //            and dilation, each 3x3 and 5x5, on a 1024x1024 u8 image; the pxl kernels are
 //            generated from NPP's own masks (kFilters) and compiled from strings.
@@ -893,6 +899,58 @@ int run_padding(Pxl &px, int reps) {
 }
 
 // ------------------------------------------------------------------------------------
+// Section "pipeline": examples/edges.pxl (five stages) with and without CUDA graphs
+
+int run_pipeline(Pxl &px, const std::string &device, const std::vector<std::pair<int, int>> &sizes, int reps) {
+  std::printf("\n== pipeline: examples/edges.pxl (gauss3, sobel_x, sobel_y, magnitude, threshold), u8, "
+              "device images\n");
+  std::printf("%-11s | %10s | %10s | %10s | %7s | %8s\n", "size", "memcpy ms", "stages ms", "graph ms",
+              "speedup", "x memcpy");
+  std::printf("%s\n", std::string(72, '-').c_str());
+  int status = 0;
+  // the same device without graphs: a second context (its own CUDA backend), made while
+  // PXL_CUDA_GRAPHS=0 is set
+  setenv("PXL_CUDA_GRAPHS", "0", 1);
+  Pxl plain(device);
+  DevImage probe(plain.ctx(), 16, 16, PXL_U8);  // opens the backend now, reading the variable
+  unsetenv("PXL_CUDA_GRAPHS");
+  for (auto [w, h] : sizes) {
+    try {
+      DevImage in(px.ctx(), w, h, PXL_U8), out(px.ctx(), w, h, PXL_U8), out2(plain.ctx(), w, h, PXL_U8);
+      DevImage in2(plain.ctx(), w, h, PXL_U8);
+      std::vector<uint8_t> bytes = random_bytes((size_t)w * h, 0xED6E5ULL + w);
+      upload(in, bytes.data());
+      upload(in2, bytes.data());
+      void *a = nullptr, *b = nullptr;
+      CUDA_CALL(cudaMalloc, &a, (size_t)w * h);
+      CUDA_CALL(cudaMalloc, &b, (size_t)w * h);
+      Timing tm = time_op([&]() { CUDA_CALL(cudaMemcpyAsync, b, a, (size_t)w * h, cudaMemcpyDeviceToDevice, 0); },
+                          device_sync, reps);
+      cudaFree(a);
+      cudaFree(b);
+      PxlRun g(px.ctx(), px.example("edges"), "edges", Kind::Image), n(plain.ctx(), plain.example("edges"), "edges",
+                                                                         Kind::Image);
+      g.image("in", in), g.scalar("t", 40), g.output(out);
+      n.image("in", in2), n.scalar("t", 40), n.output(out2);
+      Timing tg = time_op([&]() { g.run(); }, px.sync(), reps);
+      Timing tn = time_op([&]() { n.run(); }, plain.sync(), reps);
+      if (!tm.ok || !tg.ok || !tn.ok) throw Failure(tm.ok ? tg.ok ? tn.error : tg.error : tm.error);
+      bool failed = false;
+      Output og, on;
+      og.img = download(out), on.img = download(out2);
+      std::string check = check_text(compare(og, on, 0, 0), 0, &failed);
+      status |= failed;
+      std::printf("%-11s | %s | %s | %s | %7.2f | %8.2f  %s\n", size_text(w, h).c_str(), ms_text(tm).c_str(),
+                  ms_text(tn).c_str(), ms_text(tg).c_str(), tn.ms / tg.ms, tg.ms / tm.ms, check.c_str());
+    } catch (const std::exception &e) {
+      status = 1;
+      std::fprintf(stderr, "note: pipeline %s: %s\n", size_text(w, h).c_str(), e.what());
+    }
+  }
+  return status;
+}
+
+// ------------------------------------------------------------------------------------
 // Section "filters": 3x3 and 5x5 filters, pxl kernels generated from NPP's masks
 
 struct FilterDef {
@@ -1059,7 +1117,8 @@ void usage(FILE *f) {
   std::fprintf(
       f,
       "usage: bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]\n"
-      "                  [--reps N] [--only table|padding|filters] [--no-padding] [--no-opencv-filters]\n"
+      "                  [--reps N] [--only table|padding|pipeline|filters] [--no-padding]\n"
+      "                  [--no-pipeline] [--no-opencv-filters]\n"
       "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -1070,7 +1129,7 @@ struct Options {
   std::vector<std::pair<int, int>> sizes = {{2048, 2048}, {8192, 8192}, {16384, 16384}};
   std::vector<std::string> kernels;
   int reps = 10;
-  bool table = true, padding = true, filters = true;
+  bool table = true, padding = true, pipeline = true, filters = true;
 };
 
 // Parses argv into o; returns -1 to go on, else the exit status.
@@ -1114,11 +1173,13 @@ int parse_args(int argc, char **argv, Options &o) {
       if (o.reps < 1) return std::fprintf(stderr, "bench_cuda: bad --reps\n"), 2;
     } else if (a == "--only") {
       std::string v = next();
-      o.table = v == "table", o.padding = v == "padding", o.filters = v == "filters";
-      if (!o.table && !o.padding && !o.filters)
+      o.table = v == "table", o.padding = v == "padding", o.pipeline = v == "pipeline", o.filters = v == "filters";
+      if (!o.table && !o.padding && !o.pipeline && !o.filters)
         return std::fprintf(stderr, "bench_cuda: bad --only '%s'\n", v.c_str()), 2;
     } else if (a == "--no-padding") {
       o.padding = false;
+    } else if (a == "--no-pipeline") {
+      o.pipeline = false;
     } else if (a == "--no-opencv-filters") {
       o.filters = false;
     } else if (a == "--padding" || a == "--opencv-filters") {
@@ -1172,6 +1233,7 @@ int main(int argc, char **argv) {
     print_header(px, o);
     if (o.table) status |= run_table(px, npp, o.sizes, o.kernels, o.reps);
     if (o.padding) status |= run_padding(px, o.reps);
+    if (o.pipeline) status |= run_pipeline(px, o.device, o.sizes, o.reps);
     if (o.filters) status |= run_filters(px, npp, o.reps);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

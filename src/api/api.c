@@ -365,6 +365,8 @@ void pxl_program_free(pxl_program *prog) {
 
 const Program *pxl_program_ir(const pxl_program *prog) { return prog ? prog->prog : NULL; }
 
+int pxl_context_cuda_graphs(const pxl_context *ctx) { return ctx && ctx->cuda ? backend_cuda_graphs(ctx->cuda) : 0; }
+
 int pxl_program_entry_count(const pxl_program *prog) { return prog ? prog->prog->ndecls : 0; }
 
 const char *pxl_program_entry_name(const pxl_program *prog, int i) {

@@ -10,4 +10,7 @@
 /* The checked, analysed program behind prog (owned by prog). */
 const Program *pxl_program_ir(const pxl_program *prog);
 
+/* Pipeline runs recorded as CUDA graphs by ctx's CUDA backend (0 without one). */
+int pxl_context_cuda_graphs(const pxl_context *ctx);
+
 #endif

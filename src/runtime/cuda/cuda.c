@@ -9,6 +9,10 @@
  * Reductions and histograms are one launch each whose kernel writes the result straight
  * into a pinned host buffer (then one stream synchronisation).
  *
+ * Pipelines on device images are recorded as CUDA graphs (stream capture) at their
+ * second run with the same key (exec.c: run_key) and replayed from the third: one graph
+ * launch instead of a launch per stage (PXL_CUDA_GRAPHS=0 turns this off).
+ *
  * Compiled code: an instance (program, entry, borders) is remembered in memory; its
  * PTX is cached on disk per device architecture and NVRTC version, under the key of the
  * generated source (cache_dir/cuda-smNN-KEY.ptx), so a second process skips NVRTC.
@@ -53,6 +57,16 @@ struct CuModule {
   GpuLaunch launch;
 };
 
+/* A pipeline run seen before: its recording, or that it cannot be recorded. */
+typedef struct CuGraph CuGraph;
+struct CuGraph {
+  CuGraph *next;
+  uint64_t key;
+  CUgraphExec exec; /* NULL: seen once (record at the next run) */
+  bool never;       /* recording failed: always run as usual */
+};
+#define MAX_GRAPHS 64 /* runs remembered; the oldest is dropped */
+
 /* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
  * pinned host memory for what the kernels hand back. */
 typedef struct {
@@ -78,6 +92,8 @@ typedef struct {
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
   GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES / _STRIP */
+  CuGraph *graphs;   /* recorded pipeline runs, newest first */
+  bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
@@ -307,6 +323,72 @@ static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
   return rc;
 }
 
+/* ---- recorded pipeline runs (backend.h: replay) ---- */
+
+static void graph_free(Cuda *cu, CuGraph *g) {
+  if (g->exec) cu->api->cuGraphExecDestroy(g->exec);
+  PXL_FREE(g);
+}
+
+static CuGraph *graph_find(Cuda *cu, uint64_t key) {
+  for (CuGraph *g = cu->graphs; g; g = g->next)
+    if (g->key == key) return g;
+  return NULL;
+}
+
+static int cuda_replay(Backend *be, uint64_t key, int *state, Err *err) {
+  Cuda *cu = (Cuda *)be;
+  *state = GRAPH_NONE;
+  if (cu->no_graphs) return PXL_OK;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  CuGraph *g = graph_find(cu, key);
+  if (!g) { /* first run: as usual (compiles, tunes); remembered */
+    int n = 0;
+    for (CuGraph **p = &cu->graphs; *p; p = &(*p)->next)
+      if (++n == MAX_GRAPHS) {
+        graph_free(cu, *p);
+        *p = NULL;
+        break;
+      }
+    if (!(g = PXL_CALLOC(1, sizeof *g))) return PXL_OK; /* out of memory: just not recorded */
+    *g = (CuGraph){cu->graphs, key, NULL, false};
+    cu->graphs = g;
+    return PXL_OK;
+  }
+  if (g->never) return PXL_OK;
+  if (g->exec) {
+    CUresult r = cu->api->cuGraphLaunch(g->exec, cu->stream);
+    if (r) return cu_fail(cu, r, "graph launch", err);
+    *state = GRAPH_REPLAYED;
+    return PXL_OK;
+  }
+  if (cu->api->cuStreamBeginCapture_v2(cu->stream, CU_STREAM_CAPTURE_MODE_RELAXED)) g->never = true;
+  else *state = GRAPH_RECORD;
+  return PXL_OK;
+}
+
+static int cuda_record_end(Backend *be, uint64_t key, bool ok, bool *ran, Err *err) {
+  Cuda *cu = (Cuda *)be;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  CuGraph *g = graph_find(cu, key);
+  *ran = false;
+  CUresult r = cu->api->cuStreamEndCapture(cu->stream, &graph);
+  if (!r && ok && graph) r = cu->api->cuGraphInstantiateWithFlags(&exec, graph, 0);
+  if (graph) cu->api->cuGraphDestroy(graph);
+  if (r || !ok || !exec || !g) { /* e.g. a stage that synchronises: run as usual from now on */
+    if (exec) cu->api->cuGraphExecDestroy(exec);
+    if (g) g->never = true;
+    return PXL_OK;
+  }
+  g->exec = exec;
+  r = cu->api->cuGraphLaunch(exec, cu->stream);
+  if (r) return cu_fail(cu, r, "graph launch", err);
+  *ran = true;
+  return PXL_OK;
+}
+
 /* ---- device images ---- */
 
 static size_t row_bytes(const struct pxl_image *img) {
@@ -391,6 +473,10 @@ static void cuda_free(Backend *be) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
   cu->api->cuStreamSynchronize(cu->stream);
+  for (CuGraph *g = cu->graphs, *n; g; g = n) {
+    n = g->next;
+    graph_free(cu, g);
+  }
   for (CuModule *m = cu->mods, *n; m; m = n) {
     n = m->next;
     cu->api->cuModuleUnload(m->mod);
@@ -408,6 +494,12 @@ static void cuda_free(Backend *be) {
 }
 
 const char *backend_cuda_describe(Backend *be) { return ((Cuda *)be)->describe; }
+
+int backend_cuda_graphs(const Backend *be) {
+  int n = 0;
+  for (const CuGraph *g = ((const Cuda *)be)->graphs; g; g = g->next) n += g->exec != NULL;
+  return n;
+}
 
 int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err) {
   const CudaApi *api;
@@ -460,6 +552,10 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   cu->base.image_new = cuda_image_new;
   cu->base.copy = cuda_copy;
   cu->base.sync = cuda_sync;
+  cu->base.replay = cuda_replay;
+  cu->base.record_end = cuda_record_end;
+  const char *graphs = getenv("PXL_CUDA_GRAPHS");
+  cu->no_graphs = graphs && !strcmp(graphs, "0");
   *out = &cu->base;
   return PXL_OK;
 }

@@ -21,6 +21,8 @@ typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
 typedef void *CUevent;
+typedef void *CUgraph;
+typedef void *CUgraphExec;
 typedef uint64_t CUdeviceptr;
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;
@@ -29,6 +31,7 @@ typedef void *nvrtcProgram;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define CU_MEMORYTYPE_HOST 1
 #define CU_MEMORYTYPE_DEVICE 2
 
@@ -85,6 +88,12 @@ typedef struct {
   X(cuEventSynchronize, CUresult, (CUevent e))                                                  \
   X(cuEventElapsedTime, CUresult, (float *ms, CUevent start, CUevent end))                      \
   X(cuEventDestroy_v2, CUresult, (CUevent e))                                                   \
+  X(cuStreamBeginCapture_v2, CUresult, (CUstream s, int mode))                                  \
+  X(cuStreamEndCapture, CUresult, (CUstream s, CUgraph *graph))                                 \
+  X(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec * exec, CUgraph graph, unsigned long long flags)) \
+  X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream s))                                    \
+  X(cuGraphDestroy, CUresult, (CUgraph graph))                                                  \
+  X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                           \
   X(cuLaunchKernel, CUresult,                                                                   \
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
      unsigned shmem, CUstream stream, void **params, void **extra))                             \

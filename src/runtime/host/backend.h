@@ -35,7 +35,18 @@ struct Backend {
   int (*copy)(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err);
   /* Waits for all queued work; reports its failure. */
   int (*sync)(Backend *be, Err *err);
+
+  /* Recorded runs (CUDA graphs), optional (NULL: none). Before a pipeline run whose
+   * images are all device images, exec.c asks replay() with a key of the run (pipeline,
+   * image addresses and shapes, scalars): *state GRAPH_REPLAYED - a recording of the
+   * same run has been queued, nothing else to do; GRAPH_RECORD - the backend is recording
+   * its queued work: exec.c runs the pipeline, then calls record_end, which keeps the
+   * recording and queues it (recorded work does not run) and sets *ran, false when the
+   * recording failed and nothing ran; GRAPH_NONE - run as usual. */
+  int (*replay)(Backend *be, uint64_t key, int *state, Err *err);
+  int (*record_end)(Backend *be, uint64_t key, bool ok, bool *ran, Err *err);
 };
+enum { GRAPH_NONE, GRAPH_REPLAYED, GRAPH_RECORD };
 
 /* The reference interpreter as a backend. Never fails except out-of-memory (NULL). */
 Backend *backend_ref_new(void);
@@ -50,6 +61,8 @@ Backend *backend_cpu_new(const char *cache_dir, int nthreads);
 int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err);
 /* "cuda:N (NAME)" of a CUDA backend. */
 const char *backend_cuda_describe(Backend *be);
+/* How many pipeline runs a CUDA backend holds recorded as graphs (for tests). */
+int backend_cuda_graphs(const Backend *be);
 
 /* The OpenCL backend (src/runtime/opencl) on device `device` of platform `platform`;
  * (-1, -1): the first GPU of any platform, else the first device of any platform.

@@ -7,7 +7,9 @@
  * last use, and where pixels live: a backend with device memory (image_new != NULL) sees
  * device images only - host inputs are copied in once per run, outputs and intermediates
  * are allocated on the device, and the result is copied back when the caller gave host
- * images.
+ * images. Pipeline runs on device images only (a given output included) may be recorded
+ * and replayed by the backend (backend.h: replay): a run's key covers everything its
+ * launches depend on.
  */
 #include <stdint.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "interp/interp.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 
 static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
   if (a->device != b->device || a->buffer != b->buffer) return false; /* different memories */
@@ -177,11 +180,68 @@ static int check_memory(Backend *be, const Decl *D, const ImgArg *imgs, const st
   return PXL_OK;
 }
 
+static uint64_t hash_image(uint64_t h, const struct pxl_image *img) {
+  int dims[4] = {img->width, img->height, (int)img->type, img->channels};
+  uintptr_t at[2] = {(uintptr_t)img->buffer, (uintptr_t)img->data};
+  h = hash_bytes(h, dims, sizeof dims);
+  h = hash_bytes(h, at, sizeof at);
+  return hash_bytes(h, &img->pitch, sizeof img->pitch);
+}
+
+/* The key of a pipeline run: the pipeline, where its images are and their shapes, the
+ * borders and the scalars - what a recording of its launches bakes in. */
+static uint64_t run_key(const Decl *D, const ImgArg *imgs, const Lane *scalars, const struct pxl_image *out) {
+  uint64_t h = hash_bytes(HASH_INIT, &D, sizeof D);
+  h = hash_bytes(h, &D->serial, sizeof D->serial);
+  for (int i = 0; i < D->nimages; i++) {
+    h = hash_image(h, imgs[i].img);
+    h = hash_bytes(h, &imgs[i].border.kind, sizeof imgs[i].border.kind);
+    h = hash_bytes(h, &imgs[i].border.value, sizeof imgs[i].border.value);
+  }
+  for (int i = 0; i < D->nscalars; i++) h = hash_bytes(h, &scalars[i].i, sizeof scalars[i].i);
+  return hash_image(h, out);
+}
+
+/* A pipeline run on device images into the device image out: replayed or recorded where
+ * the backend can (the first run of a key runs as usual, and compiles and tunes). */
+static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
+                                 struct pxl_image *out, ExecResult *res, Err *err) {
+  uint64_t key = run_key(D, imgs, scalars, out);
+  int state = GRAPH_NONE;
+  int rc = be->replay(be, key, &state, err);
+  if (rc) return rc;
+  if (state == GRAPH_REPLAYED) {
+    res->kind = PXL_RESULT_IMAGE;
+    res->image = out;
+    return PXL_OK;
+  }
+  rc = run_pipeline(be, D, imgs, scalars, out, res, err);
+  if (state != GRAPH_RECORD) return rc;
+  bool ran = false;
+  Err rerr = {0};
+  int erc = be->record_end(be, key, rc == PXL_OK, &ran, &rerr);
+  if (ran) return erc ? err_set(err, erc, "%s", rerr.msg) : rc;
+  /* nothing ran: once more, as usual (the backend does not record this key again) */
+  if (!rc && res->image_owned) image_free(res->image);
+  memset(res, 0, sizeof *res);
+  return run_pipeline(be, D, imgs, scalars, out, res, err);
+}
+
+/* Whether a run may be recorded: a pipeline that computes its result into the caller's
+ * device image, from device images. */
+static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
+  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee) return false;
+  for (int i = 0; i < D->nimages; i++)
+    if (!imgs[i].img->device) return false;
+  return true;
+}
+
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err) {
   memset(res, 0, sizeof *res);
   int rc = check_memory(be, D, imgs, out, err);
   if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);
+  if (recordable(be, D, imgs, out)) return run_pipeline_recorded(be, D, imgs, scalars, out, res, err);
   /* a device backend: copy host inputs in (once, also for a pipeline input read twice) */
   ImgArg dimgs[64];
   struct pxl_image *tmp[64] = {0};
