@@ -91,6 +91,7 @@ typedef struct {
   void *pinned;      /* results written by kernels */
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
+  CUmemoryPool pool; /* pxl's own pool, keeping freed memory for reuse; NULL: the default */
   GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES / _STRIP */
   CuGraph *graphs;   /* recorded pipeline runs, newest first */
   bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
@@ -395,9 +396,12 @@ static size_t row_bytes(const struct pxl_image *img) {
   return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
 }
 
-/* Device memory is stream-ordered (cuMemAllocAsync / cuMemFreeAsync on the backend's
- * stream): an intermediate freed while a queued kernel still reads it stays valid until
- * that kernel is done, and the pool makes repeated allocations cheap. */
+/* Device memory is stream-ordered (cuMemAllocFromPoolAsync / cuMemFreeAsync on the
+ * backend's stream): an intermediate freed while a queued kernel still reads it stays
+ * valid until that kernel is done. The pool is pxl's own and keeps what is freed (the
+ * default pool gives memory back at every synchronisation, and mapping it again cost a
+ * five-stage pipeline at 8192 x 8192 more than its kernels); it is trimmed when an
+ * allocation fails, and destroyed with the backend. */
 static void release_image(struct pxl_image *img) {
   Cuda *cu = img->device;
   cu->api->cuCtxSetCurrent(cu->ctx);
@@ -423,9 +427,19 @@ static int cuda_image_new(Backend *be, int w, int h, pxl_type t, int channels, b
   size_t pitch = (row_bytes(img) + cu->pitch_align - 1) / cu->pitch_align * cu->pitch_align;
   CUdeviceptr p = 0;
   CUresult r = 801; /* CUDA_ERROR_NOT_SUPPORTED */
-  if (!cu->no_pools && (r = cu->api->cuMemAllocAsync(&p, pitch * (size_t)h, cu->stream)) == 801) cu->no_pools = true;
-  if (cu->no_pools) r = cu->api->cuMemAlloc_v2(&p, pitch * (size_t)h);
-  if (!r && zero) r = cu->api->cuMemsetD8Async(p, 0, pitch * (size_t)h, cu->stream);
+  size_t bytes = pitch * (size_t)h;
+  if (cu->pool) {
+    r = cu->api->cuMemAllocFromPoolAsync(&p, bytes, cu->pool, cu->stream);
+    if (r == 2) { /* out of memory: give the pool's free memory back, once */
+      cu->api->cuStreamSynchronize(cu->stream);
+      cu->api->cuMemPoolTrimTo(cu->pool, 0);
+      r = cu->api->cuMemAllocFromPoolAsync(&p, bytes, cu->pool, cu->stream);
+    }
+  } else if (!cu->no_pools && (r = cu->api->cuMemAllocAsync(&p, bytes, cu->stream)) == 801) {
+    cu->no_pools = true;
+  }
+  if (cu->no_pools) r = cu->api->cuMemAlloc_v2(&p, bytes);
+  if (!r && zero) r = cu->api->cuMemsetD8Async(p, 0, bytes, cu->stream);
   if (r) {
     if (p && cu->no_pools) cu->api->cuMemFree_v2(p);
     else if (p) cu->api->cuMemFreeAsync(p, cu->stream);
@@ -488,6 +502,7 @@ static void cuda_free(Backend *be) {
   if (cu->hist.p) cu->api->cuMemFree_v2(cu->hist.p);
   if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
   cu->api->cuStreamDestroy_v2(cu->stream);
+  if (cu->pool) cu->api->cuMemPoolDestroy(cu->pool); /* after the stream: its frees are done */
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);
   PXL_FREE(cu->cache_dir);
   PXL_FREE(cu);
@@ -532,6 +547,15 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   CUdeviceptr probe = 0;
   if (!api->cuMemAllocPitch_v2(&probe, &cu->pitch_align, 1, 2, 16)) api->cuMemFree_v2(probe);
   if (cu->pitch_align < 16 || (cu->pitch_align & (cu->pitch_align - 1))) cu->pitch_align = 512;
+  /* a pool of our own that keeps freed memory (else the default pool, or none) */
+  CudaMemPoolProps props = {.allocType = 1, .locType = 1, .locId = ordinal};
+  uint64_t keep_all = UINT64_MAX;
+  if (api->cuMemPoolCreate(&cu->pool, &props)) {
+    cu->pool = NULL;
+  } else if (api->cuMemPoolSetAttribute(cu->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all)) {
+    api->cuMemPoolDestroy(cu->pool);
+    cu->pool = NULL;
+  }
   api->nvrtcVersion(&vmaj, &vmin);
   cu->nvrtc = vmaj * 100 + vmin;
   cu->cc = major * 10 + minor;

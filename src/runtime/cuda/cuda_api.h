@@ -22,6 +22,7 @@ typedef void *CUfunction;
 typedef void *CUstream;
 typedef void *CUevent;
 typedef void *CUgraph;
+typedef void *CUmemoryPool;
 typedef void *CUgraphExec;
 typedef uint64_t CUdeviceptr;
 typedef int nvrtcResult;
@@ -32,6 +33,17 @@ typedef void *nvrtcProgram;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+
+/* CUmemPoolProps of the driver API (cuda.h): allocation type, handle types, location
+ * (type, id), then fields this code leaves zero. */
+typedef struct {
+  int allocType;      /* CU_MEM_ALLOCATION_TYPE_PINNED = 1 */
+  int handleTypes;    /* 0: none */
+  int locType, locId; /* CU_MEM_LOCATION_TYPE_DEVICE = 1, the device ordinal */
+  void *win32SecurityAttributes;
+  unsigned char rest[64];
+} CudaMemPoolProps;
 #define CU_MEMORYTYPE_HOST 1
 #define CU_MEMORYTYPE_DEVICE 2
 
@@ -79,6 +91,11 @@ typedef struct {
   X(cuMemAllocHost_v2, CUresult, (void **p, size_t bytes))                                      \
   X(cuMemAllocAsync, CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))                     \
   X(cuMemFreeAsync, CUresult, (CUdeviceptr p, CUstream s))                                      \
+  X(cuMemPoolCreate, CUresult, (CUmemoryPool * pool, const CudaMemPoolProps *props))            \
+  X(cuMemPoolDestroy, CUresult, (CUmemoryPool pool))                                            \
+  X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, int attr, void *value))                \
+  X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t keep))                                \
+  X(cuMemAllocFromPoolAsync, CUresult, (CUdeviceptr * p, size_t bytes, CUmemoryPool pool, CUstream s))\
   X(cuMemFreeHost, CUresult, (void *p))                                                         \
   X(cuStreamCreate, CUresult, (CUstream * s, unsigned flags))                                   \
   X(cuStreamDestroy_v2, CUresult, (CUstream s))                                                 \
