@@ -18,10 +18,17 @@
 
 #if defined(PXR_OPENCL)
 /* OpenCL C 1.2: no C library; fixed-width names, C99 float-function names and the
- * extensions pxl's code relies on (64-bit floats and 64-bit atomics, checked by the
- * runtime before building). */
+ * optional extensions pxl's code relies on: 64-bit floats (f64, float-weighted bins) and
+ * 64-bit atomics (histograms). The runtime defines PXR_NO_F64 for a device without
+ * cl_khr_fp64 and PXR_NO_INT64_ATOMICS for one without cl_khr_int64_base_atomics; then
+ * nothing below mentions double, or the 64-bit atomics, so that kernels which need
+ * neither build there (the runtime refuses the others, naming the extension). */
+#if !defined(PXR_NO_F64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#if !defined(PXR_NO_INT64_ATOMICS)
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
 typedef char int8_t;
 typedef uchar uint8_t;
 typedef short int16_t;
@@ -77,6 +84,18 @@ typedef unsigned long long uintptr_t;
 #endif
 #endif
 
+/* Double precision: everywhere except on OpenCL devices without it. */
+#if !defined(PXR_OPENCL) || !defined(PXR_NO_F64)
+#define PXR_F64 1
+#endif
+/* The float member of a GPU kernel's scalar argument slot (gen_gpu.c: pxlc_scalar):
+ * double, or float on a device without double precision (f32 scalars and results). */
+#if defined(PXR_F64)
+#define PXR_SCALAR_FLOAT double
+#else
+#define PXR_SCALAR_FLOAT float
+#endif
+
 /* Function and pointer qualifiers of the dialects: C (CPU backend, interpreter), CUDA
  * and OpenCL C. PXR_GLOBAL / PXR_LOCAL are the address spaces of image memory and of a
  * work-group's shared tiles (OpenCL only); PXR_IMAGE_DATA is where image k's pixels start
@@ -107,9 +126,11 @@ typedef unsigned long long uintptr_t;
 /* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs.
  * INC32 counts into 32-bit bins (a work-group's shared bins on GPUs). */
 #if defined(PXR_OPENCL)
+#if !defined(PXR_NO_INT64_ATOMICS) /* else left undefined: the runtime refuses histograms */
 #define PXR_BIN_INC(p) atom_inc((volatile __global long *)(p))
-#define PXR_BIN_INC32(p) atomic_inc((volatile __local uint *)(p))
 #define PXR_BIN_ADD_I64(p, w) atom_add((volatile __global long *)(p), (long)(w))
+#endif
+#define PXR_BIN_INC32(p) atomic_inc((volatile __local uint *)(p))
 #define PXR_BIN_ADD_F64(p, w) (*(p) += (w)) /* float bins run on one thread: exact order */
 #elif defined(__CUDACC__)
 #define PXR_BIN_INC(p) atomicAdd((unsigned long long *)(p), 1ull)
@@ -125,6 +146,9 @@ typedef unsigned long long uintptr_t;
 
 /* ---- conversions: saturating; float -> int rounds to nearest, ties to even; NaN -> 0 ---- */
 
+/* From f64 (the interpreter converts f32 values here too; generated code uses the f32
+ * versions below, which give the same results). */
+#if defined(PXR_F64)
 PXR_FN double pxr_rne(double v) { return nearbyint(v); } /* default rounding mode */
 
 #define PXR_SAT_FROM_F(name, T, lo, hi)                                                     \
@@ -157,6 +181,7 @@ PXR_FN uint64_t pxr_f2u64(double v) {
   if (v >= 18446744073709551616.0) return UINT64_MAX;
   return (uint64_t)v;
 }
+#endif
 
 /* Integer -> integer: clamp a signed 64-bit or unsigned 64-bit value into the target. */
 #define PXR_SAT_FROM_S(name, T, lo, hi)                                                     \
@@ -196,16 +221,29 @@ PXR_SAT_U32(pxr_u32_i16, int16_t, 32767)
 PXR_SAT_U32(pxr_u32_u16, uint16_t, 65535)
 PXR_SAT_U32(pxr_u32_i32, int32_t, INT32_MAX)
 #undef PXR_SAT_U32
-/* f32 -> small integers in single precision (exact: the bounds are floats). */
-#define PXR_SAT_F32(name, T, lo, hi)                                                        \
-  PXR_FN T name(float v) {                                                         \
+/* f32 -> integers in single precision: in 32-bit lanes (vectorisable), and without
+ * double on OpenCL devices that lack it. The result is pxr_f2*((double)v)'s for every
+ * float v: NaN gives 0 in both; rounding a float to an integer is exact in float (from
+ * 2^23 up every float is an integer, below it the result is at most 2^23, a float), so
+ * nearbyintf(v) is pxr_rne((double)v); and each bound compare gives the same
+ * answer: flo is the double version's lower bound exactly (0, -32768, -2^31, -2^63; at
+ * -2^63 the double version's (T)v is INT64_MIN too), fhi its upper bound where that is
+ * a float (255, 32767, 65535, 2^63, 2^64), else hi + 1 (2^31, 2^32), and no float lies
+ * in [hi, hi + 1) there (floats near 2^31 are 128 apart, near 2^32 256). Between the
+ * bounds (T)v converts the same integer value. (Checked for all 2^32 floats.) */
+#define PXR_SAT_F32(name, T, lo, hi, flo, fhi)                                              \
+  PXR_FN T name(float v) {                                                                \
     if (!(v == v)) return 0;                                                              \
     v = nearbyintf(v);                                                                    \
-    return v <= (float)(lo) ? (T)(lo) : v >= (float)(hi) ? (T)(hi) : (T)v;                \
+    return v <= (flo) ? (T)(lo) : v >= (fhi) ? (T)(hi) : (T)v;                            \
   }
-PXR_SAT_F32(pxr_f32_u8, uint8_t, 0, 255)
-PXR_SAT_F32(pxr_f32_i16, int16_t, -32768, 32767)
-PXR_SAT_F32(pxr_f32_u16, uint16_t, 0, 65535)
+PXR_SAT_F32(pxr_f32_u8, uint8_t, 0, 255, 0.0f, 255.0f)
+PXR_SAT_F32(pxr_f32_i16, int16_t, -32768, 32767, -32768.0f, 32767.0f)
+PXR_SAT_F32(pxr_f32_u16, uint16_t, 0, 65535, 0.0f, 65535.0f)
+PXR_SAT_F32(pxr_f32_i32, int32_t, INT32_MIN, INT32_MAX, -0x1p31f, 0x1p31f)
+PXR_SAT_F32(pxr_f32_u32, uint32_t, 0, UINT32_MAX, 0.0f, 0x1p32f)
+PXR_SAT_F32(pxr_f32_i64, int64_t, INT64_MIN, INT64_MAX, -0x1p63f, 0x1p63f)
+PXR_SAT_F32(pxr_f32_u64, uint64_t, 0, UINT64_MAX, 0.0f, 0x1p64f)
 #undef PXR_SAT_F32
 
 /* ---- integer min/max (functions, so nested uses do not repeat their operands) ---- */
@@ -264,11 +302,13 @@ PXR_FN int64_t pxr_abs_i64(int64_t a) { return a < 0 ? pxr_neg_i64(a) : a; }
 
 PXR_FN float pxr_min_f32(float a, float b) { return b < a || a != a ? b : a; }
 PXR_FN float pxr_max_f32(float a, float b) { return b > a || a != a ? b : a; }
-PXR_FN double pxr_min_f64(double a, double b) { return b < a || a != a ? b : a; }
-PXR_FN double pxr_max_f64(double a, double b) { return b > a || a != a ? b : a; }
 /* round(): half away from zero, like C's round. */
 PXR_FN float pxr_round_f32(float a) { return roundf(a); }
+#if defined(PXR_F64)
+PXR_FN double pxr_min_f64(double a, double b) { return b < a || a != a ? b : a; }
+PXR_FN double pxr_max_f64(double a, double b) { return b > a || a != a ? b : a; }
 PXR_FN double pxr_round_f64(double a) { return round(a); }
+#endif
 
 /* ---- border modes: map a coordinate i into [0, n) ---- */
 

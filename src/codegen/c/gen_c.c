@@ -110,7 +110,7 @@ static int open_conv(Gen *g, Scalar from, Scalar to) {
     return 2;
   }
   if (scalar_is_float(from) && is_int(to)) {
-    if (from == T_F32 && (to == T_U8 || to == T_I16 || to == T_U16)) OUT("pxr_f32_%s((float)(", sfx(to));
+    if (from == T_F32) OUT("pxr_f32_%s((float)(", sfx(to)); /* no double: OpenCL devices may lack it */
     else OUT("pxr_f2%s((double)(", sfx(to));
     return 2;
   }

@@ -74,7 +74,7 @@ static void header(Gen *g) {
   OUT("%s", g->dialect == GPU_OPENCL ? opencl_words : cuda_words);
   OUT("#define PXG_VEC(n) PXG_VEC_##n\n#define PXG_VEC_1 uint8_t\n#define PXG_VEC_2 uint16_t\n");
   OUT("#define PXG_VEC_4 uint32_t\n#define PXG_VEC_8 uint2\n#define PXG_VEC_16 uint4\n");
-  OUT("typedef union { int64_t i; double f; } pxlc_scalar;\n");
+  OUT("typedef union { int64_t i; PXR_SCALAR_FLOAT f; } pxlc_scalar;\n");
   OUT("typedef struct { pxlc_image in[%d]; pxlc_scalar sc[%d]; pxlc_image out; %s aux; %s res; int64_t n; } pxl_kargs;\n",
       PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS, g->dialect == GPU_OPENCL ? "ulong" : "void *",
       g->dialect == GPU_OPENCL ? "ulong" : "void *");

@@ -43,11 +43,16 @@ typedef struct _cl_event *cl_event;
 #define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019 /* cl_uint, in bits */
 #define CL_DEVICE_SINGLE_FP_CONFIG 0x101B
 #define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
+#define CL_DEVICE_QUEUE_PROPERTIES 0x102A /* cl_bitfield */
 #define CL_DEVICE_NAME 0x102B
 #define CL_DRIVER_VERSION 0x102D
 #define CL_DEVICE_EXTENSIONS 0x1030
 #define CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (1 << 7)
 #define CL_MEM_READ_WRITE (1 << 0)
+#define CL_QUEUE_PROFILING_ENABLE (1 << 1)
+#define CL_PROFILING_COMMAND_QUEUED 0x1280 /* cl_ulong, nanoseconds */
+#define CL_PROFILING_COMMAND_START 0x1282
+#define CL_PROFILING_COMMAND_END 0x1283
 #define CL_PROGRAM_BINARY_SIZES 0x1165
 #define CL_PROGRAM_BINARIES 0x1166
 #define CL_PROGRAM_BUILD_LOG 0x1183
@@ -60,6 +65,7 @@ typedef struct _cl_event *cl_event;
   X(CL_MEM_OBJECT_ALLOCATION_FAILURE, -4)                                                      \
   X(CL_OUT_OF_RESOURCES, -5)                                                                   \
   X(CL_OUT_OF_HOST_MEMORY, -6)                                                                 \
+  X(CL_PROFILING_INFO_NOT_AVAILABLE, -7)                                                       \
   X(CL_MEM_COPY_OVERLAP, -8)                                                                   \
   X(CL_BUILD_PROGRAM_FAILURE, -11)                                                             \
   X(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, -14)                                         \
@@ -147,6 +153,9 @@ enum {
   X(clEnqueueNDRangeKernel, cl_int,                                                           \
     (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *offset, const size_t *global, \
      const size_t *local, cl_uint nwait, const cl_event *wait, cl_event *ev))                 \
+  X(clWaitForEvents, cl_int, (cl_uint n, const cl_event *events))                             \
+  X(clGetEventProfilingInfo, cl_int, (cl_event e, cl_uint what, size_t size, void *value, size_t *size_ret)) \
+  X(clReleaseEvent, cl_int, (cl_event e))                                                     \
   X(clFinish, cl_int, (cl_command_queue q))
 
 typedef struct {

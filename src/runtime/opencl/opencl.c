@@ -18,12 +18,25 @@
  * the device name, the driver version and the build options (cache_dir/opencl-KEY.bin),
  * so a second process skips the driver's compiler. A binary the driver refuses is
  * rebuilt from source.
+ *
+ * Optional extensions: a device without cl_khr_fp64 builds with -DPXR_NO_F64 (the
+ * prelude then has no double; f32 scalars and f32 reduction values travel as floats) and
+ * runs every stage whose own code has no double; one without cl_khr_int64_base_atomics
+ * builds with -DPXR_NO_INT64_ATOMICS and runs everything but the histograms. The others
+ * are PXL_EDEVICE naming the stage and the extension, before any build.
+ *
+ * Profiling: with PXL_OPENCL_PROFILE=FILE the queue is a profiling one and each kernel
+ * launch and result read-back appends a line with its device time to FILE (see
+ * profile_line); without it no events are created.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "codegen/c/gen_c.h"
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/host/backend.h"
 #include "runtime/gpu/gpu_cache.h"
@@ -43,6 +56,7 @@ typedef struct {
 typedef union {
   int64_t i;
   double f;
+  float f32; /* f32 values on devices without fp64 (prelude.h: PXR_SCALAR_FLOAT) */
 } KScalar;
 typedef struct {
   KImage in[PXL_GPU_MAX_IMAGES];
@@ -56,10 +70,12 @@ typedef struct {
 /* Kernel argument numbers of the buffers (gen_gpu.h). */
 enum { ARG_OUT = PXL_GPU_MAX_IMAGES, ARG_AUX, ARG_RES, ARG_KARGS, NBUFFERS = ARG_KARGS };
 
-/* The arguments of one launch: the buffers (NULL: the dummy) and pxl_kargs. */
+/* The arguments of one launch: the buffers (NULL: the dummy) and pxl_kargs; what it
+ * is, for the profile. */
 typedef struct {
   cl_mem buf[NBUFFERS];
   KArgs a;
+  const char *kind, *name; /* "kernel", "reduce", "histogram" or "tune"; the stage */
 } Call;
 
 typedef struct OclModule OclModule;
@@ -77,6 +93,16 @@ typedef struct {
   size_t size;
 } Aux;
 
+/* A profiled command whose times are not read yet (they are once the queue has run it). */
+typedef struct {
+  cl_event ev;
+  const char *kind;        /* as in Call */
+  char name[64];           /* a copy: the program may be freed before the queue runs */
+  size_t global[2], local[2];
+} Pending;
+
+#define MAX_PENDING 256 /* then wait for them: the profile costs memory, not a stall per launch */
+
 typedef struct {
   Backend base;
   const OclApi *api;
@@ -88,19 +114,23 @@ typedef struct {
   char name[128], platform_name[128], driver[128], describe[320];
   size_t max_group;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
   cl_ulong local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
-  bool fp64;             /* cl_khr_fp64 */
-  bool int64_atomics;    /* cl_khr_int64_base_atomics */
+  bool fp64;             /* cl_khr_fp64 (PXL_OPENCL_NO_FP64: as if not) */
+  bool int64_atomics;    /* cl_khr_int64_base_atomics (PXL_OPENCL_NO_INT64_ATOMICS: as if not) */
+  bool can_profile;      /* CL_QUEUE_PROFILING_ENABLE is supported */
   size_t pitch_align;    /* row pitch of device images: a multiple of this */
-  char options[160];     /* clBuildProgram options */
+  char options[256];     /* clBuildProgram options */
   char *cache_dir;       /* NULL: no disk cache */
   OclModule *mods;
   GpuInstance *instances;
   Aux red, hist, res;    /* reduction partials, histogram bins, results */
   cl_mem dummy;          /* bound to the buffer arguments a stage does not use */
   /* autotuner choices (gpu_cache.h) in cache_dir/opencl-tune-HASH.txt (HASH: of the
-   * device name); PXL_OPENCL_TILE_ROWS / _BYTES / _STRIP force a shape. Timing is wall time
+   * device name); PXL_OPENCL_TILE_ROWS / _BYTES force a shape. Timing is wall time
    * around clFinish, which every implementation has (profiling queues are optional). */
   GpuTuner tuner;
+  FILE *profile;         /* PXL_OPENCL_PROFILE, or NULL: no events */
+  Pending pending[MAX_PENDING];
+  int npending;
 } Ocl;
 
 static int cl_fail(const Ocl *cl, cl_int rc, const char *what, Err *err) {
@@ -182,6 +212,10 @@ static int pick_device(const OclApi *api, int platform, int device, cl_platform_
 
 /* ---- building programs ---- */
 
+static const char *stage_kind(const Decl *D) {
+  return D->kind == D_REDUCE ? "reduction" : D->kind == D_HISTOGRAM ? "histogram" : "kernel";
+}
+
 /* Put before every generated program. OpenCL C contracts a * b + c into a fused
  * multiply-add by default (FP_CONTRACT is ON, and no build option turns it off, unlike
  * NVRTC's -fmad=false), which changes float results: PoCL fuses them. */
@@ -194,21 +228,24 @@ static void line_at(const char *p, char *buf, size_t max) {
   snprintf(buf, max, "%.*s", (int)(n < max ? n : max - 1), p);
 }
 
-/* The generated-source line a compiler message points at: "<source>:LINE:COL" (clang,
- * PoCL, NVIDIA, Intel) or "line LINE" (AMD); 0 when none. */
+/* The line of the compiled text a compiler message points at: "FILE:LINE:COL" (clang,
+ * PoCL, NVIDIA, Intel) or "line LINE" (AMD); 0 when none, or when FILE is a header (the
+ * implementation's own, e.g. broken by a -D in PXL_OPENCL_OPTIONS). */
 static int message_line(const char *msg) {
   for (const char *p = strchr(msg, ':'); p; p = strchr(p + 1, ':')) {
     char *end;
     long n = strtol(p + 1, &end, 10);
-    if (end > p + 1 && *end == ':' && p[1] >= '0' && p[1] <= '9' && n > 0 && n < 1000000) return (int)n;
+    if (end > p + 1 && *end == ':' && p[1] >= '0' && p[1] <= '9' && n > 0 && n < 1000000)
+      return p - msg >= 2 && p[-2] == '.' && p[-1] == 'h' ? 0 : (int)n;
   }
   const char *l = strstr(msg, "line ");
   return l ? atoi(l + 5) : 0;
 }
 
-/* The build log's first error, the generated line it points at (src: the generated text,
- * without the prologue), and the log. */
-static int build_failure(Ocl *cl, cl_program prog, cl_int rc, const char *src, Err *err) {
+/* PXL_EBACKEND for D's unit src (the generated text, without the prologue): the build
+ * log's first error that points into src, with the generated line it points at (else
+ * the log's first error), then the log. The generated code carries no .pxl lines. */
+static int build_failure(Ocl *cl, const Decl *D, cl_program prog, cl_int rc, const char *src, Err *err) {
   char s[32], first[400] = "", line[300] = "";
   char *log = NULL;
   size_t n = 0;
@@ -216,23 +253,27 @@ static int build_failure(Ocl *cl, cl_program prog, cl_int rc, const char *src, E
     if (cl->api->clGetProgramBuildInfo(prog, cl->dev, CL_PROGRAM_BUILD_LOG, n, log, NULL)) n = 0;
     log[n] = 0;
   }
-  const char *e = log ? strstr(log, "error") : NULL;
-  if (e) {
-    while (e > log && e[-1] != '\n') e--;
-    line_at(e, first, sizeof first);
-    int k = message_line(first) - PROLOGUE_LINES;
-    const char *p = src;
-    for (int i = 1; p && i < k; i++)
-      if ((p = strchr(p, '\n'))) p++;
-    if (k > 0 && p && *p) {
-      char text[240];
-      line_at(p, text, sizeof text);
-      snprintf(line, sizeof line, "\n  generated line %d (the compiler's %d): %s", k, k + PROLOGUE_LINES, text);
-    }
+  int k = 0;
+  for (const char *e = log ? strstr(log, "error") : NULL; e && k <= 0; e = strstr(e, "error")) {
+    const char *b = e;
+    while (b > log && b[-1] != '\n') b--;
+    char msg[400];
+    line_at(b, msg, sizeof msg);
+    k = message_line(msg) - PROLOGUE_LINES;
+    if (!*first || k > 0) memcpy(first, msg, sizeof first);
+    e += strcspn(e, "\n"); /* the next line */
   }
-  const char *lacks = !cl->int64_atomics ? " (the device lacks cl_khr_int64_base_atomics)" : "";
-  rc = err_set(err, PXL_EBACKEND, "the OpenCL compiler of %s rejected the generated code (%s)%s%s%s%s\n%.1500s%s",
-               cl->name, ocl_error_name(rc, s, sizeof s), lacks, *first ? ":\n  " : "", first, line,
+  const char *p = src;
+  for (int i = 1; p && i < k; i++)
+    if ((p = strchr(p, '\n'))) p++;
+  if (k > 0 && p && *p) {
+    char text[240];
+    line_at(p, text, sizeof text);
+    snprintf(line, sizeof line, "\n  generated line %d (the compiler's %d): %s", k, k + PROLOGUE_LINES, text);
+  }
+  rc = err_set(err, PXL_EBACKEND,
+               "the OpenCL compiler of %s rejected the generated code of %s '%s' (%s)%s%s%s\n%.1500s%s", cl->name,
+               stage_kind(D), D->name, ocl_error_name(rc, s, sizeof s), *first ? ":\n  " : "", first, line,
                log ? log : "(no build log)", log && strlen(log) > 1500 ? "\n[log truncated]" : "");
   PXL_FREE(log);
   return rc;
@@ -252,11 +293,8 @@ static void store_binary(Ocl *cl, cl_program prog, const char *path) {
 }
 
 /* A built program for src: from the cached binary, else from source (then cached). */
-static int build(Ocl *cl, const char *src, size_t len, cl_program *out, Err *err) {
+static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program *out, Err *err) {
   const OclApi *api = cl->api;
-  if (!cl->fp64 && strstr(src, "double"))
-    return err_set(err, PXL_EDEVICE,
-                   "the OpenCL device %s has no double precision (cl_khr_fp64), which this kernel needs", cl->name);
   char path[4400] = "";
   cl_int rc = CL_SUCCESS;
   if (cl->cache_dir) {
@@ -282,12 +320,52 @@ static int build(Ocl *cl, const char *src, size_t len, cl_program *out, Err *err
   if (!prog || rc) return cl_fail(cl, rc, "clCreateProgramWithSource", err);
   rc = api->clBuildProgram(prog, 1, &cl->dev, cl->options, NULL, NULL);
   if (rc) {
-    int code = build_failure(cl, prog, rc, src, err);
+    int code = build_failure(cl, D, prog, rc, src, err);
     api->clReleaseProgram(prog);
     return code;
   }
   if (path[0]) store_binary(cl, prog, path);
   *out = prog;
+  return PXL_OK;
+}
+
+/* ---- devices without double precision or 64-bit atomics ---- */
+
+/* Without fp64 the float member of the generated code's scalar slot is a float
+ * (prelude.h: PXR_SCALAR_FLOAT under PXR_NO_F64): f32 scalars are then passed as floats
+ * (call_args), f32 reductions publish floats (read back by ocl_reduce) - the same values,
+ * since the kernel converted them to and from float anyway. */
+
+static bool ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether text holds the identifier w (not as part of a longer one). */
+static bool has_ident(const char *text, const char *w) {
+  size_t n = strlen(w);
+  for (const char *p = text; (p = strstr(p, w)); p += n)
+    if ((p == text || !ident_char(p[-1])) && !ident_char(p[n])) return true;
+  return false;
+}
+
+/* PXL_EDEVICE when D needs an extension the device lacks. Histograms count in 64-bit
+ * atomics (global bins: atom_inc / atom_add on longs, PXR_BIN_INC / PXR_BIN_ADD_I64 and
+ * gen_gpu's PXG_ATOMIC_ADD_U64), except float-weighted ones, whose f64 bins need fp64.
+ * Without fp64 the unit src must not mention double after
+ * the prelude: the prelude has none under PXR_NO_F64, so one there is the stage's own
+ * f64 (values, literals' conversions, f64 bins). */
+static int check_extensions(const Ocl *cl, const Decl *D, const char *src, Err *err) {
+  if (!cl->int64_atomics && D->kind == D_HISTOGRAM && !D->weighted_float)
+    return err_set(err, PXL_EDEVICE,
+                   "histogram '%s' counts with 64-bit atomics, which the OpenCL device %s lacks "
+                   "(no cl_khr_int64_base_atomics)", D->name, cl->name);
+  if (cl->fp64) return PXL_OK;
+  const char *code = strstr(src, pxl_prelude_text);
+  code = code ? code + strlen(pxl_prelude_text) : src;
+  if (has_ident(code, "double"))
+    return err_set(err, PXL_EDEVICE,
+                   "%s '%s' needs double precision (f64%s), which the OpenCL device %s lacks (no cl_khr_fp64)",
+                   stage_kind(D), D->name, D->kind == D_HISTOGRAM && D->weighted_float ? " bins" : "", cl->name);
   return PXL_OK;
 }
 
@@ -297,6 +375,7 @@ static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuT
   GpuLaunch launch;
   int rc = gen_gpu_stage(&src, D, borders, GPU_OPENCL, tile, &launch, err);
   if (!rc && src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
+  if (!rc) rc = check_extensions(cl, D, src.s, err);
   if (rc) {
     sb_free(&src);
     return rc;
@@ -309,7 +388,7 @@ static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuT
       return PXL_OK;
     }
   cl_program prog = NULL;
-  rc = build(cl, src.s, src.len, &prog, err);
+  rc = build(cl, D, src.s, src.len, &prog, err);
   sb_free(&src);
   if (rc) return rc;
   cl_int r;
@@ -345,9 +424,13 @@ static KImage kimage(const struct pxl_image *img) {
   return (KImage){(uint64_t)(uintptr_t)img->data, img->width, img->height, (int64_t)img->pitch};
 }
 
-/* The images and scalars of a stage in a Call. */
-static int call_args(const Decl *D, const ImgArg *imgs, const Lane *scalars, Call *c, Err *err) {
+/* The images and scalars of a stage in a Call (f32 scalars as floats without fp64:
+ * PXR_SCALAR_FLOAT). */
+static int call_args(const Ocl *cl, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind, Call *c,
+                     Err *err) {
   memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->name = D->name;
   for (int i = 0; i < D->nimages; i++) {
     const struct pxl_image *img = imgs[i].img;
     if (!img->buffer) return err_set(err, PXL_EARG, "%s: image %d is not an OpenCL buffer", D->name, i);
@@ -357,13 +440,72 @@ static int call_args(const Decl *D, const ImgArg *imgs, const Lane *scalars, Cal
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (p->is_image) continue;
-    if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
+    if (p->type.s == T_F32 && !cl->fp64) c->a.sc[p->scalar_index].f32 = (float)scalars[p->scalar_index].f;
+    else if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
     else c->a.sc[p->scalar_index].i = scalars[p->scalar_index].i;
   }
   return PXL_OK;
 }
 
 static size_t ceil_div(int64_t a, int64_t b) { return (size_t)((a + b - 1) / b); }
+
+/* ---- profiling (PXL_OPENCL_PROFILE) ---- */
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* One line of the profile for a finished command: "KIND NAME SIZE device_us=D
+ * queued_us=Q[ host_us=H]". KIND is kernel, reduce, histogram or tune (a launch:
+ * SIZE is global=GXxGY local=LXxLY) or read (a blocking result read-back: SIZE is
+ * bytes=N; host_us is the wall time of the blocking call, which includes waiting for the
+ * kernel before it). device_us is END - START of the command; queued_us START - QUEUED,
+ * the time it waited in the queue. "?" where the implementation gives no time. */
+static void profile_line(Ocl *cl, cl_event ev, const char *kind, const char *name, const char *size, double host_ms) {
+  cl_ulong t[3] = {0, 0, 0}; /* queued, start, end (ns) */
+  static const cl_uint what[3] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
+  cl_int r = CL_SUCCESS;
+  for (int i = 0; i < 3 && !r; i++) r = cl->api->clGetEventProfilingInfo(ev, what[i], sizeof t[i], &t[i], NULL);
+  char dev[32] = "?", queued[32] = "?", host[48] = "";
+  if (!r) {
+    snprintf(dev, sizeof dev, "%.3f", (double)(t[2] - t[1]) * 1e-3);
+    snprintf(queued, sizeof queued, "%.3f", (double)(t[1] - t[0]) * 1e-3);
+  }
+  if (host_ms >= 0) snprintf(host, sizeof host, " host_us=%.3f", host_ms * 1e3);
+  fprintf(cl->profile, "%s %s %s device_us=%s queued_us=%s%s\n", kind, name, size, dev, queued, host);
+}
+
+/* Writes the lines of the pending launches, which the queue has run (after clFinish or
+ * a blocking command: the queue is in order), and releases their events. */
+static void profile_flush(Ocl *cl) {
+  for (int i = 0; i < cl->npending; i++) {
+    Pending *p = &cl->pending[i];
+    char size[96];
+    snprintf(size, sizeof size, "global=%zux%zu local=%zux%zu", p->global[0], p->global[1], p->local[0], p->local[1]);
+    profile_line(cl, p->ev, p->kind, p->name, size, -1);
+    cl->api->clReleaseEvent(p->ev);
+  }
+  cl->npending = 0;
+  if (cl->profile) fflush(cl->profile);
+}
+
+/* Keeps a launch's event until its times can be read. */
+static void profile_launch(Ocl *cl, cl_event ev, const Call *c, const size_t global[2], const size_t local[2]) {
+  if (cl->npending == MAX_PENDING) { /* wait for the oldest ones rather than grow */
+    cl_event evs[MAX_PENDING];
+    for (int i = 0; i < cl->npending; i++) evs[i] = cl->pending[i].ev;
+    cl->api->clWaitForEvents((cl_uint)cl->npending, evs);
+    profile_flush(cl);
+  }
+  Pending *p = &cl->pending[cl->npending++];
+  p->ev = ev;
+  p->kind = c->kind ? c->kind : "kernel";
+  snprintf(p->name, sizeof p->name, "%s", c->name ? c->name : "?");
+  memcpy(p->global, global, sizeof p->global);
+  memcpy(p->local, local, sizeof p->local);
+}
 
 /* Enqueues m's kernel over a w x h image as its GpuLaunch says: the grid of cuda.c's
  * launch(), in work-groups of bx x by. */
@@ -385,8 +527,27 @@ static int launch(Ocl *cl, const OclModule *m, int w, int h, const Call *c, Err 
   if (!r) r = cl->api->clSetKernelArg(m->stage, ARG_KARGS, sizeof c->a, &c->a);
   if (r) return cl_fail(cl, r, "clSetKernelArg", err);
   size_t global[2] = {gx * bx, gy * by}, local[2] = {bx, by};
-  r = cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL, NULL);
+  cl_event ev = NULL;
+  r = cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL, cl->profile ? &ev : NULL);
+  if (ev) profile_launch(cl, ev, c, global, local);
   return r ? cl_fail(cl, r, "kernel launch", err) : PXL_OK;
+}
+
+/* A blocking read of n result bytes of buffer m (profiled as a "read" of stage name). */
+static int read_result(Ocl *cl, cl_mem m, size_t n, void *dst, const char *name, Err *err) {
+  cl_event ev = NULL;
+  double t0 = cl->profile ? now_ms() : 0;
+  cl_int r = cl->api->clEnqueueReadBuffer(cl->queue, m, CL_TRUE, 0, n, dst, 0, NULL, cl->profile ? &ev : NULL);
+  if (ev) {
+    double host = now_ms() - t0;
+    char size[32];
+    snprintf(size, sizeof size, "bytes=%zu", n);
+    profile_flush(cl); /* the launches before it have run */
+    profile_line(cl, ev, "read", name, size, host);
+    fflush(cl->profile);
+    cl->api->clReleaseEvent(ev);
+  }
+  return r ? cl_fail(cl, r, "run", err) : PXL_OK;
 }
 
 /* Aux buffer x of at least n bytes, zero-filled when (re)allocated. */
@@ -405,13 +566,8 @@ static int need_aux(Ocl *cl, Aux *x, size_t n, Err *err) {
 
 static int finish(Ocl *cl, Err *err) {
   cl_int r = cl->api->clFinish(cl->queue);
+  if (cl->npending) profile_flush(cl);
   return r ? cl_fail(cl, r, "run", err) : PXL_OK;
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
 /* A kernel run's arguments, for timing candidates. */
@@ -439,12 +595,13 @@ static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   GpuInstance *in;
   Call c;
   int rc = get_instance(cl, D, imgs, out->width, out->height, &in, err);
-  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (!rc) rc = call_args(cl, D, imgs, scalars, "tune", &c, err);
   if (rc) return rc;
   c.buf[ARG_OUT] = out->buffer;
   c.a.out = kimage(out);
   Run run = {&c, out->width, out->height};
   if (in->tune && (rc = gpu_instance_tune(&cl->tuner, in, D, load_cb, time_candidate, cl, &run, err))) return rc;
+  c.kind = "kernel";
   return launch(cl, in->module, out->width, out->height, &c, err);
 }
 
@@ -455,7 +612,7 @@ static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   Call c;
   int w = imgs[0].img->width, h = imgs[0].img->height;
   int rc = get_instance(cl, D, imgs, w, h, &in, err);
-  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (!rc) rc = call_args(cl, D, imgs, scalars, "reduce", &c, err);
   if (!rc) rc = need_aux(cl, &cl->red, PXL_GPU_AUX_REDUCE, err);
   if (!rc) rc = need_aux(cl, &cl->res, 16, err);
   if (rc) return rc;
@@ -463,9 +620,14 @@ static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   c.buf[ARG_RES] = cl->res.m;
   rc = launch(cl, in->module, w, h, &c, err);
   unsigned char out[16];
-  cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, 16, out, 0, NULL, NULL);
-  if (r) rc = cl_fail(cl, r, "run", err);
+  if (!rc) rc = read_result(cl, cl->res.m, sizeof out, out, D->name, err);
   if (rc) return rc;
+  if (D->type.s == T_F32 && !cl->fp64) { /* a float in the slot (PXR_SCALAR_FLOAT): widen it as Lane holds it */
+    float f;
+    memcpy(&f, out, sizeof f);
+    double d = f;
+    memcpy(out, &d, sizeof d);
+  }
   gpu_reduce_result(out, D->type.s, res);
   return PXL_OK;
 }
@@ -478,7 +640,7 @@ static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const L
   size_t n = (size_t)D->nbins * sizeof(Lane);
   int w = imgs[0].img->width, h = imgs[0].img->height;
   int rc = get_instance(cl, D, imgs, w, h, &in, err);
-  if (!rc) rc = call_args(D, imgs, scalars, &c, err);
+  if (!rc) rc = call_args(cl, D, imgs, scalars, "histogram", &c, err);
   if (!rc) rc = need_aux(cl, &cl->hist, n + 16, err);
   if (!rc) rc = need_aux(cl, &cl->res, n, err);
   if (rc) return rc;
@@ -487,14 +649,11 @@ static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const L
   rc = launch(cl, in->module, w, h, &c, err);
   if (rc) return rc;
   static const unsigned char zero = 0;
-  cl_int r;
-  if (((OclModule *)in->module)->launch.to_host) {
-    r = cl->api->clEnqueueReadBuffer(cl->queue, cl->res.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
-  } else { /* the bins are in aux: bring them back, leave them zero */
-    r = cl->api->clEnqueueReadBuffer(cl->queue, cl->hist.m, CL_TRUE, 0, n, bins, 0, NULL, NULL);
-    if (!r) r = cl->api->clEnqueueFillBuffer(cl->queue, cl->hist.m, &zero, 1, 0, n, 0, NULL, NULL);
-  }
-  return r ? cl_fail(cl, r, "run", err) : PXL_OK;
+  if (((OclModule *)in->module)->launch.to_host) return read_result(cl, cl->res.m, n, bins, D->name, err);
+  /* the bins are in aux: bring them back, leave them zero */
+  rc = read_result(cl, cl->hist.m, n, bins, D->name, err);
+  cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueFillBuffer(cl->queue, cl->hist.m, &zero, 1, 0, n, 0, NULL, NULL);
+  return r ? cl_fail(cl, r, "run", err) : rc;
 }
 
 /* ---- device images ---- */
@@ -610,6 +769,8 @@ static void ocl_free(Backend *be) {
   Ocl *cl = (Ocl *)be;
   const OclApi *api = cl->api;
   if (cl->queue) api->clFinish(cl->queue);
+  profile_flush(cl);
+  if (cl->profile) fclose(cl->profile);
   for (OclModule *m = cl->mods, *n; m; m = n) {
     n = m->next;
     api->clReleaseKernel(m->stage);
@@ -629,6 +790,12 @@ static void ocl_free(Backend *be) {
 
 const char *backend_opencl_describe(Backend *be) { return ((Ocl *)be)->describe; }
 
+/* Whether environment variable `name` is set to something other than "" or "0". */
+static bool env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0");
+}
+
 /* What the backend keeps of the device: names, limits, extensions, build options. */
 static int query_device(Ocl *cl, Err *err) {
   const OclApi *api = cl->api;
@@ -637,16 +804,20 @@ static int query_device(Ocl *cl, Err *err) {
   info_copy(api, cl->platform, NULL, CL_PLATFORM_NAME, cl->platform_name, sizeof cl->platform_name);
   char *ext = info_str(api, NULL, cl->dev, CL_DEVICE_EXTENSIONS);
   if (!ext) return err_set(err, PXL_ENOMEM, "out of memory");
-  cl->fp64 = has_word(ext, "cl_khr_fp64");
-  cl->int64_atomics = has_word(ext, "cl_khr_int64_base_atomics");
+  /* PXL_OPENCL_NO_FP64 / _NO_INT64_ATOMICS: behave as if the device lacked them (tests
+   * run what such devices build - no fp64 on many integrated GPUs - on PoCL) */
+  cl->fp64 = has_word(ext, "cl_khr_fp64") && !env_flag("PXL_OPENCL_NO_FP64");
+  cl->int64_atomics = has_word(ext, "cl_khr_int64_base_atomics") && !env_flag("PXL_OPENCL_NO_INT64_ATOMICS");
   PXL_FREE(ext);
   cl_uint align_bits = 0;
-  cl_bitfield fp = 0;
+  cl_bitfield fp = 0, queue_props = 0;
   cl_int r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_group, &cl->max_group, NULL);
   if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
   if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
   if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+  if (!r) r = api->clGetDeviceInfo(cl->dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof queue_props, &queue_props, NULL);
   if (r) return cl_fail(cl, r, "clGetDeviceInfo", err);
+  cl->can_profile = queue_props & CL_QUEUE_PROFILING_ENABLE;
   cl->pitch_align = 256;
   if (align_bits / 8 > cl->pitch_align && !(align_bits & (align_bits - 1))) cl->pitch_align = align_bits / 8;
   /* no fast-math options: float results must equal the interpreter's. -w: some drivers
@@ -654,9 +825,31 @@ static int query_device(Ocl *cl, Err *err) {
   /* PXL_OPENCL_OPTIONS adds options (the tests use -cl-opt-disable: PoCL compiles
    * unoptimised kernels several times faster, and the results must not change) */
   const char *extra = getenv("PXL_OPENCL_OPTIONS");
-  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s%s%.60s",
+  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s%s%s%s%.120s",
            fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+           cl->fp64 ? "" : " -DPXR_NO_F64", cl->int64_atomics ? "" : " -DPXR_NO_INT64_ATOMICS",
            extra && *extra ? " " : "", extra ? extra : "");
+  return PXL_OK;
+}
+
+/* PXL_OPENCL_PROFILE=FILE: the profile (profile_line) is appended to FILE, after a
+ * "#" line naming the device and the process. A device that cannot profile gets only
+ * that line, saying so. */
+static int open_profile(Ocl *cl, Err *err) {
+  const char *path = getenv("PXL_OPENCL_PROFILE");
+  if (!path || !*path) return PXL_OK;
+  FILE *f = fopen(path, "a");
+  if (!f)
+    return err_set(err, PXL_EIO, "cannot open the OpenCL profile %s (PXL_OPENCL_PROFILE): %s", path, strerror(errno));
+  fprintf(f, "# pxl OpenCL profile: opencl:%d:%d (%s, %s), process %ld%s\n", cl->platform_index, cl->device_index,
+          cl->name, cl->platform_name, (long)getpid(),
+          cl->can_profile ? "" : ": the device has no profiling queues (CL_QUEUE_PROFILING_ENABLE), no times");
+  if (!cl->can_profile) {
+    fclose(f);
+    return PXL_OK;
+  }
+  fflush(f);
+  cl->profile = f;
   return PXL_OK;
 }
 
@@ -671,9 +864,11 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
   snprintf(cl->name, sizeof cl->name, "the OpenCL device");
   rc = pick_device(api, platform, device, &cl->platform, &cl->dev, &cl->platform_index, &cl->device_index, err);
   if (!rc) rc = query_device(cl, err);
+  if (!rc) rc = open_profile(cl, err);
   cl_int r = CL_SUCCESS;
   if (!rc) cl->ctx = api->clCreateContext(NULL, 1, &cl->dev, NULL, NULL, &r);
-  if (!rc && !r) cl->queue = api->clCreateCommandQueue(cl->ctx, cl->dev, 0, &r);
+  if (!rc && !r)
+    cl->queue = api->clCreateCommandQueue(cl->ctx, cl->dev, cl->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &r);
   if (!rc && !r) cl->dummy = api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, 256, NULL, &r);
   if (!rc && (r || !cl->ctx || !cl->queue || !cl->dummy)) rc = cl_fail(cl, r, "initialisation", err);
   if (rc) {
