@@ -8,8 +8,8 @@
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
- * reading or for nvcc -Xptxas -v (registers, spills); PXL_CUDA_TILE_ROWS, _BYTES and
- * _STRIP choose the dumped units' tile shape.
+ * reading or for nvcc -Xptxas -v (registers, spills); PXL_CUDA_TILE_ROWS and _BYTES
+ * choose the dumped units' tile shape.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,11 +57,10 @@ int main(int argc, char **argv) {
         char *ptx = NULL;
         Err e = {0};
         GpuLaunch launch;
-        GpuTile tile = {1 << (k % 4), 4 << (k % 2), k % 3 ? 1 : 4}; /* the autotuner's candidates, in turn */
+        GpuTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
         const char *dump = getenv("PXL_DUMP_CUDA");
         if (dump && kinds[k] == B_CLAMP && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
-          tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4,
-                           getenv("PXL_CUDA_TILE_STRIP") ? atoi(getenv("PXL_CUDA_TILE_STRIP")) : 1};
+          tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4};
         int rc = gen_gpu_stage(&cu, D, b, GPU_CUDA, &tile, &launch, &e);
         if (!rc && dump && kinds[k] == B_CLAMP) {
           char path[4096];

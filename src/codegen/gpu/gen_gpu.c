@@ -1,5 +1,5 @@
 /*
- * gen_cuda.c - the CUDA code generator (see gen_cuda.h).
+ * gen_gpu.c - the GPU code generator, CUDA and OpenCL C (see gen_gpu.h).
  *
  * One entry point per skeleton class, all around the same pixel functions:
  *   P2P, reads at (0, 0) only   each thread loads 16 bytes of every image with one vector
@@ -203,13 +203,11 @@ static void kernel_reg(Gen *g, const char *A, int VP, GpuLaunch *L) {
   OUT("  }\n}\n");
 }
 
-/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows; a block
- * covers `strip` such tiles stacked vertically (1 or 4). */
-static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py, int *strip) {
+/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
+static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
   int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
   *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
   *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
-  *strip = tile && tile->strip == 4 ? 4 : 1;
 }
 
 /* Bytes per load when staging tiles (4 and 8 measured slower on an H200). */
@@ -225,19 +223,24 @@ static void tile_values(Gen *g, int PX, int PY, bool vec, int rb) {
 }
 
 /* Stores v_ at (xs, ys): a row per vector store where aligned; `unroll` is the pragma's
- * argument (" 1" keeps the loop). Ends the thread's tile (the strip loop's `continue`). */
-static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unroll) {
+ * argument (" 1" keeps the loop). With `masked`, only what lies inside W x H (a tile at
+ * the image's right or bottom edge). Ends the thread. */
+static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unroll, bool masked) {
   int C = g->D->type.lanes;
   const char *OT = cg_ctype(g->D->type.s);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", unroll, PY);
+  if (masked) OUT("      if (ys + j >= H) break;\n");
   OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
   if (vec) {
-    OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
-    OUT("      else for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+    if (masked) OUT("      if (xs + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", PX, rb - 1, rb);
+    else OUT("      if (!((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", rb - 1, rb);
+    OUT("      else ");
   } else {
-    OUT("      for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+    OUT("      ");
   }
-  OUT("    }\n    continue;\n  }\n");
+  if (masked) OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_[j].e[e];\n", PX * C, C);
+  else OUT("for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  OUT("    }\n    return;\n  }\n");
 }
 
 /* Shared-memory staging of the windows of a block (N2P): per directly read image, the
@@ -323,91 +326,56 @@ static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, in
   OUT(", xs + %d, xs + i, y, W, H, v_[j].e + i * %d);\n    }\n", S->x0, C);
 }
 
-/* The 16-byte vector type of staging loads, and how many of them image i's tile takes
- * per thread of the block (256 threads). */
-static const char *stage_vec(void) { return stage_bytes() == 16 ? "uint4" : stage_bytes() == 8 ? "uint2" : "uint32_t"; }
-static int stage_vectors(const Gen *g, const Stage *st, int i) {
-  return st[i].TWP * bytes_of(image_param(g->D, i)->type) / stage_bytes() * st[i].TH;
-}
-
-/* Whether the tile whose first output row is `ty` is staged: it is interior (no border
- * handling) and its windows lie inside the images; sx holds the column conditions. */
-static void stage_cond(Gen *g, const Stage *st, int THO, const char *ty) {
-  const Decl *D = g->D;
-  OUT("sx && %s >= iy0 && %s + %d <= iy1", ty, ty, THO);
-  for (int i = 0; i < D->nimages; i++)
-    if (g->direct[i]) OUT(" && %s + %d >= 0 && %s + %d <= h%d", ty, st[i].y0, ty, st[i].TH + st[i].y0, i);
-}
-
-/* Loads the tiles of output rows from `ty` into the registers v<i> (global -> registers:
- * the loads of the next tile are in flight while the current one is computed). */
-static void stage_load(Gen *g, const Stage *st, const char *ty, const char *ind) {
-  const Decl *D = g->D;
-  for (int i = 0; i < D->nimages; i++) {
-    if (!g->direct[i]) continue;
-    const Param *p = image_param(D, i);
-    int NV = st[i].TWP * bytes_of(p->type) / stage_bytes(), total = stage_vectors(g, st, i), per = (total + 255) / 256;
-    const char *T = cg_ctype(p->type.s);
-    OUT("%s{\n%s  const PXR_GLOBAL %s *g_ = i%d + (ptrdiff_t)(%s + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", ind, ind, T,
-        i, ty, st[i].y0, i, st[i].L, p->type.lanes);
-    OUT("%s  #pragma unroll\n%s  for (int k = 0; k < %d; k++) {\n", ind, ind, per);
-    OUT("%s    const int q = t + k * 256, r = q / %d, c = q - r * %d;\n", ind, NV, NV);
-    OUT("%s    if (q < %d) v%d[k] = *(const PXR_GLOBAL %s *)(g_ + (ptrdiff_t)r * p%d + c * %d);\n%s  }\n%s}\n", ind, total,
-        i, stage_vec(), i, stage_bytes() / scalar_size(p->type.s), ind, ind);
-  }
-}
-
-/* Declarations of the staged path: shared tiles (two per image when a block computes a
- * strip of tiles: the next is stored while others may still read the current), the
- * registers of the loads, the column conditions sx; the first tile's loads. */
-static void stage_open(Gen *g, const Stage *st, int TWO, int THO, int S) {
-  const Decl *D = g->D;
-  OUT("  const int t = (PXG_TY * PXG_NTX + PXG_TX);\n");
-  OUT("  bool sx = tx0 >= ix0 && tx0 + %d <= ix1;\n", TWO);
-  for (int i = 0; i < D->nimages; i++) {
-    if (!g->direct[i]) continue;
-    const Param *p = image_param(D, i);
-    const char *T = cg_ctype(p->type.s);
-    int lanes = p->type.lanes, total = stage_vectors(g, st, i);
-    OUT("  PXG_SHARED PXG_ALIGN16 %s t%d_[%d][%d];\n", T, i, S > 1 ? 2 : 1, st[i].TWP * st[i].TH * lanes);
-    OUT("  %s v%d[%d];\n", stage_vec(), i, (total + 255) / 256);
-    OUT("  sx = sx && tx0 >= %d && tx0 + %d <= w%d", st[i].L, TWO + st[i].R, i);
-    OUT(" && !((uintptr_t)(i%d + (ptrdiff_t)(tx0 - %d) * %d) & %d) && !((p%d * (ptrdiff_t)sizeof(%s)) & %d);\n", i, st[i].L,
-        lanes, stage_bytes() - 1, i, T, stage_bytes() - 1);
-  }
-  OUT("  if (");
-  stage_cond(g, st, THO, "tyb");
-  OUT(")\n");
-  stage_load(g, st, "tyb", "  ");
-}
-
-/* The staged path for the tile at ty0 (inside the strip loop, after stage_open): the
- * loaded registers stored as shared tiles, the next tile's loads started, then the pixels
- * from the tiles ("ps", or the separable column and row passes). */
-static void stage_tiles(Gen *g, const char *A, const Stage *st, int THO, int PX, int PY, int S, bool vec, int rb) {
+/* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
+ * loads them with 16-byte vectors; a tile at the image's edges (when the output region is
+ * the whole image, i.e. no border mode shrinks it) loads them pixel by pixel through the
+ * border-reading functions, so the shared tile holds what the border mode reads and the
+ * same pixel code serves both. Then the pixels from the tiles ("ps", or the separable
+ * column and row passes). */
+static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO, int PX, int PY, bool vec, int rb) {
   const Decl *D = g->D;
   int C = D->type.lanes;
-  OUT("    const bool staged = ");
-  stage_cond(g, st, THO, "ty0");
-  OUT(";\n");
+  OUT("  const int t = (PXG_TY * PXG_NTX + PXG_TX);\n");
+  OUT("  bool staged = tx0 >= ix0 && tx0 + %d <= ix1 && ty0 >= iy0 && ty0 + %d <= iy1;\n", TWO, THO);
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
     const Param *p = image_param(D, i);
-    int total = stage_vectors(g, st, i);
-    OUT("    PXR_LOCAL %s *t%d = t%d_[%s];\n", cg_ctype(p->type.s), i, i, S > 1 ? "s_ & 1" : "0");
-    OUT("    if (staged) {\n      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", (total + 255) / 256);
-    OUT("        if (t + k * 256 < %d) ((PXR_LOCAL %s *)t%d)[t + k * 256] = v%d[k];\n    }\n", total, stage_vec(), i, i);
+    const char *T = cg_ctype(p->type.s);
+    OUT("  PXG_SHARED PXG_ALIGN16 %s t%d[%d];\n", T, i, st[i].TWP * st[i].TH * p->type.lanes);
+    OUT("  const PXR_GLOBAL %s *g%d = i%d + (ptrdiff_t)(ty0 + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", T, i, i, st[i].y0, i,
+        st[i].L, p->type.lanes);
+    OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d", st[i].L, TWO + st[i].R, i,
+        st[i].y0, st[i].TH + st[i].y0, i);
+    OUT(" && !((uintptr_t)g%d & %d) && !((p%d * (ptrdiff_t)sizeof(%s)) & %d);\n", i, stage_bytes() - 1, i, T,
+        stage_bytes() - 1);
   }
-  OUT("    PXG_SYNC();\n");
-  if (S > 1) {
-    char next[32];
-    snprintf(next, sizeof next, "(ty0 + %d)", THO);
-    OUT("    if (s_ + 1 < %d && ", S);
-    stage_cond(g, st, THO, next);
-    OUT(")\n");
-    stage_load(g, st, next, "    ");
+  OUT("  const bool edge = !staged && rx0 == 0 && ry0 == 0 && rx1 == W && ry1 == H;\n");
+  OUT("  if (staged) {\n");
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Param *p = image_param(D, i);
+    int SB = stage_bytes();
+    const char *VT = SB == 16 ? "uint4" : SB == 8 ? "uint2" : "uint32_t";
+    int NV = st[i].TWP * bytes_of(p->type) / SB, total = NV * st[i].TH, per = (total + 255) / 256;
+    int epv = SB / scalar_size(p->type.s); /* elements per vector */
+    OUT("    {\n      %s v[%d];\n", VT, per);
+    OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) {\n", per);
+    OUT("        const int q = t + k * 256, r = q / %d, c = q - r * %d;\n", NV, NV);
+    OUT("        if (q < %d) v[k] = *(const PXR_GLOBAL %s *)(g%d + (ptrdiff_t)r * p%d + c * %d);\n      }\n", total, VT, i, i, epv);
+    OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", per);
+    OUT("        if (t + k * 256 < %d) ((PXR_LOCAL %s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
   }
-  OUT("    if (staged) {\n");
+  OUT("  } else if (edge) {\n");
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    int lanes = image_param(D, i)->type.lanes;
+    OUT("    for (int q = t; q < %d; q += 256) {\n", st[i].TWP * st[i].TH);
+    OUT("      const int r = q / %d, c = q - r * %d;\n", st[i].TWP, st[i].TWP);
+    OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_rd%d(i%d, p%d, w%d, h%d, tx0 - %d + c, ty0 + %d + r, l);\n",
+        lanes, i, lanes, g->pfx, i, i, i, i, i, st[i].L, st[i].y0);
+    OUT("    }\n");
+  }
+  OUT("  }\n  if (staged || edge) {\n    PXG_SYNC();\n");
   tile_values(g, PX, PY, vec, rb);
   if (use_sep(g)) {
     sep_tiles(g, A, st, PX, PY, C);
@@ -421,44 +389,40 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int THO, int PX,
         PX, g->pfx, A, sa.s, C);
     sb_free(&sa);
   }
-  tile_store(g, PX, PY, vec, rb, "");
+  OUT("    if (staged) {\n");
+  tile_store(g, PX, PY, vec, rb, "", false);
+  tile_store(g, PX, PY, vec, rb, "", true);
 }
 
-/* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread, a block of
- * 32 x 8 threads computes a column of `strip` tiles of 32px x 8py pixels; windows staged
- * in shared memory where plan_stage allows. */
+/* The rest (N2P, P2P with other reads, gathers): px x py pixels per thread; windows
+ * staged in shared memory where plan_stage allows. */
 static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   const Decl *D = g->D;
-  int C = D->type.lanes, PX, PY, S;
-  tile_shape(D, tile, &PX, &PY, &S);
-  int rb = PX * bytes_of(D->type), TWO = 32 * PX, THO = 8 * PY;
+  int C = D->type.lanes, PX, PY;
+  tile_shape(D, tile, &PX, &PY);
+  int rb = PX * bytes_of(D->type);
   bool vec = pow2(rb) && rb <= 16 && rb > 1;
   const char *OT = cg_ctype(D->type.s);
-  Stage st[PXL_GPU_MAX_IMAGES];
-  bool staged = plan_stage(g, TWO, THO, st);
-  if (!staged) S = 1;
-  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY * S, .tiled = true};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = true};
   kernel_open(g, OT);
-  OUT("  const int tx0 = PXG_BX * %d, tyb = PXG_BY * %d;\n", TWO, THO * S);
-  OUT("  const int xs = tx0 + PXG_TX * %d;\n", PX);
-  if (staged) stage_open(g, st, TWO, THO, S);
-  OUT("  for (int s_ = 0; s_ < %d; s_++) {\n", S);
-  OUT("    const int ty0 = tyb + s_ * %d, ys = ty0 + PXG_TY * %d;\n", THO, PY);
-  OUT("    if (ty0 >= H) break;\n"); /* the same for the whole block: before any barrier */
-  if (staged) stage_tiles(g, A, st, THO, PX, PY, S, vec, rb);
-  OUT("    if (xs >= W || ys >= H) continue;\n");
-  OUT("    if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
+  OUT("  const int tx0 = PXG_BX * %d, ty0 = PXG_BY * %d;\n", 32 * PX, 8 * PY);
+  OUT("  const int xs = tx0 + PXG_TX * %d, ys = ty0 + PXG_TY * %d;\n", PX, PY);
+  Stage st[PXL_GPU_MAX_IMAGES];
+  bool staged = plan_stage(g, 32 * PX, 8 * PY, st);
+  if (staged) stage_tiles(g, A, st, 32 * PX, 8 * PY, PX, PY, vec, rb);
+  OUT("  if (xs >= W || ys >= H) return;\n");
+  OUT("  if (xs >= ix0 && xs + %d <= ix1 && ys >= iy0 && ys + %d <= iy1) {\n", PX, PY);
   /* all pixels first, then all stores: the loads of neighbours are shared (where the
    * staged path exists this is its rare fallback: row by row, fewer registers) */
   tile_values(g, PX, PY, vec, rb);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++)\n", staged ? " 1" : "", PY);
   OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
       g->pfx, A, C);
-  tile_store(g, PX, PY, vec, rb, staged ? " 1" : "");
-  OUT("    for (int y = ys; y < ys + %d && y < H; y++) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
-  OUT("      for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
-  pixel_checked(g, A, C, "        ");
-  OUT("      }\n    }\n  }\n}\n");
+  tile_store(g, PX, PY, vec, rb, staged ? " 1" : "", false);
+  OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
+  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
+  pixel_checked(g, A, C, "      ");
+  OUT("    }\n  }\n}\n");
 }
 
 /* Affine index (c0 + cx*X + cy*Y + cw*w + ch*h) of image k as C text. */
@@ -813,7 +777,8 @@ static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
 int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
                   GpuLaunch *launch, Err *err) {
   if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
-    return err_set(err, PXL_EARG, "%s: the CUDA backend takes at most %d images and %d scalars", D->name,
+    return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
+                   dialect == GPU_OPENCL ? "OpenCL" : "CUDA",
                    PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
   bool direct[PXL_GPU_MAX_IMAGES];
   Gen gen, *g = &gen;
@@ -833,8 +798,8 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
     cg_pixel_fn(g, V_DIRECT_REL, "pi", true);
   }
   Stage st[PXL_GPU_MAX_IMAGES];
-  int PX, PY, S;
-  tile_shape(D, tile, &PX, &PY, &S);
+  int PX, PY;
+  tile_shape(D, tile, &PX, &PY);
   if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
     if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);

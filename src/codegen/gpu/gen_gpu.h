@@ -55,11 +55,9 @@ typedef struct {
 
 /* The shape of a thread's work in the tiled kernel entry (N2P and the like): `rows`
  * output rows (1..8, default 4) of `bytes` bytes of output (4 or 8, default 4; at least
- * one pixel); a block computes `strip` tiles (1 or 4, default 1) one below the other,
- * loading the next tile's windows while it computes the current one (staged kernels
- * only). The runtime's autotuner picks it per kernel, device and image size. */
+ * one pixel). The runtime's autotuner picks it per kernel, device and image size. */
 typedef struct {
-  int rows, bytes, strip;
+  int rows, bytes;
 } GpuTile;
 
 /* Appends the translation unit of instance (D, borders) in `dialect`; *launch says how

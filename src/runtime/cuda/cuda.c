@@ -67,7 +67,7 @@ struct CuGraph {
 };
 #define MAX_GRAPHS 64 /* runs remembered; the oldest is dropped */
 
-/* A zero-initialised device buffer that kernels leave zero again (gen_cuda.h), and
+/* A zero-initialised device buffer that kernels leave zero again (gen_gpu.h), and
  * pinned host memory for what the kernels hand back. */
 typedef struct {
   CUdeviceptr p;
@@ -92,7 +92,7 @@ typedef struct {
   size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
   CUmemoryPool pool; /* pxl's own pool, keeping freed memory for reuse; NULL: the default */
-  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES / _STRIP */
+  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES */
   CuGraph *graphs;   /* recorded pipeline runs, newest first */
   bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
 } Cuda;

@@ -13,8 +13,7 @@
 #include "util/hash.h"
 #include "util/strbuf.h"
 
-const GpuTile gpu_tune_tiles[] = {{1, 4, 1}, {2, 4, 1}, {4, 4, 1}, {8, 4, 1}, {1, 8, 1}, {2, 8, 1}, {4, 8, 1}, {8, 8, 1},
-                                   {1, 4, 4}, {2, 4, 4}, {4, 4, 4}, {8, 4, 4}, {1, 8, 4}, {2, 8, 4}, {4, 8, 4}, {8, 8, 4}};
+const GpuTile gpu_tune_tiles[] = {{1, 4}, {2, 4}, {4, 4}, {8, 4}, {1, 8}, {2, 8}, {4, 8}, {8, 8}};
 const int gpu_ntune_tiles = sizeof gpu_tune_tiles / sizeof *gpu_tune_tiles;
 
 struct GpuTune {
@@ -37,7 +36,7 @@ static const GpuTile *find(const GpuTuner *t, uint64_t key) {
 }
 
 static bool valid(GpuTile t) {
-  return t.rows >= 1 && t.rows <= 8 && (t.bytes == 4 || t.bytes == 8) && (t.strip == 1 || t.strip == 4);
+  return t.rows >= 1 && t.rows <= 8 && (t.bytes == 4 || t.bytes == 8);
 }
 
 /* The value of environment variable PREFIX + name as an int, or 0. */
@@ -50,11 +49,10 @@ static int env_int(const char *prefix, const char *name) {
 
 void gpu_tuner_init(GpuTuner *t, const char *path, const char *env_prefix) {
   memset(t, 0, sizeof *t);
-  GpuTile f = {env_int(env_prefix, "ROWS"), env_int(env_prefix, "BYTES"), env_int(env_prefix, "STRIP")};
-  if (f.rows || f.bytes || f.strip) { /* unset parts take the defaults */
+  GpuTile f = {env_int(env_prefix, "ROWS"), env_int(env_prefix, "BYTES")};
+  if (f.rows || f.bytes) { /* an unset part takes the default */
     if (!f.rows) f.rows = 4;
     if (!f.bytes) f.bytes = 4;
-    if (!f.strip) f.strip = 1;
     if (valid(f)) t->forced = f;
   }
   if (!path) return;
@@ -63,8 +61,8 @@ void gpu_tuner_init(GpuTuner *t, const char *path, const char *env_prefix) {
   char *text = file_read_all(path, NULL);
   for (char *p = text; p && *p;) {
     unsigned long long key;
-    GpuTile tile = {0, 0, 1};
-    if (sscanf(p, "%16llx %d %d %d", &key, &tile.rows, &tile.bytes, &tile.strip) >= 3 && valid(tile)) add(t, key, tile);
+    GpuTile tile;
+    if (sscanf(p, "%16llx %d %d", &key, &tile.rows, &tile.bytes) == 3 && valid(tile)) add(t, key, tile);
     char *nl = strchr(p, '\n');
     p = nl ? nl + 1 : NULL;
   }
@@ -76,7 +74,7 @@ void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile) {
   if (!t->path) return;
   StrBuf b = {0};
   for (const GpuTune *n = t->list; n; n = n->next)
-    sb_printf(&b, "%016llx %d %d %d\n", (unsigned long long)n->key, n->tile.rows, n->tile.bytes, n->tile.strip);
+    sb_printf(&b, "%016llx %d %d\n", (unsigned long long)n->key, n->tile.rows, n->tile.bytes);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", t->path);
   char *slash = strrchr(dir, '/');
@@ -128,7 +126,7 @@ int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, c
   *in = (GpuInstance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
   memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
   bool forced = tuner->forced.rows != 0;
-  GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4, 1};
+  GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4};
   GpuLoaded m;
   int rc = load(be, D, borders, &tile, &m, err);
   if (!rc) in->module = m.module;

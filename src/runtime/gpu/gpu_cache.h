@@ -7,9 +7,9 @@
  * 8 bytes (GpuTile, codegen/gpu); the best shape depends on the device, the kernel and
  * the image size. For images of at least GPU_TUNE_MIN_PIXELS the first run of an
  * instance per size class (a power of two of pixels) times each of gpu_tune_tiles and
- * keeps the fastest; the choice is stored in a file of "KEY ROWS BYTES STRIP" lines in
- * the cache directory, so it is made once per device kind. Smaller images take 1 row of 4
- * bytes, strip 1. Environment variables (for tests) can force a shape.
+ * keeps the fastest; the choice is stored in a file of "KEY ROWS BYTES" lines in the
+ * cache directory, so it is made once per device kind. Smaller images take 1 row of 4
+ * bytes. Environment variables (for tests) can force a shape.
  */
 #ifndef PXL_GPU_CACHE_H
 #define PXL_GPU_CACHE_H
@@ -29,11 +29,11 @@ typedef struct GpuTune GpuTune;
 typedef struct {
   GpuTune *list;
   char *path;     /* the file of choices, or NULL (memory only) */
-  GpuTile forced; /* {0, 0, 0}, or the shape the environment forces */
+  GpuTile forced; /* {0, 0}, or the shape the environment forces */
 } GpuTuner;
 
 /* Loads the choices of `path` (NULL: none) and reads the forcing variables PREFIX +
- * ROWS, BYTES, STRIP (e.g. PXL_CUDA_TILE_ROWS; unset parts take the defaults). */
+ * ROWS and BYTES (e.g. PXL_CUDA_TILE_ROWS; an unset one takes the default). */
 void gpu_tuner_init(GpuTuner *t, const char *path, const char *env_prefix);
 void gpu_tuner_free(GpuTuner *t);
 /* Records a choice and rewrites the file (a cache: a failed write costs a later retune). */
