@@ -28,6 +28,8 @@ typedef struct {
   int *assigns;    /* per slot: number of assignments outside declarations and for-steps */
   int *steps;      /* per slot: number of assignments in for-steps */
   Metrics *m;
+  bool values;     /* also bound pixel values, conversions and divisions (mark_stmts; the
+                    * access analysis keeps data-dependent reads as gathers) */
 } An;
 
 static const Interval UNKNOWN = {false, 0, 0};
@@ -36,8 +38,34 @@ static Interval iv(int64_t lo, int64_t hi) { return (Interval){true, lo, hi}; }
 
 static bool small(int64_t v) { return v > -(1 << 24) && v < (1 << 24); }
 
+/* The values of integer type s, where they are small enough to track. */
+static Interval type_range(Scalar s) {
+  switch (s) {
+  case T_U8: return iv(0, 255);
+  case T_I16: return iv(-32768, 32767);
+  case T_U16: return iv(0, 65535);
+  default: return UNKNOWN;
+  }
+}
+
+static Interval meet(Interval x, Interval t) { /* x clamped into t (saturation) */
+  if (!t.known || !x.known) return x;
+  return iv(x.lo < t.lo ? t.lo : x.lo > t.hi ? t.hi : x.lo, x.hi > t.hi ? t.hi : x.hi < t.lo ? t.lo : x.hi);
+}
+
+static bool unsigned_type(Scalar s) { return s == T_U8 || s == T_U16 || s == T_U32 || s == T_U64; }
+
+static Interval interval_raw(An *A, Node *n);
+
+/* The values n may take (integers), or UNKNOWN. */
 static Interval interval_of(An *A, Node *n) {
-  if (!n) return UNKNOWN;
+  Interval x = interval_raw(A, n);
+  /* unsigned arithmetic wraps below zero: such an interval says nothing */
+  return x.known && n && unsigned_type(n->type.s) && x.lo < 0 ? UNKNOWN : x;
+}
+
+static Interval interval_raw(An *A, Node *n) {
+  if (!n || n->type.lanes > 1) return UNKNOWN;
   Interval x, y;
   switch (n->kind) {
   case ND_NUM:
@@ -45,9 +73,24 @@ static Interval interval_of(An *A, Node *n) {
     return iv(n->ival, n->ival);
   case ND_VAR:
     return (n->var && n->var->slot < A->D->nslots) ? A->vars[n->var->slot] : UNKNOWN;
+  case ND_READ: /* a pixel: its type's values */
+    return A->values ? type_range(n->type.s) : UNKNOWN;
   case ND_CAST:
     if (scalar_is_float(n->type.s) || scalar_is_float(n->a->type.s)) return UNKNOWN;
-    return interval_of(A, n->a);
+    x = interval_of(A, n->a);
+    if (!A->values) return x;
+    return x.known ? meet(x, type_range(n->type.s)) : type_range(n->type.s); /* they saturate */
+  case ND_DIV: case ND_SHR: case ND_MOD: case ND_BITAND: /* by a constant */
+    if (!A->values) return UNKNOWN;
+    x = interval_of(A, n->a);
+    y = interval_of(A, n->b);
+    if (!y.known || y.lo != y.hi) return UNKNOWN;
+    if (n->kind == ND_BITAND) return y.lo >= 0 ? iv(0, y.lo) : UNKNOWN;
+    if (!x.known) return UNKNOWN;
+    if (n->kind == ND_DIV) /* truncating; x / 0 is 0 */
+      return y.lo > 0 ? iv(x.lo / y.lo, x.hi / y.lo) : y.lo < -1 ? iv(x.hi / y.lo, x.lo / y.lo) : UNKNOWN;
+    if (n->kind == ND_SHR) return y.lo >= 0 && y.lo < 31 && x.lo >= 0 ? iv(x.lo >> y.lo, x.hi >> y.lo) : UNKNOWN;
+    return y.lo > 0 && x.lo >= 0 ? iv(0, x.hi < y.lo - 1 ? x.hi : y.lo - 1) : UNKNOWN; /* ND_MOD */
   case ND_NEG:
     x = interval_of(A, n->a);
     return x.known ? iv(-x.hi, -x.lo) : UNKNOWN;
@@ -465,6 +508,71 @@ static Separable *find_separable(Decl *D, Arena *a) {
   return out;
 }
 
+/* ---- conversions that cannot saturate ---- */
+
+/* Flags the integer conversions in n whose operand's values fit the target type. */
+static void mark_expr(An *A, Node *n) {
+  if (!n) return;
+  if (n->kind == ND_CAST && n->type.lanes == 1 && !scalar_is_float(n->type.s) && !scalar_is_float(n->a->type.s)) {
+    Interval x = interval_of(A, n->a), t = type_range(n->type.s);
+    if (x.known && t.known && x.lo >= t.lo && x.hi <= t.hi) n->flags |= NF_IN_RANGE;
+  }
+  mark_expr(A, n->a);
+  mark_expr(A, n->b);
+  mark_expr(A, n->c);
+  for (int i = 0; i < n->nargs; i++) mark_expr(A, n->args[i]);
+}
+
+/* The interval of accumulator i of separable window S after its loop, given its value
+ * before (UNKNOWN when it cannot be bounded). */
+static Interval sep_result(const Separable *S, int i, Interval init) {
+  Interval r = type_range(S->img->type.s);
+  if (!init.known || !r.known) return UNKNOWN;
+  int64_t n = (int64_t)(S->x1 - S->x0 + 1) * (S->y1 - S->y0 + 1);
+  if (S->op[i] == BI_MIN) return iv(init.lo < r.lo ? init.lo : r.lo, init.hi < r.hi ? init.hi : r.hi);
+  if (S->op[i] == BI_MAX) return iv(init.lo > r.lo ? init.lo : r.lo, init.hi > r.hi ? init.hi : r.hi);
+  Interval x = iv(init.lo + n * r.lo, init.hi + n * r.hi); /* sums: no wrap while small */
+  return small(x.lo) && small(x.hi) && n < (1 << 20) ? x : UNKNOWN;
+}
+
+/* Walks statements as walk_stmts does (intervals of counters and constants), flagging
+ * conversions; a separable window's accumulators, assigned nowhere else, are bounded
+ * after its loop. */
+static void mark_stmts(An *A, Node *s, Interval *init) {
+  const Separable *S = A->D->sep;
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case ND_BLOCK: mark_stmts(A, s->body, init); break;
+    case ND_DECL:
+      mark_expr(A, s->a);
+      if (s->var && s->a && A->assigns[s->var->slot] == 0 && A->steps[s->var->slot] == 0)
+        A->vars[s->var->slot] = interval_of(A, s->a);
+      for (int i = 0; S && i < S->nacc; i++)
+        if (S->acc[i] == s->var) init[i] = s->a ? interval_of(A, s->a) : UNKNOWN;
+      break;
+    case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT: mark_expr(A, s->a); break;
+    case ND_BIN: mark_expr(A, s->a), mark_expr(A, s->b); break;
+    case ND_IF:
+      mark_expr(A, s->a);
+      mark_stmts(A, s->b, init);
+      mark_stmts(A, s->c, init);
+      break;
+    case ND_FOR:
+      mark_stmts(A, s->init, init);
+      counted_loop(A, s);
+      mark_expr(A, s->a);
+      mark_stmts(A, s->b, init);
+      mark_stmts(A, s->step, init);
+      if (S && s == S->loop)
+        for (int i = 0; i < S->nacc; i++)
+          if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0)
+            A->vars[S->acc[i]->slot] = sep_result(S, i, init[i]);
+      break;
+    default: break;
+    }
+  }
+}
+
 static bool is_signed_perm(const Access *ac) {
   int64_t ax = ac->ax.cx, ay = ac->ax.cy, bx = ac->ay.cx, by = ac->ay.cy;
   bool unit = (llabs(ax) + llabs(ay) == 1) && (llabs(bx) + llabs(by) == 1);
@@ -503,6 +611,9 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   }
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
   if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
+  Interval init[PXL_MAX_SEP_ACC] = {UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN};
+  A.values = true;
+  mark_stmts(&A, D->body, init);
   return true;
 }
 

@@ -197,6 +197,8 @@ struct Node {
 enum {
   NF_UNTYPED_FLOAT = 1, /* float literal not yet given a type: adopts f64 next to f64 */
   NF_ERROR = 2,         /* placeholder made after a syntax error */
+  NF_IN_RANGE = 4,      /* ND_CAST between integer types whose operand always fits the
+                         * target (analysis: value ranges): no saturation needed */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE } DeclKind;

@@ -634,6 +634,51 @@ static void test_ir_invariants(void **state) {
   compiled_free(c);
 }
 
+/* ---- value ranges: conversions that cannot saturate ---- */
+
+/* Whether the conversion of kernel k's return value (its last statement) is flagged as
+ * always in range. */
+static bool return_in_range(const char *src) {
+  Compiled *c = compile_ok(src);
+  Decl *D = program_find(c->p, "k");
+  assert_non_null(D);
+  Node *s = D->body->body;
+  while (s->next) s = s->next;
+  assert_int_equal(s->kind, ND_RETURN);
+  if (s->a->kind != ND_CAST) fail_msg("the return value is not converted:\n%s", src);
+  bool r = (s->a->flags & NF_IN_RANGE) != 0;
+  compiled_free(c);
+  return r;
+}
+
+static void test_value_ranges(void **state) {
+  (void)state;
+  /* a 3x3 box mean: (0..2295 + 4) / 9 <= 255 */
+  const char *box = "kernel u8 k(image u8 in) { int s = 0; for (int dy = -1; dy <= 1; dy++)"
+                    " for (int dx = -1; dx <= 1; dx++) s += in(dx, dy); return (s + %d) / 9; }";
+  char src[512];
+  snprintf(src, sizeof src, box, 4);
+  assert_true(return_in_range(src));
+  snprintf(src, sizeof src, box, 9); /* (2295 + 9) / 9 = 256: may saturate */
+  assert_false(return_in_range(src));
+  /* min / max windows: the initial value counts */
+  assert_true(return_in_range("kernel u8 k(image u8 in) { int m = 300; for (int dy = -1; dy <= 1; dy++)"
+                              " for (int dx = -2; dx <= 2; dx++) m = min(m, in(dx, dy)); return m; }"));
+  assert_false(return_in_range("kernel u8 k(image u8 in) { int m = 1000; for (int dy = -1; dy <= 1; dy++)"
+                               " for (int dx = -2; dx <= 2; dx++) m = max(m, in(dx, dy)); return m; }"));
+  /* pixels, division, masks */
+  assert_true(return_in_range("kernel u8 k(image u8 in) { return in(0, 0) / 2 + 100; }"));
+  assert_false(return_in_range("kernel u8 k(image u8 in) { return in(0, 0) / 2 + 200; }"));
+  assert_true(return_in_range("kernel u8 k(image u8 in) { return (in(0, 0) - 300) & 255; }"));
+  assert_true(return_in_range("kernel i16 k(image u16 in) { return in(0, 0) >> 1; }"));
+  assert_false(return_in_range("kernel i16 k(image u16 in) { return in(0, 0); }"));
+  /* unsigned arithmetic wraps below zero; signed division by a negative constant */
+  assert_false(return_in_range("kernel u8 k(image u8 in) { u32 v = in(0, 0); return v - 5; }"));
+  assert_true(return_in_range("kernel i16 k(image u8 in) { return in(0, 0) / -3; }"));
+  /* a local assigned twice is not bounded */
+  assert_false(return_in_range("kernel u8 k(image u8 in) { int v = in(0, 0); v = v * 2; return v; }"));
+}
+
 /* ---- out-of-memory injection ---- */
 
 /* Compiles src with allocation n failing, for n = 0..max: never a crash, a leak or a
@@ -702,6 +747,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_vectors_and_calls),
       cmocka_unit_test(test_histogram_bins),
       cmocka_unit_test(test_ir_invariants),
+      cmocka_unit_test(test_value_ranges),
       cmocka_unit_test(test_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

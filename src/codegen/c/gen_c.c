@@ -386,7 +386,8 @@ static void expr(Gen *g, const Node *n, int lane) {
       expr_narrow(g, n->a, s); /* the value already has type s */
       return;
     }
-    int close = open_conv(g, n->a->type.s, s);
+    /* a value analysis proved in range: a plain C conversion, no saturation */
+    int close = n->flags & NF_IN_RANGE ? (OUT("((%s)(", ctype(s)), 2) : open_conv(g, n->a->type.s, s);
     expr(g, n->a, lane_of(n->a, lane));
     while (close--) OUT(")");
     return;
