@@ -63,11 +63,17 @@ static const char opencl_words[] =
     "#define PXG_ATOMIC_ADD_U64(p, v) atom_add((volatile __global ulong *)(p), (ulong)(v))\n"
     "#define PXG_BYTE_PERM pxg_byte_perm\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
-    "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x */\n"
+    "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x (NVIDIA:\n"
+    " * the PTX instruction, -DPXG_NV_PTX from the runtime) */\n"
+    "#if defined(PXG_NV_PTX)\n"
+    "PXR_FN uint pxg_byte_perm(uint x, uint y, uint s) {\n"
+    "  uint r;\n  __asm__(\"prmt.b32 %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(x), \"r\"(y), \"r\"(s));\n  return r;\n}\n"
+    "#else\n"
     "PXR_FN uint pxg_byte_perm(uint x, uint y, uint s) {\n"
     "  const ulong v = ((ulong)y << 32) | x;\n  uint r = 0;\n"
     "  for (int i = 0; i < 4; i++) r |= (uint)((v >> (8 * ((s >> (4 * i)) & 7))) & 255) << (8 * i);\n"
     "  return r;\n}\n"
+    "#endif\n"
     "typedef struct { ulong data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
 
 static void header(Gen *g) {

@@ -824,11 +824,13 @@ static int query_device(Ocl *cl, Err *err) {
    * (PoCL) echo warnings to stderr, and the library never prints */
   /* PXL_OPENCL_OPTIONS adds options (the tests use -cl-opt-disable: PoCL compiles
    * unoptimised kernels several times faster, and the results must not change) */
+  /* NVIDIA's OpenCL compiler takes inline PTX: byte permutes become one instruction
+   * (gen_gpu.c: PXG_NV_PTX) */
   const char *extra = getenv("PXL_OPENCL_OPTIONS");
-  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s%s%s%s%.120s",
+  snprintf(cl->options, sizeof cl->options, "-cl-std=CL1.2 -w%s%s%s%s%s%.120s",
            fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
            cl->fp64 ? "" : " -DPXR_NO_F64", cl->int64_atomics ? "" : " -DPXR_NO_INT64_ATOMICS",
-           extra && *extra ? " " : "", extra ? extra : "");
+           strstr(cl->platform_name, "NVIDIA") ? " -DPXG_NV_PTX" : "", extra && *extra ? " " : "", extra ? extra : "");
   return PXL_OK;
 }
 
