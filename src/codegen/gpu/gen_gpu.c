@@ -127,16 +127,43 @@ static int reg_width(const Decl *D) {
   return 16 / widest;
 }
 
-/* Declares union r<k>_ for each directly read image and loads VP pixels at (xs, y). */
+/* Whether image i's register elements are unpacked from the loaded words with shifts
+ * (OpenCL, elements of at most 4 bytes) rather than read through a union: NVIDIA's
+ * OpenCL compiler kept such unions in local memory, a load per byte (seen in the PTX of
+ * hist256). */
+static bool reg_unpacked(const Gen *g, int i) {
+  return g->dialect == GPU_OPENCL && scalar_size(image_param(g->D, i)->type.s) <= 4;
+}
+
+/* Declares the VP pixels at (xs, y) of each directly read image, loaded with one vector
+ * load: union r<k>_ (r<k>_.e the elements), or array r<k>_e filled from the words. */
 static void reg_loads(Gen *g, int VP, const char *ind) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
     const Param *p = image_param(D, i);
-    int n = VP * bytes_of(p->type);
-    OUT("%sunion { PXG_VEC(%d) v; %s e[%d]; } r%d_;\n", ind, n, cg_ctype(p->type.s), VP * p->type.lanes, i);
-    OUT("%sr%d_.v = *(const PXR_GLOBAL PXG_VEC(%d) *)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d);\n", ind, i, n, i, i,
-        p->type.lanes);
+    int n = VP * bytes_of(p->type), ne = VP * p->type.lanes, es = scalar_size(p->type.s);
+    const char *T = cg_ctype(p->type.s);
+    char at[200];
+    snprintf(at, sizeof at, "*(const PXR_GLOBAL PXG_VEC(%d) *)(i%d + (ptrdiff_t)y * p%d + (ptrdiff_t)xs * %d)", n, i, i,
+             p->type.lanes);
+    if (!reg_unpacked(g, i)) {
+      OUT("%sunion { PXG_VEC(%d) v; %s e[%d]; } r%d_;\n%sr%d_.v = %s;\n", ind, n, T, ne, i, ind, i, at);
+      continue;
+    }
+    OUT("%s%s r%d_e[%d];\n%s{\n%s  const PXG_VEC(%d) w_ = %s;\n", ind, T, i, ne, ind, ind, n, at);
+    for (int k = 0; k < ne; k++) {
+      int b = k * es;
+      char word[16];
+      if (n > 4) snprintf(word, sizeof word, "w_.s%d", b / 4);
+      else snprintf(word, sizeof word, "(uint)w_");
+      OUT("%s  r%d_e[%d] = ", ind, i, k);
+      if (p->type.s == T_F32) OUT("as_float(%s);\n", word);
+      else if (es == 4) OUT("(%s)%s;\n", T, word);
+      else if (es == 2) OUT("as_%s((ushort)(%s >> %d));\n", p->type.s == T_I16 ? "short" : "ushort", word, 8 * (b % 4));
+      else OUT("(uchar)(%s >> %d);\n", word, 8 * (b % 4));
+    }
+    OUT("%s}\n", ind);
   }
 }
 
@@ -144,7 +171,7 @@ static void reg_loads(Gen *g, int VP, const char *ind) {
 static void reg_args(Gen *g, StrBuf *b) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nimages; i++)
-    if (g->direct[i]) sb_printf(b, ", r%d_.e", i);
+    if (g->direct[i]) sb_printf(b, reg_unpacked(g, i) ? ", r%d_e" : ", r%d_.e", i);
   sb_printf(b, ", j_");
 }
 
