@@ -16,25 +16,10 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "common/check.h"
 #include "pxl/pxl.h"
 
-static int failed;
-
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      printf("FAIL line %d: ", __LINE__); \
-      printf(__VA_ARGS__);                \
-      printf("\n");                       \
-      failed++;                           \
-    }                                     \
-  } while (0)
-
-static uint64_t rng = 0x2545f4914f6cdd1du;
-static unsigned char random_byte(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (unsigned char)(rng >> 24);
-}
+static unsigned char random_byte(void) { return (unsigned char)(random_u64() >> 24); }
 
 /* Random pixels, in smooth blobs so that the threshold output is not all one value. */
 static void fill(pxl_image *img, int seed) {

@@ -28,25 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "pxl/pxl.h"
 
-static int failed;
-
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      printf("FAIL line %d: ", __LINE__); \
-      printf(__VA_ARGS__);                \
-      printf("\n");                       \
-      failed++;                           \
-    }                                     \
-  } while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15u;
-static uint32_t random_u32(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (uint32_t)(rng >> 16);
-}
+static uint32_t random_u32(void) { return (uint32_t)(random_u64() >> 16); }
 
 enum { W = 61, H = 7 }; /* odd sizes: partial work-groups */
 

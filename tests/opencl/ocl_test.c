@@ -15,25 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "pxl/pxl.h"
 
-static int failed;
-
-#define CHECK(cond, ...)                      \
-  do {                                        \
-    if (!(cond)) {                            \
-      printf("FAIL line %d: ", __LINE__);     \
-      printf(__VA_ARGS__);                    \
-      printf("\n");                           \
-      failed++;                               \
-    }                                         \
-  } while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15u;
-static unsigned char random_byte(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (unsigned char)(rng >> 24);
-}
+static unsigned char random_byte(void) { return (unsigned char)(random_u64() >> 24); }
 
 /* Bytes of a row of the test's images (u8, u16 or f32). */
 static size_t row_bytes(const pxl_image *img) {
