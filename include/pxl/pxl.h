@@ -164,7 +164,12 @@ const char *pxl_type_name(pxl_type t);        /* "u8", ... */
  * pipeline's intermediates on the device either way. pxl_image_data() of a device image
  * is the device address for CUDA (a CUdeviceptr), so other GPU code can use it; for
  * OpenCL it is the byte offset of the first pixel in the image's cl_mem. Free device
- * images before their context. */
+ * images before their context.
+ *
+ * CUDA: a pipeline run whose inputs and bound output are device images is recorded as a
+ * CUDA graph at its second run with the same images (addresses and sizes), borders and
+ * scalars, and replayed from the third - one launch for the whole pipeline. New pixels in
+ * the same buffers are fine; the environment variable PXL_CUDA_GRAPHS=0 turns this off. */
 
 /* A new zero-filled image in device memory, rows padded to the device's preferred pitch.
  * PXL_EDEVICE when the context's device has no memory of its own (cpu, ref, or "auto"
