@@ -716,11 +716,16 @@ static void visit_count(Gen *g, const char *A, const char *fn, const char *extra
   OUT("%s%s_%sc(%s%s, x, y, W, H, sb_);\n", ind, g->pfx, fn, A, extra);
 }
 
-/* "this block is the last of the grid to finish" in last_ (shared), after each block's
- * thread 0 has published its part: a counter at `cnt`, reset by the last block. */
+/* "this block is the last of the grid to finish" in last_ (shared), after each block
+ * has published its part: a counter at `cnt`, reset by the last block. All threads of
+ * the block call it. */
 static void last_block(Gen *g, const char *cnt) {
-  OUT("  PXG_SHARED int last_;\n  if (t == 0) {\n    PXG_FENCE();\n");
-  OUT("    last_ = PXG_ATOMIC_INC(%s) == (unsigned)PXG_NBX - 1u;\n  }\n  PXG_SYNC();\n", cnt);
+  /* every thread's global writes (a histogram's flush is spread over the block) are made
+   * visible and finished before the block counts itself done: without the barrier, thread
+   * 0 could count while other threads still add, and the last block would read and zero
+   * bins that then receive the late adds (seen on PoCL under load: bins off by 4) */
+  OUT("  PXG_SHARED int last_;\n  PXG_FENCE();\n  PXG_SYNC();\n");
+  OUT("  if (t == 0) last_ = PXG_ATOMIC_INC(%s) == (unsigned)PXG_NBX - 1u;\n  PXG_SYNC();\n", cnt);
   OUT("  if (!last_) return;\n  PXG_FENCE();\n");
 }
 
