@@ -58,30 +58,28 @@ int main(int argc, char **argv) {
     return 2;
   }
   pxl_context *gpu = pxl_context_new(), *ref = pxl_context_new();
-  if (!gpu || !ref || pxl_set_device(ref, "ref")) return 1;
   const int W = 333, H = 211;
   pxl_image *host = NULL, *din = NULL, *dout = NULL, *dout2 = NULL;
-  int st = pxl_set_device(gpu, "cuda");
+  pxl_program *prog = NULL, *rprog = NULL;
+  int st = !gpu || !ref ? PXL_ENOMEM : pxl_set_device(ref, "ref");
+  if (!st) st = pxl_set_device(gpu, "cuda");
   if (!st) st = pxl_image_create_device(gpu, W, H, PXL_U8, 1, &din); /* the device is opened at first use */
   if (st == PXL_EDEVICE) {
     printf("skipped: no CUDA device (%s)\n", pxl_errmsg(gpu));
-    return 77;
-  }
-  pxl_program *prog = NULL, *rprog = NULL;
-  if (pxl_program_from_file(gpu, argv[1], &prog) || pxl_program_from_file(ref, argv[1], &rprog)) {
-    printf("FAIL: %s\n", pxl_errmsg(gpu));
-    return 1;
+    failed = -1;
+  } else if (!st && (pxl_program_from_file(gpu, argv[1], &prog) || pxl_program_from_file(ref, argv[1], &rprog))) {
+    st = PXL_ERROR;
   }
   if (!st) st = pxl_image_create(gpu, W, H, PXL_U8, 1, &host);
   if (!st) st = pxl_image_create_device(gpu, W, H, PXL_U8, 1, &dout);
   if (!st) st = pxl_image_create_device(gpu, W, H, PXL_U8, 1, &dout2);
-  if (st) {
-    printf("FAIL: %s\n", pxl_errmsg(gpu));
-    return 1;
+  if (st && failed == 0) {
+    printf("FAIL: %s\n", gpu ? pxl_errmsg(gpu) : "out of memory");
+    failed = 1;
   }
   /* runs 0-3 t=40 (record at 1, replays 2 and 3), 4-6 t=90 (a new key), 7-8 into another
    * output, 9 host images (never recorded) */
-  for (int i = 0; i < 10; i++) {
+  for (int i = 0; i < 10 && !st; i++) {
     double t = i < 4 ? 40 : 90;
     pxl_image *out = i < 7 ? dout : dout2, *got = NULL, *want = NULL;
     fill(host, i);
@@ -108,6 +106,7 @@ int main(int argc, char **argv) {
   pxl_program_free(rprog);
   pxl_context_free(gpu);
   pxl_context_free(ref);
+  if (failed < 0) return 77; /* everything freed: no leak under the sanitizers */
   printf("%s\n", failed ? "FAILED" : "graph_test: all runs agree with the interpreter");
   return failed ? 1 : 0;
 }
