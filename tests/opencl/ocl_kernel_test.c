@@ -14,7 +14,8 @@
  *   build-error       a build option that breaks the generated entry point
  *                     (-Dpxl_stage=1): PXL_EBACKEND, twice (nothing cached, no crash), with
  *                     a message naming the kernel, the compiler's error and the generated
- *                     line it points at, with its text.
+ *                     line it points at, with its text; then one that breaks the code of
+ *                     the kernel's line 2 (-Dv0=1): the message names that .pxl line.
  *   profile FILE      PXL_OPENCL_PROFILE=FILE: a line per kernel launch (name, global
  *                     size, device time) and per reduction read-back.
  *
@@ -237,6 +238,26 @@ static int build_error(void) {
     const char *text = line ? strstr(line, "): ") : NULL;
     CHECK(text && !strncmp(text + 3, "__kernel void pxl_stage(", 24),
           "run %d: the message does not point at the generated entry line: %s", i, msg);
+    pxl_result_free(res);
+  }
+  pxl_image_free(u8);
+  pxl_program_free(p);
+  pxl_context_free(dev);
+  /* an error inside the kernel's own code: the message leads back to its .pxl line (the
+   * local v is the generated v0; "int32_t 1 = ..." does not compile) */
+  setenv("PXL_OPENCL_OPTIONS", "-cl-opt-disable -Dv0=1", 1);
+  if (!(dev = opencl_context(&skip))) return skip ? 77 : 1;
+  p = compile(dev, "kernel u8 inv2(image u8 in) {\n    int v = in(0, 0);\n    return 255 - v;\n}\n");
+  u8 = image(dev, PXL_U8);
+  if (p && u8) {
+    pxl_run_result *res = NULL;
+    int st = run(dev, p, "inv2", u8, -1, &res);
+    const char *msg = pxl_errmsg(dev);
+    printf("%s\n", msg);
+    CHECK(st == PXL_EBACKEND && strstr(msg, "kernel 'inv2'"), "want PXL_EBACKEND naming inv2, got %s: %s",
+          pxl_status_name(st), msg);
+    CHECK(strstr(msg, "from line 2 of the .pxl source") && strstr(msg, "int32_t v0 = "),
+          "the message does not lead to .pxl line 2 (int v = in(0, 0)) and its generated text: %s", msg);
     pxl_result_free(res);
   }
   pxl_image_free(u8);

@@ -21,6 +21,10 @@
  * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart). */
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32 };
 
+/* The marker before the generated statements of each .pxl line: a comment
+ * "/" "* .pxl line N *" "/". */
+#define PXL_LINE_MARK ".pxl line "
+
 typedef struct {
   StrBuf *o;
   const Decl *D;
@@ -33,6 +37,7 @@ typedef struct {
   int depth;         /* indentation */
   bool counts32;     /* the pixel function being emitted counts into 32-bit bins */
   int dialect;       /* codegen/gpu: GpuDialect of the entry points */
+  int line;          /* the .pxl line of the last line marker in this function, or 0 */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */

@@ -589,8 +589,17 @@ static void stmt(Gen *g, const Node *s) {
   }
 }
 
+/* Statements, each new .pxl line announced by a marker comment: a compiler's message
+ * about a generated line leads back to the kernel's source (the OpenCL runtime quotes it;
+ * PXL_LINE_MARK below is its spelling). */
 static void stmts(Gen *g, const Node *s) {
-  for (; s; s = s->next) stmt(g, s);
+  for (; s; s = s->next) {
+    if (s->kind != ND_BLOCK && s->loc.line > 0 && s->loc.line != g->line) {
+      ind(g), OUT("/* " PXL_LINE_MARK "%d */\n", s->loc.line);
+      g->line = s->loc.line;
+    }
+    stmt(g, s);
+  }
 }
 
 /* ---- functions of one instance ---- */
@@ -693,6 +702,7 @@ static void reg_params(Gen *g) {
 static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name) {
   const Decl *D = g->D;
   g->variant = variant;
+  g->line = 0;
   OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, name, counts32 ? "c" : "");
   img_params(g);
   if (variant & V_REG) reg_params(g);

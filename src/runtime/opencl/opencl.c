@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codegen/c/emit.h"
 #include "codegen/c/gen_c.h"
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/host/backend.h"
@@ -242,6 +243,22 @@ static int message_line(const char *msg) {
   return l ? atoi(l + 5) : 0;
 }
 
+/* The .pxl line that generated line k of src came from: the nearest line marker above it
+ * (gen_c.c: PXL_LINE_MARK) within the same function; 0 when there is none. */
+static int pxl_line_of(const char *src, int k) {
+  int found = 0;
+  const char *p = src;
+  for (int i = 1; p && *p && i <= k; i++) {
+    const char *t = p + strspn(p, " ");
+    if (!strncmp(t, "PXR_FN", 6) || !strncmp(t, "__kernel", 8)) found = 0; /* a new function */
+    const char *m = strstr(t, "/* " PXL_LINE_MARK);
+    const char *nl = strchr(p, '\n');
+    if (m && (!nl || m < nl)) found = atoi(m + 3 + strlen(PXL_LINE_MARK));
+    p = nl ? nl + 1 : NULL;
+  }
+  return found;
+}
+
 /* PXL_EBACKEND for D's unit src (the generated text, without the prologue): the build
  * log's first error that points into src, with the generated line it points at (else
  * the log's first error), then the log. The generated code carries no .pxl lines. */
@@ -267,9 +284,11 @@ static int build_failure(Ocl *cl, const Decl *D, cl_program prog, cl_int rc, con
   for (int i = 1; p && i < k; i++)
     if ((p = strchr(p, '\n'))) p++;
   if (k > 0 && p && *p) {
-    char text[240];
+    char text[240], from[64] = "";
     line_at(p, text, sizeof text);
-    snprintf(line, sizeof line, "\n  generated line %d (the compiler's %d): %s", k, k + PROLOGUE_LINES, text);
+    int pl = pxl_line_of(src, k);
+    if (pl) snprintf(from, sizeof from, ", from line %d of the .pxl source", pl);
+    snprintf(line, sizeof line, "\n  generated line %d (the compiler's %d%s): %s", k, k + PROLOGUE_LINES, from, text);
   }
   rc = err_set(err, PXL_EBACKEND,
                "the OpenCL compiler of %s rejected the generated code of %s '%s' (%s)%s%s%s\n%.1500s%s", cl->name,
