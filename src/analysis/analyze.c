@@ -21,15 +21,19 @@ typedef struct {
   int64_t lo, hi;
 } Interval;
 
-typedef struct {
+typedef struct An {
   Decl *D;
   Arena *a;
   Interval *vars;  /* per slot: interval of a loop counter or single-assignment local */
   int *assigns;    /* per slot: number of assignments outside declarations and for-steps */
   int *steps;      /* per slot: number of assignments in for-steps */
   Metrics *m;
-  bool values;     /* also bound pixel values, conversions and divisions (mark_stmts; the
-                    * access analysis keeps data-dependent reads as gathers) */
+  /* the pass: walk_expr (accesses, metrics), or mark_expr (conversions in range; values
+   * set: pixels, conversions and divisions bounded too - the access analysis keeps
+   * data-dependent reads as gathers) */
+  void (*expr)(struct An *A, Node *n, double w);
+  bool values;
+  Interval sep_init[PXL_MAX_SEP_ACC]; /* mark_expr pass: separable accumulators' values before the loop */
 } An;
 
 static const Interval UNKNOWN = {false, 0, 0};
@@ -295,25 +299,31 @@ static int64_t counted_loop(An *A, Node *f) {
   return hi - lo + 1;
 }
 
+static void sep_decl(An *A, const Node *decl);
+static void sep_loop_done(An *A, const Node *loop);
+
+/* Statements in order, each expression through the pass's A->expr; the intervals of
+ * loop counters and constants are set as their scopes are entered. */
 static void walk_stmts(An *A, Node *s, double w) {
   for (; s; s = s->next) {
     switch (s->kind) {
     case ND_BLOCK: walk_stmts(A, s->body, w); break;
     case ND_DECL:
-      walk_expr(A, s->a, w);
+      A->expr(A, s->a, w);
       if (s->var && s->a && A->assigns[s->var->slot] == 0 && A->steps[s->var->slot] == 0)
         A->vars[s->var->slot] = interval_of(A, s->a);
+      if (A->values) sep_decl(A, s);
       break;
     case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT:
-      walk_expr(A, s->a, w);
+      A->expr(A, s->a, w);
       break;
     case ND_BIN:
-      walk_expr(A, s->a, w);
-      walk_expr(A, s->b, w);
+      A->expr(A, s->a, w);
+      A->expr(A, s->b, w);
       break;
     case ND_IF:
       A->m->branches += w;
-      walk_expr(A, s->a, w);
+      A->expr(A, s->a, w);
       walk_stmts(A, s->b, w);
       walk_stmts(A, s->c, w);
       break;
@@ -323,10 +333,11 @@ static void walk_stmts(An *A, Node *s, double w) {
       double iw = w;
       if (trips >= 0) iw = w * (double)trips;
       else A->m->exact = false;
-      walk_expr(A, s->a, iw);
+      A->expr(A, s->a, iw);
       walk_stmts(A, s->b, iw);
-      if (trips < 0) walk_stmts(A, s->step, iw);
+      if (trips < 0 || A->values) walk_stmts(A, s->step, iw); /* metrics: counted steps are in the trips */
       A->m->branches += iw;
+      if (A->values) sep_loop_done(A, s);
       break;
     }
     default: break;
@@ -511,16 +522,16 @@ static Separable *find_separable(Decl *D, Arena *a) {
 /* ---- conversions that cannot saturate ---- */
 
 /* Flags the integer conversions in n whose operand's values fit the target type. */
-static void mark_expr(An *A, Node *n) {
+static void mark_expr(An *A, Node *n, double w) {
   if (!n) return;
   if (n->kind == ND_CAST && n->type.lanes == 1 && !scalar_is_float(n->type.s) && !scalar_is_float(n->a->type.s)) {
     Interval x = interval_of(A, n->a), t = type_range(n->type.s);
     if (x.known && t.known && x.lo >= t.lo && x.hi <= t.hi) n->flags |= NF_IN_RANGE;
   }
-  mark_expr(A, n->a);
-  mark_expr(A, n->b);
-  mark_expr(A, n->c);
-  for (int i = 0; i < n->nargs; i++) mark_expr(A, n->args[i]);
+  mark_expr(A, n->a, w);
+  mark_expr(A, n->b, w);
+  mark_expr(A, n->c, w);
+  for (int i = 0; i < n->nargs; i++) mark_expr(A, n->args[i], w);
 }
 
 /* The interval of accumulator i of separable window S after its loop, given its value
@@ -535,42 +546,22 @@ static Interval sep_result(const Separable *S, int i, Interval init) {
   return small(x.lo) && small(x.hi) && n < (1 << 20) ? x : UNKNOWN;
 }
 
-/* Walks statements as walk_stmts does (intervals of counters and constants), flagging
- * conversions; a separable window's accumulators, assigned nowhere else, are bounded
- * after its loop. */
-static void mark_stmts(An *A, Node *s, Interval *init) {
+/* The mark_expr pass at a declaration: the value before the loop of a separable
+ * window's accumulator. */
+static void sep_decl(An *A, const Node *decl) {
   const Separable *S = A->D->sep;
-  for (; s; s = s->next) {
-    switch (s->kind) {
-    case ND_BLOCK: mark_stmts(A, s->body, init); break;
-    case ND_DECL:
-      mark_expr(A, s->a);
-      if (s->var && s->a && A->assigns[s->var->slot] == 0 && A->steps[s->var->slot] == 0)
-        A->vars[s->var->slot] = interval_of(A, s->a);
-      for (int i = 0; S && i < S->nacc; i++)
-        if (S->acc[i] == s->var) init[i] = s->a ? interval_of(A, s->a) : UNKNOWN;
-      break;
-    case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT: mark_expr(A, s->a); break;
-    case ND_BIN: mark_expr(A, s->a), mark_expr(A, s->b); break;
-    case ND_IF:
-      mark_expr(A, s->a);
-      mark_stmts(A, s->b, init);
-      mark_stmts(A, s->c, init);
-      break;
-    case ND_FOR:
-      mark_stmts(A, s->init, init);
-      counted_loop(A, s);
-      mark_expr(A, s->a);
-      mark_stmts(A, s->b, init);
-      mark_stmts(A, s->step, init);
-      if (S && s == S->loop)
-        for (int i = 0; i < S->nacc; i++)
-          if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0)
-            A->vars[S->acc[i]->slot] = sep_result(S, i, init[i]);
-      break;
-    default: break;
-    }
-  }
+  for (int i = 0; S && i < S->nacc; i++)
+    if (S->acc[i] == decl->var) A->sep_init[i] = decl->a ? interval_of(A, decl->a) : UNKNOWN;
+}
+
+/* The mark_expr pass after a loop: a separable window's accumulators, assigned nowhere
+ * else, are bounded from here on. */
+static void sep_loop_done(An *A, const Node *loop) {
+  const Separable *S = A->D->sep;
+  if (!S || loop != S->loop) return;
+  for (int i = 0; i < S->nacc; i++)
+    if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0)
+      A->vars[S->acc[i]->slot] = sep_result(S, i, A->sep_init[i]);
 }
 
 static bool is_signed_perm(const Access *ac) {
@@ -581,7 +572,7 @@ static bool is_signed_perm(const Access *ac) {
 
 static bool analyze_decl(Decl *D, Arena *arena) {
   D->access = arena_alloc(arena, sizeof(Access) * (size_t)(D->nimages ? D->nimages : 1));
-  An A = {.D = D, .a = arena, .m = &D->metrics};
+  An A = {.D = D, .a = arena, .m = &D->metrics, .expr = walk_expr};
   A.vars = arena_alloc(arena, sizeof(Interval) * (size_t)(D->nslots + 1));
   A.assigns = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
   A.steps = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
@@ -611,9 +602,14 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   }
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
   if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
-  Interval init[PXL_MAX_SEP_ACC] = {UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN};
+  /* second pass, over the same statements: conversions that cannot saturate (metrics
+   * and accesses stay the first pass's) */
+  Metrics scratch = D->metrics;
+  A.m = &scratch;
+  A.expr = mark_expr;
   A.values = true;
-  mark_stmts(&A, D->body, init);
+  for (int i = 0; i < PXL_MAX_SEP_ACC; i++) A.sep_init[i] = UNKNOWN;
+  walk_stmts(&A, D->body, 1);
   return true;
 }
 
