@@ -368,26 +368,23 @@ static int cuda_replay(Backend *be, uint64_t key, int *state, Err *err) {
   return PXL_OK;
 }
 
-static int cuda_record_end(Backend *be, uint64_t key, bool ok, bool *ran, Err *err) {
+static bool cuda_record_end(Backend *be, uint64_t key, bool ok) {
   Cuda *cu = (Cuda *)be;
   cu->api->cuCtxSetCurrent(cu->ctx);
   CUgraph graph = NULL;
   CUgraphExec exec = NULL;
   CuGraph *g = graph_find(cu, key);
-  *ran = false;
   CUresult r = cu->api->cuStreamEndCapture(cu->stream, &graph);
   if (!r && ok && graph) r = cu->api->cuGraphInstantiateWithFlags(&exec, graph, 0);
   if (graph) cu->api->cuGraphDestroy(graph);
+  if (!r && exec && g) r = cu->api->cuGraphLaunch(exec, cu->stream);
   if (r || !ok || !exec || !g) { /* e.g. a stage that synchronises: run as usual from now on */
     if (exec) cu->api->cuGraphExecDestroy(exec);
     if (g) g->never = true;
-    return PXL_OK;
+    return false; /* the usual run that follows reports a real failure */
   }
   g->exec = exec;
-  r = cu->api->cuGraphLaunch(exec, cu->stream);
-  if (r) return cu_fail(cu, r, "graph launch", err);
-  *ran = true;
-  return PXL_OK;
+  return true;
 }
 
 /* ---- device images ---- */

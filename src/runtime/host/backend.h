@@ -40,11 +40,12 @@ struct Backend {
    * images are all device images, exec.c asks replay() with a key of the run (pipeline,
    * image addresses and shapes, scalars): *state GRAPH_REPLAYED - a recording of the
    * same run has been queued, nothing else to do; GRAPH_RECORD - the backend is recording
-   * its queued work: exec.c runs the pipeline, then calls record_end, which keeps the
-   * recording and queues it (recorded work does not run) and sets *ran, false when the
-   * recording failed and nothing ran; GRAPH_NONE - run as usual. */
+   * its queued work: exec.c runs the pipeline (ok: without failing), then calls
+   * record_end, which keeps the recording and queues it (recorded work does not run) and
+   * returns true, or false when the recording failed and nothing ran (then the backend
+   * runs that key as usual from now on); GRAPH_NONE - run as usual. */
   int (*replay)(Backend *be, uint64_t key, int *state, Err *err);
-  int (*record_end)(Backend *be, uint64_t key, bool ok, bool *ran, Err *err);
+  bool (*record_end)(Backend *be, uint64_t key, bool ok);
 };
 enum { GRAPH_NONE, GRAPH_REPLAYED, GRAPH_RECORD };
 

@@ -216,11 +216,7 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
     return PXL_OK;
   }
   rc = run_pipeline(be, D, imgs, scalars, out, res, err);
-  if (state != GRAPH_RECORD) return rc;
-  bool ran = false;
-  Err rerr = {0};
-  int erc = be->record_end(be, key, rc == PXL_OK, &ran, &rerr);
-  if (ran) return erc ? err_set(err, erc, "%s", rerr.msg) : rc;
+  if (state != GRAPH_RECORD || be->record_end(be, key, rc == PXL_OK)) return rc;
   /* nothing ran: once more, as usual (the backend does not record this key again) */
   if (!rc && res->image_owned) image_free(res->image);
   memset(res, 0, sizeof *res);
