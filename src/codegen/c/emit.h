@@ -61,6 +61,8 @@ void cg_args_text(Gen *g, StrBuf *buf);
 /* `acc = acc OP v;` of a reduction; the better-than test of argmin/argmax; its identity. */
 void cg_combine(Gen *g, const char *acc, const char *v);
 void cg_better(Gen *g, const char *v, const char *acc);
+/* Folds value v of pixel (x, y) into acc (argmin/argmax: and ax, ay), no newline. */
+void cg_fold_pixel(Gen *g, const char *v);
 void cg_identity(Gen *g);
 const char *cg_ctype(Scalar s);
 

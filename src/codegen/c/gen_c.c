@@ -1037,6 +1037,18 @@ static void better_expr(Gen *g, const char *v, const char *acc) {
     OUT("(%s %s %s)", v, cmp, acc);
 }
 
+/* Folds the value v of pixel (x, y) into acc (and, for argmin/argmax, its position ax,
+ * ay: the first pixel, then only a better value), without a trailing newline. */
+static void fold_pixel(Gen *g, const char *v) {
+  if (g->D->redop == R_ARGMIN || g->D->redop == R_ARGMAX) {
+    OUT("if (ax < 0 || ");
+    better_expr(g, v, "acc");
+    OUT(") { acc = %s; ax = x; ay = y; }", v);
+  } else {
+    combine_stmt(g, "acc", v);
+  }
+}
+
 static void identity(Gen *g) {
   const Decl *D = g->D;
   Scalar s = D->type.s;
@@ -1112,13 +1124,7 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
       }
       OUT("        for (int x = %s; x < %s; x++) {\n", ranges[r][q][0], ranges[r][q][1]);
       OUT("          const %s v = %s_%s(%s, x, y, W, H);\n          ", T, g->pfx, ranges[r][q][2], A);
-      if (arg) {
-        OUT("if (ax < 0 || ");
-        better_expr(g, "v", "acc");
-        OUT(") { acc = v; ax = x; ay = y; }");
-      } else {
-        combine_stmt(g, "acc", "v");
-      }
+      fold_pixel(g, "v");
       OUT("\n        }\n");
     }
   }
@@ -1537,5 +1543,6 @@ void cg_prologue(Gen *g, bool has_out) { prologue(g, has_out); }
 void cg_args_text(Gen *g, StrBuf *buf) { args_text(g, buf); }
 void cg_combine(Gen *g, const char *acc, const char *v) { combine_stmt(g, acc, v); }
 void cg_better(Gen *g, const char *v, const char *acc) { better_expr(g, v, acc); }
+void cg_fold_pixel(Gen *g, const char *v) { fold_pixel(g, v); }
 void cg_identity(Gen *g) { identity(g); }
 const char *cg_ctype(Scalar s) { return ctype(s); }

@@ -702,14 +702,8 @@ static void row_loop(Gen *g, const char *A, int VP, Visit visit) {
 
 static void visit_reduce(Gen *g, const char *A, const char *fn, const char *extra, const char *ind) {
   OUT("%sconst %s v = %s_%s(%s%s, x, y, W, H);\n%s", ind, cg_ctype(g->D->type.s), g->pfx, fn, A, extra, ind);
-  if (g->D->redop == R_ARGMIN || g->D->redop == R_ARGMAX) {
-    OUT("if (ax < 0 || ");
-    cg_better(g, "v", "acc");
-    OUT(") { acc = v; ax = x; ay = y; }\n");
-  } else {
-    cg_combine(g, "acc", "v");
-    OUT("\n");
-  }
+  cg_fold_pixel(g, "v");
+  OUT("\n");
 }
 
 static void visit_count(Gen *g, const char *A, const char *fn, const char *extra, const char *ind) {
