@@ -599,8 +599,7 @@ int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst) {
     return fail(ctx, PXL_EARG, "cannot copy between the memories of two devices");
   Backend *be = src->device ? src->device : dst->device;
   if (!be) {
-    size_t row = (size_t)src->width * (size_t)src->channels * (size_t)pxl_type_size(src->type);
-    for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), row);
+    for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), image_row_bytes(src));
     return PXL_OK;
   }
   Err e = {0};

@@ -126,3 +126,11 @@ size_t pxl_image_pitch(const pxl_image *img) { return img ? img->pitch : 0; }
 
 /* First element of row 0 (NULL for NULL). */
 void *pxl_image_data(pxl_image *img) { return img ? img->data : NULL; }
+
+bool image_overlap(const struct pxl_image *a, const struct pxl_image *b) {
+  if (a->device != b->device || a->buffer != b->buffer) return false; /* different memories */
+  uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  uintptr_t a1 = a0 + (size_t)(a->height - 1) * a->pitch + image_row_bytes(a);
+  uintptr_t b1 = b0 + (size_t)(b->height - 1) * b->pitch + image_row_bytes(b);
+  return a0 < b1 && b0 < a1;
+}

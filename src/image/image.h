@@ -46,5 +46,13 @@ void image_free(struct pxl_image *img);
 static inline void *image_row(const struct pxl_image *img, int y) {
   return (char *)img->data + (size_t)y * img->pitch;
 }
+/* Bytes of pixels in one row (without the pitch's padding). */
+static inline size_t image_row_bytes(const struct pxl_image *img) {
+  return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
+}
+/* Whether a and b share bytes: the same memory (host, or one device's buffer) and
+ * intersecting spans. `data` may be an address or (OpenCL) an offset in the buffer: it is
+ * compared as an integer. */
+bool image_overlap(const struct pxl_image *a, const struct pxl_image *b);
 
 #endif

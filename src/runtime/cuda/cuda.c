@@ -389,10 +389,6 @@ static bool cuda_record_end(Backend *be, uint64_t key, bool ok) {
 
 /* ---- device images ---- */
 
-static size_t row_bytes(const struct pxl_image *img) {
-  return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
-}
-
 /* Device memory is stream-ordered (cuMemAllocFromPoolAsync / cuMemFreeAsync on the
  * backend's stream): an intermediate freed while a queued kernel still reads it stays
  * valid until that kernel is done. The pool is pxl's own and keeps what is freed (the
@@ -421,7 +417,7 @@ static int cuda_image_new(Backend *be, int w, int h, pxl_type t, int channels, b
   struct pxl_image *img = PXL_CALLOC(1, sizeof *img);
   if (!img) return err_set(err, PXL_ENOMEM, "out of memory");
   *img = (struct pxl_image){.width = w, .height = h, .channels = channels, .type = t};
-  size_t pitch = (row_bytes(img) + cu->pitch_align - 1) / cu->pitch_align * cu->pitch_align;
+  size_t pitch = (image_row_bytes(img) + cu->pitch_align - 1) / cu->pitch_align * cu->pitch_align;
   CUdeviceptr p = 0;
   CUresult r = 801; /* CUDA_ERROR_NOT_SUPPORTED */
   size_t bytes = pitch * (size_t)h;
@@ -465,7 +461,7 @@ static int cuda_copy(Backend *be, struct pxl_image *dst, const struct pxl_image 
   c.dstHost = dst->data;
   c.dstDevice = (CUdeviceptr)(uintptr_t)dst->data;
   c.dstPitch = dst->pitch;
-  c.WidthInBytes = row_bytes(src);
+  c.WidthInBytes = image_row_bytes(src);
   c.Height = (size_t)src->height;
   CUresult r = cu->api->cuMemcpy2DAsync_v2(&c, cu->stream);
   /* a host destination is read as soon as we return; a host source may be freed */

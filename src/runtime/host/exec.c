@@ -19,15 +19,6 @@
 #include "util/alloc.h"
 #include "util/hash.h"
 
-static bool overlaps(const struct pxl_image *a, const struct pxl_image *b) {
-  if (a->device != b->device || a->buffer != b->buffer) return false; /* different memories */
-  /* data is an address, or (OpenCL) an offset in the buffer: compare as integers */
-  uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
-  uintptr_t a1 = a0 + (size_t)(a->height - 1) * a->pitch + (size_t)a->width * a->channels * pxl_type_size(a->type);
-  uintptr_t b1 = b0 + (size_t)(b->height - 1) * b->pitch + (size_t)b->width * b->channels * pxl_type_size(b->type);
-  return a0 < b1 && b0 < a1;
-}
-
 /* A new image in the backend's memory. */
 static int alloc_image(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err) {
   return be->image_new ? be->image_new(be, w, h, t, channels, false, out, err) : image_new(w, h, t, channels, out, err);
@@ -42,7 +33,7 @@ static int prepare_output(Backend *be, const char *name, Type t, int w, int h, c
                      name, w, h, scalar_name(t.s), t.lanes, t.lanes == 1 ? "" : "s", given->width, given->height,
                      pxl_type_name(given->type), given->channels, given->channels == 1 ? "" : "s");
     for (int i = 0; i < nimgs; i++)
-      if (overlaps(given, imgs[i].img))
+      if (image_overlap(given, imgs[i].img))
         return err_set(err, PXL_EARG, "the output image of %s overlaps an input image; use a separate buffer", name);
     *out = given;
     *owned = false;

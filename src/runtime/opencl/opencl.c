@@ -677,10 +677,6 @@ static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const L
 
 /* ---- device images ---- */
 
-static size_t row_bytes(const struct pxl_image *img) {
-  return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
-}
-
 /* OpenCL frees a released buffer once the queued commands that use it are done, so an
  * intermediate freed behind a running kernel stays valid. */
 static void release_image(struct pxl_image *img) {
@@ -697,7 +693,7 @@ static int ocl_image_new(Backend *be, int w, int h, pxl_type t, int channels, bo
   struct pxl_image *img = PXL_CALLOC(1, sizeof *img);
   if (!img) return err_set(err, PXL_ENOMEM, "out of memory");
   *img = (struct pxl_image){.width = w, .height = h, .channels = channels, .type = t};
-  size_t pitch = (row_bytes(img) + cl->pitch_align - 1) / cl->pitch_align * cl->pitch_align;
+  size_t pitch = (image_row_bytes(img) + cl->pitch_align - 1) / cl->pitch_align * cl->pitch_align;
   cl_int r;
   cl_mem m = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, pitch * (size_t)h, NULL, &r);
   static const uint32_t zeros = 0; /* the size is a multiple of 256 */
@@ -730,22 +726,14 @@ static void origin(const struct pxl_image *img, size_t o[3]) {
   o[2] = 0;
 }
 
-/* Whether two rectangles of the same buffer share bytes. */
-static bool overlap(const struct pxl_image *a, const struct pxl_image *b) {
-  size_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
-  size_t a1 = a0 + (size_t)(a->height - 1) * a->pitch + row_bytes(a);
-  size_t b1 = b0 + (size_t)(b->height - 1) * b->pitch + row_bytes(b);
-  return a->buffer == b->buffer && a0 < b1 && b0 < a1;
-}
-
 /* Device to device; through a temporary buffer when the rectangles overlap (OpenCL
  * refuses overlapping copies; memmove semantics like the host's). */
 static int copy_on_device(Ocl *cl, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
-  size_t so[3], d_o[3], region[3] = {row_bytes(src), (size_t)src->height, 1};
+  size_t so[3], d_o[3], region[3] = {image_row_bytes(src), (size_t)src->height, 1};
   origin(src, so);
   origin(dst, d_o);
   cl_int r;
-  if (!overlap(dst, src))
+  if (!image_overlap(dst, src))
     r = cl->api->clEnqueueCopyBufferRect(cl->queue, src->buffer, dst->buffer, so, d_o, region, src->pitch, 0,
                                          dst->pitch, 0, 0, NULL, NULL);
   else {
@@ -764,7 +752,7 @@ static int copy_on_device(Ocl *cl, struct pxl_image *dst, const struct pxl_image
 
 static int ocl_copy(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
   Ocl *cl = (Ocl *)be;
-  size_t o[3], host[3] = {0, 0, 0}, region[3] = {row_bytes(src), (size_t)src->height, 1};
+  size_t o[3], host[3] = {0, 0, 0}, region[3] = {image_row_bytes(src), (size_t)src->height, 1};
   cl_int r;
   if (src->device && dst->device) return copy_on_device(cl, dst, src, err);
   if (dst->device) { /* blocking: a host source may be freed when we return */
