@@ -43,9 +43,10 @@ extern "C" {
   X(PXL_EFORMAT, 5, "bad or unsupported image file")                               \
   X(PXL_EARG, 6, "bad argument")               /* wrong name, type, size, value */  \
   X(PXL_ENOTFOUND, 7, "not found")             /* no such kernel / pipeline */      \
-  X(PXL_EDEVICE, 8, "device unavailable")      /* backend cannot run here */        \
+  X(PXL_EDEVICE, 8, "device unavailable")      /* absent: no driver, library, device */ \
   X(PXL_EBACKEND, 9, "backend compilation failed")                                 \
-  X(PXL_ETOOBIG, 10, "image too large")
+  X(PXL_ETOOBIG, 10, "image too large")        /* or any input over its size limit */ \
+  X(PXL_EFAULT, 11, "device failure")          /* present but failing: launch, load */
 
 enum {
 #define X(name, value, text) name = value,
@@ -80,6 +81,11 @@ pxl_context *pxl_context_new(void);
 void pxl_context_free(pxl_context *ctx);
 /* The message of the last failure on ctx ("" if none). Valid until the next call. */
 const char *pxl_errmsg(const pxl_context *ctx);
+/* The warnings recorded on ctx since the last call of this function, one per line
+ * ("" if none): problems pxl worked around, such as a cache directory it refused or a
+ * GPU failure after which "auto" ran on the CPU. Owned by ctx, valid until the next
+ * call of this function. */
+const char *pxl_take_warnings(pxl_context *ctx);
 /* Selects the device: "auto" (default: the first CUDA GPU if one works, else the CPU
  * backend; a run the GPU cannot do falls back to the CPU), "cpu", "ref" (the reference
  * interpreter), "cuda" / "cuda:N" (an NVIDIA GPU through the CUDA driver and NVRTC,
@@ -241,6 +247,9 @@ int pxl_result_scalar(const pxl_run_result *res, pxl_scalar_result *out);
 const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float);
 /* Name of the entry that produced the result. */
 const char *pxl_result_name(const pxl_run_result *res);
+/* The device that ran it, as pxl_device_name says it: after a fallback of "auto" (a GPU
+ * that failed, a missing C compiler) the one that really ran. */
+const char *pxl_result_device(const pxl_run_result *res);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #include "io/imageio.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 #define MAX_SOURCE (16u << 20) /* largest .pxl file accepted */
 
@@ -40,6 +41,8 @@ struct pxl_context {
   int cuda_ordinal; /* DEV_CUDA: the device number */
   int ocl_platform, ocl_device; /* DEV_OPENCL: the numbers, -1 -1 for "any, a GPU first" */
   bool auto_tried;  /* DEV_AUTO looked for a CUDA device once */
+  Warn warn;        /* warnings not yet taken */
+  char warn_out[sizeof(Warn)]; /* the last ones taken */
   Backend *cpu, *ref, *cuda, *opencl;
 };
 
@@ -70,6 +73,7 @@ struct pxl_args {
 
 struct pxl_run_result {
   char name[128];
+  char device[256]; /* the backend that ran it */
   ExecResult r;
   double *bins; /* histogram as doubles */
 };
@@ -92,6 +96,15 @@ static int fail(pxl_context *ctx, int code, const char *fmt, ...) {
 /* Takes over an internal Err as the context's message. */
 static int fail_err(pxl_context *ctx, const Err *e) {
   return fail(ctx, e->code ? e->code : PXL_ERROR, "%s", e->msg);
+}
+
+const char *pxl_take_warnings(pxl_context *ctx) {
+  if (!ctx) return "";
+  memcpy(ctx->warn_out, ctx->warn.text, ctx->warn.len);
+  ctx->warn_out[ctx->warn.len] = 0;
+  ctx->warn.len = 0;
+  ctx->warn.text[0] = 0;
+  return ctx->warn_out;
 }
 
 static void clear(pxl_context *ctx) {
@@ -427,28 +440,8 @@ const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog) {
 }
 
 static int write_text_atomic(pxl_context *ctx, const char *path, const char *text, size_t n) {
-  char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path) >= (int)sizeof tmp)
-    return fail(ctx, PXL_EIO, "%s: path too long", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) return fail(ctx, PXL_EIO, "%s: %s", path, strerror(errno));
-  FILE *f = fdopen(fd, "wb");
-  if (!f) {
-    close(fd);
-    remove(tmp);
-    return fail(ctx, PXL_EIO, "%s: %s", path, strerror(errno));
-  }
-  size_t w = fwrite(text, 1, n, f);
-  if (fclose(f) != 0 || w != n) {
-    remove(tmp);
-    return fail(ctx, PXL_EIO, "%s: write failed", path);
-  }
-  if (rename(tmp, path)) {
-    int e = errno;
-    remove(tmp);
-    return fail(ctx, PXL_EIO, "%s: %s", path, strerror(e));
-  }
-  return PXL_OK;
+  Err e = {0};
+  return file_write_atomic(path, text, n, FILE_SHARED, &e) ? fail_err(ctx, &e) : PXL_OK;
 }
 
 int pxl_program_write_c(pxl_context *ctx, pxl_program *prog, const char *base) {
@@ -651,6 +644,11 @@ int pxl_sync(pxl_context *ctx) {
   return PXL_OK;
 }
 
+static const char *describe(pxl_context *ctx, Backend *be) {
+  if (be == ctx->opencl) return backend_opencl_describe(be);
+  return be == ctx->cuda ? backend_cuda_describe(be) : be->name;
+}
+
 const char *pxl_device_name(pxl_context *ctx) {
   Backend *be;
   Err e = {0};
@@ -658,8 +656,7 @@ const char *pxl_device_name(pxl_context *ctx) {
     fail_err(ctx, &e);
     return ctx->device == DEV_CUDA ? "cuda (unavailable)" : ctx->device == DEV_OPENCL ? "opencl (unavailable)" : "?";
   }
-  if (be == ctx->opencl) return backend_opencl_describe(be);
-  return be == ctx->cuda ? backend_cuda_describe(be) : be->name;
+  return describe(ctx, be);
 }
 
 /* ---- arguments ---- */
@@ -963,6 +960,7 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
     pxl_result_free(res);
     return fail_err(ctx, &e);
   }
+  snprintf(res->device, sizeof res->device, "%s", describe(ctx, be));
   *out = res;
   return PXL_OK;
 }
@@ -1016,3 +1014,5 @@ const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float) 
 }
 
 const char *pxl_result_name(const pxl_run_result *res) { return res ? res->name : ""; }
+
+const char *pxl_result_device(const pxl_run_result *res) { return res ? res->device : ""; }

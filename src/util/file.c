@@ -1,80 +1,185 @@
 /*
  * file.c - see file.h.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "util/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pxl/pxl.h"
 #include "util/alloc.h"
 
-int file_make_dirs(const char *dir, Err *err) {
-  char tmp[4096];
-  size_t n = strlen(dir);
-  if (n >= sizeof tmp) return err_set(err, PXL_EIO, "cache directory name too long");
-  memcpy(tmp, dir, n + 1);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0755) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-    *p = '/';
+/* Temporary files of the writes in progress, for file_remove_partial. A slot is claimed
+ * (FREE -> CLAIMED) with an atomic exchange, filled, then published (ACTIVE); the signal
+ * handler only reads ACTIVE slots, whose name is complete. */
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_ACTIVE };
+#define NSLOTS 32
+static struct {
+  volatile sig_atomic_t state;
+  char path[4400];
+} slots[NSLOTS];
+
+static int slot_claim(const char *tmp) {
+  for (int i = 0; i < NSLOTS; i++) {
+    int expect = SLOT_FREE;
+    if (__atomic_compare_exchange_n((int *)&slots[i].state, &expect, SLOT_CLAIMED, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      snprintf(slots[i].path, sizeof slots[i].path, "%s", tmp);
+      __atomic_store_n((int *)&slots[i].state, SLOT_ACTIVE, __ATOMIC_RELEASE);
+      return i;
+    }
   }
-  if (mkdir(tmp, 0755) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-  return PXL_OK;
+  return -1; /* more writes at once than slots: this one is just not cleaned up by a signal */
 }
 
-int file_write_atomic(const char *path, const void *data, size_t n, Err *err) {
-  char tmp[4400];
-  snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
-  size_t w = fwrite(data, 1, n, f);
-  if (fclose(f) != 0 || w != n) {
-    remove(tmp);
-    return err_set(err, PXL_EIO, "%s: write failed", tmp);
+static void slot_release(int i) {
+  if (i >= 0) __atomic_store_n((int *)&slots[i].state, SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+void file_remove_partial(void) {
+  for (int i = 0; i < NSLOTS; i++)
+    if (__atomic_load_n((int *)&slots[i].state, __ATOMIC_ACQUIRE) == SLOT_ACTIVE) unlink(slots[i].path);
+}
+
+int file_atomic_open(AtomicFile *af, const char *path, FileMode mode, Err *err) {
+  memset(af, 0, sizeof *af);
+  af->slot = -1;
+  if (snprintf(af->path, sizeof af->path, "%s", path) >= (int)sizeof af->path)
+    return err_set(err, PXL_EIO, "%.200s...: path too long", path);
+  /* the temporary file is created with open(O_EXCL) so that the kernel applies the umask
+   * to FILE_SHARED files as it does for any new file (mkstemp would make them 0600) */
+  static unsigned counter;
+  uint64_t seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15u ^ (uint64_t)time(NULL) ^ (uintptr_t)af;
+  int fd = -1, e = 0;
+  for (int tries = 0; tries < 64 && fd < 0; tries++) {
+    uint64_t r = seed + __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) * 0xBF58476D1CE4E5B9u;
+    r ^= r >> 31;
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char suffix[7];
+    for (int i = 0; i < 6; i++, r /= 62) suffix[i] = al[r % 62];
+    suffix[6] = 0;
+    snprintf(af->tmp, sizeof af->tmp, "%s.tmp%s", path, suffix);
+    fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode == FILE_PRIVATE ? 0600 : 0666);
+    e = errno;
+    if (fd < 0 && e != EEXIST) break;
   }
-  if (rename(tmp, path)) {
-    int e = errno;
-    remove(tmp);
+  if (fd < 0) return err_set(err, PXL_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+  af->slot = slot_claim(af->tmp);
+  struct stat st; /* a file replaced keeps its permissions */
+  if (mode == FILE_SHARED && stat(path, &st) == 0 && S_ISREG(st.st_mode)) (void)fchmod(fd, st.st_mode & 07777);
+  af->f = fdopen(fd, "wb");
+  if (!af->f) {
+    e = errno;
+    close(fd);
+    unlink(af->tmp);
+    slot_release(af->slot);
     return err_set(err, PXL_EIO, "%s: %s", path, strerror(e));
   }
   return PXL_OK;
 }
 
-char *file_read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+void file_atomic_abort(AtomicFile *af) {
+  if (!af->f) return;
+  fclose(af->f);
+  af->f = NULL;
+  unlink(af->tmp);
+  slot_release(af->slot);
+  af->slot = -1;
+}
+
+int file_atomic_commit(AtomicFile *af, Err *err) {
+  if (!af->f) return err_set(err, PXL_EIO, "%s: not open for writing", af->path);
+  int e = 0;
+  if (fflush(af->f) != 0 || ferror(af->f)) e = errno ? errno : EIO;
+  if (!e && fsync(fileno(af->f)) != 0) e = errno;
+  if (fclose(af->f) != 0 && !e) e = errno ? errno : EIO;
+  af->f = NULL;
+  if (!e && rename(af->tmp, af->path) != 0) e = errno;
+  if (e) unlink(af->tmp);
+  slot_release(af->slot);
+  af->slot = -1;
+  if (e) return err_set(err, PXL_EIO, "%s: write failed: %s", af->path, strerror(e));
+  return PXL_OK;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t n, FileMode mode, Err *err) {
+  AtomicFile af;
+  int rc = file_atomic_open(&af, path, mode, err);
+  if (rc) return rc;
+  if (n) fwrite(data, 1, n, af.f); /* a short write leaves the stream's error flag: commit reports it */
+  return file_atomic_commit(&af, err);
+}
+
+int file_read_all(const char *path, size_t cap, char **out, size_t *n, Err *err) {
+  *out = NULL;
+  if (n) *n = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return err_set(err, PXL_EIO, "%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return err_set(err, PXL_EIO, "%s: is a directory", path);
+  }
   char *buf = NULL;
-  size_t len = 0, cap = 0;
+  size_t len = 0, size = 0;
   for (;;) {
-    if (len + 4096 + 1 > cap) {
-      size_t ncap = cap ? cap * 2 : 16384;
-      char *nb = PXL_REALLOC(buf, ncap);
+    if (len == size) {
+      if (size > cap) break;
+      size_t ncap = size ? size * 2 : 65536;
+      if (ncap > cap + 1) ncap = cap + 1; /* one byte past the cap tells "larger" */
+      if (ncap <= size) ncap = size + 1;
+      char *nb = PXL_REALLOC(buf, ncap + 1);
       if (!nb) {
         PXL_FREE(buf);
-        fclose(f);
-        return NULL;
+        close(fd);
+        return err_set(err, PXL_ENOMEM, "%s: out of memory reading it", path);
       }
       buf = nb;
-      cap = ncap;
+      size = ncap;
     }
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
+    ssize_t r = read(fd, buf + len, size - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      PXL_FREE(buf);
+      close(fd);
+      return err_set(err, PXL_EIO, "%s: read error: %s", path, strerror(e));
+    }
     if (r == 0) break;
+    len += (size_t)r;
+    if (len > cap) break;
   }
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
+  close(fd);
+  if (len > cap) {
     PXL_FREE(buf);
-    return NULL;
+    return err_set(err, PXL_ETOOBIG, "%s: larger than %zu bytes, the limit for this kind of file", path, cap);
   }
+  if (!buf && !(buf = PXL_MALLOC(1))) return err_set(err, PXL_ENOMEM, "out of memory");
   buf[len] = 0;
+  *out = buf;
   if (n) *n = len;
-  return buf;
+  return PXL_OK;
+}
+
+int file_make_dirs(const char *dir, int mode, Err *err) {
+  char tmp[4096];
+  size_t n = strlen(dir);
+  if (n >= sizeof tmp) return err_set(err, PXL_EIO, "%.200s...: directory name too long", dir);
+  memcpy(tmp, dir, n + 1);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, (mode_t)mode) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(tmp, (mode_t)mode) && errno != EEXIST) return err_set(err, PXL_EIO, "%s: %s", tmp, strerror(errno));
+  return PXL_OK;
 }

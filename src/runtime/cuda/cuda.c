@@ -110,12 +110,13 @@ static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) 
     uint64_t key = hash_bytes(HASH_INIT, src, len);
     snprintf(path, sizeof path, "%s/cuda-sm%d-nvrtc%d-%016llx.ptx", cu->cache_dir, cu->cc, cu->nvrtc,
              (unsigned long long)key);
-    if ((*ptx = file_read_all(path, NULL))) return PXL_OK;
+    Err ignored = {0};
+    if (!file_read_all(path, 256u << 20, ptx, NULL, &ignored)) return PXL_OK;
   }
   int rc = cuda_compile_ptx(cu->api, src, cu->cc, ptx, err);
   if (!rc && path[0]) { /* a cache that cannot be written only costs time */
     Err ignored = {0};
-    if (!file_make_dirs(cu->cache_dir, &ignored)) file_write_atomic(path, *ptx, strlen(*ptx), &ignored);
+    if (!file_make_dirs(cu->cache_dir, 0700, &ignored)) file_write_atomic(path, *ptx, strlen(*ptx), FILE_PRIVATE, &ignored);
   }
   return rc;
 }

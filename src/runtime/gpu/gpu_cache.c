@@ -58,7 +58,9 @@ void gpu_tuner_init(GpuTuner *t, const char *path, const char *env_prefix) {
   if (!path) return;
   size_t n = strlen(path) + 1;
   if ((t->path = PXL_MALLOC(n))) memcpy(t->path, path, n);
-  char *text = file_read_all(path, NULL);
+  char *text = NULL;
+  Err ignored = {0};
+  file_read_all(path, 1u << 20, &text, NULL, &ignored);
   for (char *p = text; p && *p;) {
     unsigned long long key;
     GpuTile tile;
@@ -80,7 +82,8 @@ void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile) {
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   Err ignored = {0};
-  if (b.s && !b.oom && (!slash || !file_make_dirs(dir, &ignored))) file_write_atomic(t->path, b.s, b.len, &ignored);
+  if (b.s && !b.oom && (!slash || !file_make_dirs(dir, 0700, &ignored)))
+    file_write_atomic(t->path, b.s, b.len, FILE_PRIVATE, &ignored);
   sb_free(&b);
 }
 

@@ -178,7 +178,7 @@ static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err
       if (memo) remember(cpu, D, borders, m->fn);
       return PXL_OK;
     }
-  rc = file_make_dirs(cpu->cache_dir, err);
+  rc = file_make_dirs(cpu->cache_dir, 0700, err);
   char base[4096], so[4200], cfile[4200], log[4200], tmp_so[4300];
   snprintf(base, sizeof base, "%s/pxl-%016llx", cpu->cache_dir, (unsigned long long)key);
   snprintf(so, sizeof so, "%s.so", base);
@@ -188,7 +188,7 @@ static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err
   void *h = NULL;
   if (!rc && access(so, R_OK) == 0) h = dlopen(so, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h && !rc) {
-    rc = file_write_atomic(cfile, src.s, src.len, err);
+    rc = file_write_atomic(cfile, src.s, src.len, FILE_PRIVATE, err);
     if (!rc) rc = run_compiler(cfile, tmp_so, log, err);
     if (!rc && rename(tmp_so, so)) rc = err_set(err, PXL_EIO, "%s: %s", so, strerror(errno));
     if (rc) remove(tmp_so);

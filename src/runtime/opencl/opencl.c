@@ -306,8 +306,8 @@ static void store_binary(Ocl *cl, cl_program prog, const char *path) {
   unsigned char *bins[1] = {bin};
   Err ignored = {0};
   if (bin && !cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) &&
-      !file_make_dirs(cl->cache_dir, &ignored))
-    file_write_atomic(path, bin, n, &ignored);
+      !file_make_dirs(cl->cache_dir, 0700, &ignored))
+    file_write_atomic(path, bin, n, FILE_PRIVATE, &ignored);
   PXL_FREE(bin);
 }
 
@@ -321,7 +321,10 @@ static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program
     key = hash_str(hash_str(hash_str(hash_str(key, prologue), cl->name), cl->driver), cl->options);
     snprintf(path, sizeof path, "%s/opencl-%016llx.bin", cl->cache_dir, (unsigned long long)key);
     size_t n = 0;
-    unsigned char *bin = (unsigned char *)file_read_all(path, &n); /* n: binaries hold NULs */
+    char *text = NULL;
+    Err ignored = {0};
+    file_read_all(path, 256u << 20, &text, &n, &ignored);
+    unsigned char *bin = (unsigned char *)text; /* n: binaries hold NULs */
     cl_program prog = NULL;
     cl_int status = 0;
     if (bin && n)
