@@ -57,7 +57,14 @@ static const char opencl_words[] =
     "#define PXG_BX ((int)get_group_id(0))\n#define PXG_BY ((int)get_group_id(1))\n"
     "#define PXG_NTX ((int)get_local_size(0))\n#define PXG_NTY ((int)get_local_size(1))\n"
     "#define PXG_NBX ((int)get_num_groups(0))\n"
-    "#define PXG_SYNC() barrier(CLK_LOCAL_MEM_FENCE)\n#define PXG_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)\n"
+    "#define PXG_SYNC() barrier(CLK_LOCAL_MEM_FENCE)\n"
+    /* PXG_FENCE orders a thread's global writes before its later ones for every thread of
+     * the device (the last-block hand-over depends on it). OpenCL 1.2's mem_fence only
+     * orders them for the work-group: NVIDIA compiles it to membar.cta, and the last block
+     * read bins whose adds from other blocks had not landed yet. On NVIDIA the PTX device
+     * fence; elsewhere mem_fence, which CPU implementations (PoCL) make a full fence. */
+    "#if defined(PXG_NV_PTX)\n#define PXG_FENCE() __asm__ volatile(\"membar.gl;\" ::: \"memory\")\n"
+    "#else\n#define PXG_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)\n#endif\n"
     "#define PXG_SHARED __local\n#define PXG_ALIGN16 __attribute__((aligned(16)))\n"
     "#define PXG_ATOMIC_INC(p) atomic_inc((volatile __global uint *)(p))\n"
     "#define PXG_ATOMIC_ADD_U64(p, v) atom_add((volatile __global ulong *)(p), (ulong)(v))\n"
