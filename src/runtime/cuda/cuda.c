@@ -23,6 +23,7 @@
 
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/gpu/fault.h"
 #include "runtime/gpu/gpu_cache.h"
 #include "runtime/host/backend.h"
 #include "util/alloc.h"
@@ -95,12 +96,13 @@ typedef struct {
   GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES */
   CuGraph *graphs;   /* recorded pipeline runs, newest first */
   bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
+  unsigned faults;   /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
 } Cuda;
 
 static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
   const char *s = NULL;
   if (cu->api->cuGetErrorString) cu->api->cuGetErrorString(r, &s);
-  return err_set(err, PXL_EDEVICE, "CUDA %s failed on %s: %s (%d)", what, cu->name, s ? s : "unknown error", r);
+  return err_set(err, PXL_EFAULT, "CUDA %s failed on %s: %s (%d)", what, cu->name, s ? s : "unknown error", r);
 }
 
 /* PTX for src: from the disk cache, else NVRTC (then stored). */
@@ -146,7 +148,7 @@ static int load_module(Cuda *cu, const Decl *D, const Border *borders, const Gpu
     PXL_FREE(ptx);
     return err_set(err, PXL_ENOMEM, "out of memory");
   }
-  CUresult r = cu->api->cuModuleLoadData(&m->mod, ptx);
+  CUresult r = cu->faults & FAULT_LOAD ? 200 /* CUDA_ERROR_INVALID_IMAGE */ : cu->api->cuModuleLoadData(&m->mod, ptx);
   PXL_FREE(ptx);
   if (!r) r = cu->api->cuModuleGetFunction(&m->stage, m->mod, "pxl_stage");
   if (r) {
@@ -200,7 +202,9 @@ static int launch(Cuda *cu, CUfunction f, const GpuLaunch *L, int w, int h, KArg
     gx = (unsigned)(h < L->chunks ? h : L->chunks);
   }
   void *params[] = {a};
-  CUresult r = cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, 0, cu->stream, params, NULL);
+  CUresult r = cu->faults & FAULT_LAUNCH ? 719 /* CUDA_ERROR_LAUNCH_FAILED */
+                                         : cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, 0,
+                                                                   cu->stream, params, NULL);
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
@@ -574,6 +578,7 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   cu->base.record_end = cuda_record_end;
   const char *graphs = getenv("PXL_CUDA_GRAPHS");
   cu->no_graphs = graphs && !strcmp(graphs, "0");
+  cu->faults = fault_injected();
   *out = &cu->base;
   return PXL_OK;
 }

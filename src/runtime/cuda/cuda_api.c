@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/gpu/fault.h"
 #include "util/alloc.h"
 
 static CudaApi api;
@@ -42,16 +43,21 @@ static void load_nvrtc_locked(void) {
   api.have_nvrtc = true;
 }
 
+/* A CUDA that cannot be used is absent unless an NVIDIA driver's devices are there. */
+static int absent_or_fault(void) { return fault_nvidia_present() ? PXL_EFAULT : PXL_EDEVICE; }
+
 int cuda_load_nvrtc(const CudaApi **out, Err *err) {
   pthread_mutex_lock(&lock);
   load_nvrtc_locked();
   pthread_mutex_unlock(&lock);
-  if (!api.have_nvrtc) return err_set(err, PXL_EDEVICE, "CUDA is not available: %s", nvrtc_why);
+  if (!api.have_nvrtc) return err_set(err, absent_or_fault(), "CUDA is not available: %s", nvrtc_why);
   *out = &api;
   return PXL_OK;
 }
 
 int cuda_load(const CudaApi **out, Err *err) {
+  if (fault_injected() & FAULT_NOLIB)
+    return err_set(err, absent_or_fault(), "CUDA is not available: libcuda.so.1 does not load (PXL_FAULT_INJECT)");
   pthread_mutex_lock(&lock);
   load_nvrtc_locked();
   if (!tried_driver) {
@@ -81,13 +87,14 @@ int cuda_load(const CudaApi **out, Err *err) {
     api.have_driver = ok;
   }
   pthread_mutex_unlock(&lock);
-  if (!api.have_driver) return err_set(err, PXL_EDEVICE, "CUDA is not available: %s", driver_why);
-  if (!api.have_nvrtc) return err_set(err, PXL_EDEVICE, "CUDA is not available: %s", nvrtc_why);
+  if (!api.have_driver) return err_set(err, absent_or_fault(), "CUDA is not available: %s", driver_why);
+  if (!api.have_nvrtc) return err_set(err, absent_or_fault(), "CUDA is not available: %s", nvrtc_why);
   *out = &api;
   return PXL_OK;
 }
 
 int cuda_compile_ptx(const CudaApi *a, const char *src, int cc, char **ptx, Err *err) {
+  if (fault_injected() & FAULT_BUILD) return err_set(err, PXL_EBACKEND, "NVRTC failed on generated CUDA (PXL_FAULT_INJECT)");
   nvrtcProgram prog;
   nvrtcResult r = a->nvrtcCreateProgram(&prog, src, "pxl_stage.cu", 0, NULL, NULL);
   if (r) return err_set(err, PXL_EBACKEND, "NVRTC: %s", a->nvrtcGetErrorString(r));

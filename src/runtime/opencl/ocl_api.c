@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "runtime/opencl/ocl_api.h"
+#include "runtime/gpu/fault.h"
 
 static OclApi api;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,10 +48,14 @@ static void load_locked(void) {
 }
 
 int ocl_load(const OclApi **out, Err *err) {
+  /* absent, unless a driver is registered for a loader that then does not work */
+  int absent = fault_opencl_registered() ? PXL_EFAULT : PXL_EDEVICE;
+  if (fault_injected() & FAULT_NOLIB)
+    return err_set(err, absent, "OpenCL is not available: libOpenCL.so.1 does not load (PXL_FAULT_INJECT)");
   pthread_mutex_lock(&lock);
   load_locked();
   pthread_mutex_unlock(&lock);
-  if (!api.loaded) return err_set(err, PXL_EDEVICE, "OpenCL is not available: %s", why);
+  if (!api.loaded) return err_set(err, absent, "OpenCL is not available: %s", why);
   *out = &api;
   return PXL_OK;
 }

@@ -41,6 +41,7 @@
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/host/backend.h"
 #include "runtime/gpu/gpu_cache.h"
+#include "runtime/gpu/fault.h"
 #include "runtime/opencl/ocl_api.h"
 #include "util/alloc.h"
 #include "util/file.h"
@@ -120,6 +121,7 @@ typedef struct {
   bool can_profile;      /* CL_QUEUE_PROFILING_ENABLE is supported */
   size_t pitch_align;    /* row pitch of device images: a multiple of this */
   char options[256];     /* clBuildProgram options */
+  unsigned faults;       /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
   char *cache_dir;       /* NULL: no disk cache */
   OclModule *mods;
   GpuInstance *instances;
@@ -136,7 +138,7 @@ typedef struct {
 
 static int cl_fail(const Ocl *cl, cl_int rc, const char *what, Err *err) {
   char s[32];
-  return err_set(err, PXL_EDEVICE, "OpenCL %s failed on %s: %s", what, cl->name, ocl_error_name(rc, s, sizeof s));
+  return err_set(err, PXL_EFAULT, "OpenCL %s failed on %s: %s", what, cl->name, ocl_error_name(rc, s, sizeof s));
 }
 
 /* A string property of device d, or of platform p when d is NULL (heap, PXL_FREE; "" when
@@ -314,6 +316,8 @@ static void store_binary(Ocl *cl, cl_program prog, const char *path) {
 /* A built program for src: from the cached binary, else from source (then cached). */
 static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program *out, Err *err) {
   const OclApi *api = cl->api;
+  if (cl->faults & FAULT_BUILD)
+    return err_set(err, PXL_EBACKEND, "OpenCL build of %s failed on %s (PXL_FAULT_INJECT)", D->name, cl->name);
   char path[4400] = "";
   cl_int rc = CL_SUCCESS;
   if (cl->cache_dir) {
@@ -414,7 +418,9 @@ static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuT
   sb_free(&src);
   if (rc) return rc;
   cl_int r;
-  cl_kernel stage = cl->api->clCreateKernel(prog, "pxl_stage", &r);
+  cl_kernel stage = NULL;
+  if (cl->faults & FAULT_LOAD) r = CL_INVALID_PROGRAM_EXECUTABLE;
+  else stage = cl->api->clCreateKernel(prog, "pxl_stage", &r);
   OclModule *m = stage && !r ? PXL_CALLOC(1, sizeof *m) : NULL;
   if (!m) {
     if (stage) cl->api->clReleaseKernel(stage);
@@ -550,7 +556,9 @@ static int launch(Ocl *cl, const OclModule *m, int w, int h, const Call *c, Err 
   if (r) return cl_fail(cl, r, "clSetKernelArg", err);
   size_t global[2] = {gx * bx, gy * by}, local[2] = {bx, by};
   cl_event ev = NULL;
-  r = cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL, cl->profile ? &ev : NULL);
+  r = cl->faults & FAULT_LAUNCH ? CL_INVALID_KERNEL
+                                : cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL,
+                                                                  cl->profile ? &ev : NULL);
   if (ev) profile_launch(cl, ev, c, global, local);
   return r ? cl_fail(cl, r, "kernel launch", err) : PXL_OK;
 }
@@ -899,6 +907,7 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
            (unsigned long long)hash_str(HASH_INIT, cl->name));
   gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_");
   cl->base.name = "opencl";
+  cl->faults = fault_injected();
   cl->base.kernel = ocl_kernel;
   cl->base.reduce = ocl_reduce;
   cl->base.histogram = ocl_histogram;
