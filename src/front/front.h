@@ -57,7 +57,7 @@ bool parse_program(Program *p, Diag *d, Token *toks, int ntoks);
 /* Types and validates every declaration of p; false on errors. */
 bool check_program(Program *p, Diag *d);
 
-/* The whole compiler up to analysis (src/api/compile.c): on success *out is a checked, analysed Program (free with
+/* The whole compiler up to analysis (src/driver/compile.c): on success *out is a checked, analysed Program (free with
  * program_free). On failure *out is NULL and d holds the diagnostics. Returns a PXL_*
  * status: PXL_ESOURCE for errors in the source, PXL_ENOMEM. */
 int front_compile(const char *filename, const char *source, Program **out, Diag *d);

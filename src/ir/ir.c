@@ -4,6 +4,7 @@
 #include "ir/ir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const Type TYPE_VOID = {T_VOID, 0};
@@ -32,6 +33,22 @@ const char *type_str(Type t, char buf[16]) {
   else
     snprintf(buf, 16, "%sx%d", scalar_name(t.s), t.lanes);
   return buf;
+}
+
+bool border_parse(const char *text, Border *b) {
+  for (int k = 0; text && k < B_COUNT; k++) {
+    const char *n = border_name((BorderKind)k);
+    size_t l = strlen(n);
+    if (strncmp(text, n, l)) continue;
+    b->kind = (BorderKind)k;
+    b->value = 0;
+    if (k != B_CONSTANT) return text[l] == 0;
+    if (text[l] != '(') return false;
+    char *end;
+    b->value = strtod(text + l + 1, &end);
+    return end != text + l + 1 && !strcmp(end, ")");
+  }
+  return false;
 }
 
 const char *border_name(BorderKind k) {

@@ -74,6 +74,10 @@ typedef struct {
 } Border;
 
 const char *border_name(BorderKind k);
+/* Parses a border mode as text ("mirror", "constant(-1.5)"): true and *b on success. The
+ * one parser of border-mode strings (the API's, and so the CLI's); the .pxl parser reads
+ * the same names from tokens. */
+bool border_parse(const char *text, Border *b);
 
 /* Source location, for diagnostics. */
 typedef struct {

@@ -25,7 +25,7 @@
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/gpu/fault.h"
 #include "runtime/gpu/gpu_cache.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -506,9 +506,9 @@ static void cuda_free(Backend *be) {
   PXL_FREE(cu);
 }
 
-const char *backend_cuda_describe(Backend *be) { return ((Cuda *)be)->describe; }
+static const char *cuda_describe(Backend *be) { return ((Cuda *)be)->describe; }
 
-int backend_cuda_graphs(const Backend *be) {
+static int cuda_recorded(const Backend *be) {
   int n = 0;
   for (const CuGraph *g = ((const Cuda *)be)->graphs; g; g = g->next) n += g->exec != NULL;
   return n;
@@ -576,6 +576,8 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   cu->base.sync = cuda_sync;
   cu->base.replay = cuda_replay;
   cu->base.record_end = cuda_record_end;
+  cu->base.recorded = cuda_recorded;
+  cu->base.describe = cuda_describe;
   const char *graphs = getenv("PXL_CUDA_GRAPHS");
   cu->no_graphs = graphs && !strcmp(graphs, "0");
   cu->faults = fault_injected();

@@ -26,7 +26,7 @@
 
 #include "codegen/c/gen_c.h"
 #include "interp/interp.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hash.h"

@@ -2,7 +2,7 @@
  * ref.c - the reference interpreter as a backend (see backend.h).
  */
 #include "interp/interp.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 #include "util/alloc.h"
 
 static int ref_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,

@@ -39,7 +39,7 @@
 #include "codegen/c/emit.h"
 #include "codegen/c/gen_c.h"
 #include "codegen/gpu/gen_gpu.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 #include "runtime/gpu/gpu_cache.h"
 #include "runtime/gpu/fault.h"
 #include "runtime/opencl/ocl_api.h"
@@ -806,7 +806,7 @@ static void ocl_free(Backend *be) {
   PXL_FREE(cl);
 }
 
-const char *backend_opencl_describe(Backend *be) { return ((Ocl *)be)->describe; }
+static const char *ocl_describe(Backend *be) { return ((Ocl *)be)->describe; }
 
 /* Whether environment variable `name` is set to something other than "" or "0". */
 static bool env_flag(const char *name) {
@@ -908,6 +908,8 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
   gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_");
   cl->base.name = "opencl";
   cl->faults = fault_injected();
+  cl->base.describe = ocl_describe;
+  cl->base.buffer_images = true;
   cl->base.kernel = ocl_kernel;
   cl->base.reduce = ocl_reduce;
   cl->base.histogram = ocl_histogram;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "interp/interp.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 #include "util/alloc.h"
 #include "util/hash.h"
 

@@ -4,7 +4,9 @@
  * A backend is a struct of function pointers (QBE style); the runtime (exec.c) does
  * everything else - binding, output sizes, pipelines, intermediates - once for all
  * backends. The reference backend wraps the interpreter; the CPU backend JIT-compiles
- * generated C.
+ * generated C. Which backends exist, how their device strings read and how they are
+ * opened is one table (backends.c): a new backend is a folder under src/runtime plus a
+ * row there.
  */
 #ifndef PXL_BACKEND_H
 #define PXL_BACKEND_H
@@ -46,8 +48,48 @@ struct Backend {
    * runs that key as usual from now on); GRAPH_NONE - run as usual. */
   int (*replay)(Backend *be, uint64_t key, int *state, Err *err);
   bool (*record_end)(Backend *be, uint64_t key, bool ok);
+  /* How many pipeline runs the backend holds recorded (for tests); optional. */
+  int (*recorded)(const Backend *be);
+
+  /* Device images are a buffer object plus a byte offset (OpenCL's cl_mem): the data
+   * pxl_image_wrap_device is given is the buffer. Else it is the first pixel's address. */
+  bool buffer_images;
+
+  /* The device as users read it, e.g. "cuda:0 (NVIDIA H200)"; NULL: `name`. */
+  const char *(*describe)(Backend *be);
 };
 enum { GRAPH_NONE, GRAPH_REPLAYED, GRAPH_RECORD };
+
+/* What opening a backend gets from the context that opens it. */
+typedef struct {
+  const char *cache_dir; /* the compiled-kernel cache directory (checked by the caller) */
+  int nthreads;          /* CPU threads, 0 = all cores */
+  Warn *warn;            /* where problems that were worked around are reported */
+} BackendEnv;
+
+/* A kind of backend: one row of the table in backends.c. */
+typedef struct {
+  const char *name;  /* the first word of its device strings: "cuda" */
+  const char *forms; /* the device strings it takes, for messages: "cuda or cuda:N" */
+  int nnums;         /* numbers after the name (":N", ":P:D"): 0, 1 or 2 */
+  int dflt[2];       /* the numbers of the bare name ("opencl": -1 -1, any device) */
+  int auto_rank;     /* order in which "auto" tries it (1 first), 0: never */
+  /* Opens the backend for device numbers nums: PXL_EDEVICE when the device is absent,
+   * PXL_EFAULT when it is there but fails. */
+  int (*open)(const int *nums, const BackendEnv *env, Backend **out, Err *err);
+} BackendKind;
+
+/* The backends, in the order `--help` lists them. */
+extern const BackendKind backend_kinds[];
+extern const int backend_nkinds;
+/* Parses a device string ("cpu", "cuda:1", "opencl:0:2") into its row and numbers.
+ * PXL_EARG with the forms every row accepts when it is none of them. "auto" is not a
+ * row: callers handle it. */
+int backend_parse(const char *device, int *kind, int nums[2], Err *err);
+/* The device strings every row accepts, "auto" first, for messages. */
+const char *backend_forms(void);
+/* be's describe(), or its name. */
+const char *backend_describe(Backend *be);
 
 /* The reference interpreter as a backend. Never fails except out-of-memory (NULL). */
 Backend *backend_ref_new(void);
@@ -60,17 +102,11 @@ Backend *backend_cpu_new(const char *cache_dir, int nthreads);
 /* The CUDA backend on device `ordinal` (src/runtime/cuda): PXL_EDEVICE with the reason
  * when the driver, NVRTC or the device is missing. */
 int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err);
-/* "cuda:N (NAME)" of a CUDA backend. */
-const char *backend_cuda_describe(Backend *be);
-/* How many pipeline runs a CUDA backend holds recorded as graphs (for tests). */
-int backend_cuda_graphs(const Backend *be);
 
 /* The OpenCL backend (src/runtime/opencl) on device `device` of platform `platform`;
  * (-1, -1): the first GPU of any platform, else the first device of any platform.
  * PXL_EDEVICE with the reason when the loader, a platform or the device is missing. */
 int backend_opencl_new(int platform, int device, const char *cache_dir, Backend **out, Err *err);
-/* "opencl:P:D (DEVICE, PLATFORM)" of an OpenCL backend. */
-const char *backend_opencl_describe(Backend *be);
 
 /* Result of running an entry point. */
 typedef struct {

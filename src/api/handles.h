@@ -1,0 +1,59 @@
+/*
+ * handles.h - inside the API layer: what the public handles hold, and the helpers the
+ * API's files share (context.c, program.c, image.c, run.c).
+ *
+ * The API is the only layer that knows every other one. It is split by concern: the
+ * context (errors, warnings, device choice, opening backends), programs (compiling,
+ * entry points, `pxl compile`), images (host and device memory, files) and runs
+ * (arguments, binding, running, results). Messages of every failure end up on the
+ * context (pxl_errmsg); nothing here prints or exits.
+ */
+#ifndef PXL_HANDLES_H
+#define PXL_HANDLES_H
+
+#include <stdbool.h>
+
+#include "ir/ir.h"
+#include "pxl/pxl.h"
+#include "runtime/backend.h"
+#include "util/err.h"
+
+#define MAX_BACKENDS 8 /* rows of the backend table a context can hold open */
+
+struct pxl_context {
+  Err err;                       /* last failure */
+  char *long_msg;                /* diagnostics longer than err.msg (heap), or NULL */
+  Warn warn;                     /* warnings not yet taken */
+  char warn_out[sizeof(Warn)];   /* the last ones taken */
+  int kind;                      /* the device's row in backend_kinds, -1 for "auto" */
+  int nums[2];                   /* its numbers (cuda:N, opencl:P:D) */
+  char *cache_dir;               /* explicit cache directory, or NULL for the default */
+  int nthreads;
+  Backend *open[MAX_BACKENDS];   /* opened backends, by row */
+  int open_nums[MAX_BACKENDS][2];/* the numbers each was opened with */
+  bool refused[MAX_BACKENDS];    /* "auto" found the row unusable: not tried again */
+  char device_name[64];          /* pxl_device_name's text when the device is unavailable */
+};
+
+struct pxl_program {
+  pxl_context *ctx;
+  Program *prog;
+  char *source;
+};
+
+/* Records a failure on ctx (message formatted); returns code. */
+int api_fail(pxl_context *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Takes over an internal Err as the context's failure; returns its code. */
+int api_fail_err(pxl_context *ctx, const Err *e);
+/* Forgets the last failure (every public call that can fail starts with it). */
+void api_clear(pxl_context *ctx);
+/* The entry pxl_run runs by default: the last pipeline, else the last entry (-1: none). */
+int api_default_entry(const Program *p);
+/* The backend runs on ctx use now: the device's row, or for "auto" the first row in
+ * auto order that opens (an absent device silently, a failing one with a warning). */
+int api_backend(pxl_context *ctx, Backend **be, Err *e);
+/* For "auto": the next backend in auto order after `failed`, which could not run what it
+ * was given (a warning says so); NULL when there is none or the device is not "auto". */
+Backend *api_backend_after(pxl_context *ctx, Backend *failed, const char *what, const Err *why);
+
+#endif

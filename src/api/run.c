@@ -1,0 +1,382 @@
+/*
+ * run.c - runs: named arguments, binding them to an entry's parameters with messages that
+ * name the entry, the parameter and the expected type, running on the context's backend
+ * (and, for "auto", on the next one when it cannot), and the results (see handles.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handles.h"
+#include "image/image.h"
+#include "interp/interp.h"
+#include "util/alloc.h"
+
+typedef enum { ARG_IMAGE, ARG_SCALAR, ARG_BORDER } ArgKind;
+
+typedef struct {
+  ArgKind kind;
+  char name[64];
+  pxl_image *img;
+  double value;
+  char text[64];   /* scalar given as text (exact for 64-bit integers), or "" */
+  Border border;
+  bool used;
+} Arg;
+
+struct pxl_args {
+  pxl_context *ctx;
+  Arg *v;
+  int n, cap;
+  pxl_image *output;
+};
+
+struct pxl_run_result {
+  char name[128];
+  char device[256]; /* the backend that ran it */
+  ExecResult r;
+  double *bins; /* histogram as doubles */
+};
+
+/* ---- arguments ---- */
+
+pxl_args *pxl_args_new(pxl_context *ctx) {
+  pxl_args *a = PXL_CALLOC(1, sizeof *a);
+  if (a) a->ctx = ctx;
+  return a;
+}
+
+void pxl_args_free(pxl_args *args) {
+  if (!args) return;
+  PXL_FREE(args->v);
+  PXL_FREE(args);
+}
+
+static Arg *add_arg(pxl_args *args, ArgKind k, const char *name) {
+  pxl_context *ctx = args->ctx;
+  if (!name) name = "";
+  if (strlen(name) >= sizeof args->v[0].name) {
+    api_fail(ctx, PXL_EARG, "argument name '%.40s...' too long", name);
+    return NULL;
+  }
+  for (int i = 0; i < args->n; i++)
+    if (*name && args->v[i].kind == k && !strcmp(args->v[i].name, name)) {
+      api_fail(ctx, PXL_EARG, "argument '%s' given twice", name);
+      return NULL;
+    }
+  if (args->n == args->cap) {
+    int cap = args->cap ? args->cap * 2 : 8;
+    Arg *v = PXL_REALLOC(args->v, sizeof(Arg) * (size_t)cap);
+    if (!v) {
+      api_fail(ctx, PXL_ENOMEM, "out of memory");
+      return NULL;
+    }
+    args->v = v;
+    args->cap = cap;
+  }
+  Arg *a = &args->v[args->n++];
+  memset(a, 0, sizeof *a);
+  a->kind = k;
+  strcpy(a->name, name);
+  return a;
+}
+
+int pxl_args_image(pxl_args *args, const char *name, pxl_image *img) {
+  if (!img) return api_fail(args->ctx, PXL_EARG, "no image for argument '%s'", name ? name : "");
+  Arg *a = add_arg(args, ARG_IMAGE, name);
+  if (!a) return args->ctx->err.code;
+  a->img = img;
+  return PXL_OK;
+}
+
+int pxl_args_scalar(pxl_args *args, const char *name, double value) {
+  Arg *a = add_arg(args, ARG_SCALAR, name);
+  if (!a) return args->ctx->err.code;
+  a->value = value;
+  return PXL_OK;
+}
+
+int pxl_args_scalar_text(pxl_args *args, const char *name, const char *text) {
+  char *end;
+  errno = 0;
+  double v = text ? strtod(text, &end) : 0;
+  if (!text || end == text || *end || !*text || isspace((unsigned char)*text))
+    return api_fail(args->ctx, PXL_EARG, "value '%s' of '%s' is not a number", text ? text : "", name ? name : "");
+  if (strlen(text) >= sizeof args->v[0].text)
+    return api_fail(args->ctx, PXL_EARG, "value of '%s' is too long", name ? name : "");
+  Arg *a = add_arg(args, ARG_SCALAR, name);
+  if (!a) return args->ctx->err.code;
+  a->value = v;
+  strcpy(a->text, text);
+  return PXL_OK;
+}
+
+int pxl_args_border(pxl_args *args, const char *name, const char *mode) {
+  Border b;
+  if (!border_parse(mode, &b))
+    return api_fail(args->ctx, PXL_EARG,
+                    "unknown border mode '%s' (use clamp, mirror, mirror101, wrap, constant(V) or none)",
+                    mode ? mode : "");
+  Arg *a = add_arg(args, ARG_BORDER, name);
+  if (!a) return args->ctx->err.code;
+  a->border = b;
+  return PXL_OK;
+}
+
+int pxl_args_output(pxl_args *args, pxl_image *img) {
+  if (!img) return api_fail(args->ctx, PXL_EARG, "no output image");
+  args->output = img;
+  return PXL_OK;
+}
+
+/* ---- running ---- */
+
+static const char *kind_name(DeclKind k) {
+  static const char *const n[] = {"kernel", "reduction", "histogram", "pipeline"};
+  return n[k];
+}
+
+static Decl *find_entry(pxl_context *ctx, const Program *p, const char *entry) {
+  if (entry && *entry) {
+    Decl *D = program_find(p, entry);
+    if (D) return D;
+    char list[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < p->ndecls && n < sizeof list - 64; i++)
+      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", p->decls[i]->name);
+    api_fail(ctx, PXL_ENOTFOUND, "%s has no kernel, reduce, histogram or pipeline named '%s' (it has: %s)", p->filename,
+         entry, p->ndecls ? list : "nothing");
+    return NULL;
+  }
+  if (p->ndecls) return p->decls[api_default_entry(p)];
+  api_fail(ctx, PXL_ENOTFOUND, "%s defines nothing to run", p->filename);
+  return NULL;
+}
+
+static void describe_type(Type t, char *buf, size_t n) {
+  if (t.lanes > 1) snprintf(buf, n, "%sx%d (%d channels)", scalar_name(t.s), t.lanes, t.lanes);
+  else snprintf(buf, n, "%s (1 channel)", scalar_name(t.s));
+}
+
+/* Converts a bound scalar to the parameter's type; refuses values the type cannot hold. */
+static int bind_scalar(pxl_context *ctx, const Decl *D, const Param *p, const Arg *a, Lane *out) {
+  Scalar s = p->type.s;
+  if (scalar_is_float(s)) {
+    out->f = s == T_F32 ? (double)(float)a->value : a->value;
+    return PXL_OK;
+  }
+  char *end = NULL;
+  errno = 0;
+  if (a->text[0]) { /* exact integers from text */
+    if (s == T_U64) {
+      if (a->text[0] == '-') goto range;
+      unsigned long long v = strtoull(a->text, &end, 0);
+      if (*end || errno) goto notint;
+      out->i = (int64_t)v;
+      return PXL_OK;
+    }
+    long long v = strtoll(a->text, &end, 0);
+    if (*end || errno) goto notint;
+    Lane l = {.i = v};
+    if (lane_convert(l, T_I64, s).i != v) goto range;
+    out->i = v;
+    return PXL_OK;
+  }
+  if (a->value != floor(a->value) || !isfinite(a->value)) goto notint;
+  {
+    Lane l = lane_convert((Lane){.f = a->value}, T_F64, s);
+    double back = s == T_U64 ? (double)(uint64_t)l.i : (double)l.i;
+    if (back != a->value) goto range;
+    *out = l;
+    return PXL_OK;
+  }
+notint:
+  return api_fail(ctx, PXL_EARG, "parameter '%s' of %s '%s' is %s: '%s' is not an integer", p->name, kind_name(D->kind),
+              D->name, scalar_name(s), a->text[0] ? a->text : "(value)");
+range : {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.17g", a->value);
+  return api_fail(ctx, PXL_EARG, "value %s is out of range for %s parameter '%s' of '%s'", a->text[0] ? a->text : buf,
+              scalar_name(s), p->name, D->name);
+}
+}
+
+static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, Lane *scalars) {
+  for (int i = 0; args && i < args->n; i++) args->v[i].used = false;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    Arg *found = NULL;
+    for (int j = 0; args && j < args->n && !found; j++) {
+      Arg *a = &args->v[j];
+      if (a->used || a->kind != (p->is_image ? ARG_IMAGE : ARG_SCALAR)) continue;
+      if (!strcmp(a->name, p->name)) found = a;
+    }
+    for (int j = 0; p->is_image && args && j < args->n && !found; j++) { /* unnamed images, in order */
+      Arg *a = &args->v[j];
+      if (!a->used && a->kind == ARG_IMAGE && !a->name[0]) found = a;
+    }
+    if (!found) {
+      char t[64];
+      describe_type(p->type, t, sizeof t);
+      if (p->is_image)
+        return api_fail(ctx, PXL_EARG, "%s '%s' needs an image for parameter '%s' (%s)", kind_name(D->kind), D->name,
+                    p->name, t);
+      return api_fail(ctx, PXL_EARG, "%s '%s' needs a value for parameter '%s' (%s; --param %s=VALUE)", kind_name(D->kind),
+                  D->name, p->name, scalar_name(p->type.s), p->name);
+    }
+    found->used = true;
+    if (p->is_image) {
+      pxl_image *img = found->img;
+      ImgArg *ia = &imgs[p->img_index];
+      ia->img = img;
+      ia->border = p->border;
+      if (scalar_of_pxl(img->type) != p->type.s || img->channels != p->type.lanes) {
+        char want[64], got[64];
+        describe_type(p->type, want, sizeof want);
+        describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
+        return api_fail(ctx, PXL_EARG, "image for parameter '%s' of '%s' must be %s, got %s", p->name, D->name, want, got);
+      }
+    } else {
+      int rc = bind_scalar(ctx, D, p, found, &scalars[p->scalar_index]);
+      if (rc) return rc;
+    }
+  }
+  /* border overrides */
+  for (int j = 0; args && j < args->n; j++) {
+    Arg *a = &args->v[j];
+    if (a->kind != ARG_BORDER) continue;
+    if (D->kind == D_PIPELINE)
+      return api_fail(ctx, PXL_EARG, "'%s' is a pipeline: its border modes are written where each image is used",
+                  D->name);
+    const Param *p = NULL;
+    for (int i = 0; i < D->nparams; i++)
+      if (D->params[i]->is_image && (!strcmp(D->params[i]->name, a->name) || (!a->name[0] && D->nimages == 1)))
+        p = D->params[i];
+    if (!p) return api_fail(ctx, PXL_EARG, "'%s' has no image parameter '%s' to set a border for", D->name, a->name);
+    imgs[p->img_index].border = a->border;
+    a->used = true;
+  }
+  for (int j = 0; args && j < args->n; j++) {
+    Arg *a = &args->v[j];
+    if (a->used) continue;
+    char names[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < D->nparams && n < sizeof names - 70; i++)
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", D->params[i]->name);
+    if (a->kind == ARG_IMAGE && !a->name[0])
+      return api_fail(ctx, PXL_EARG, "too many input images for '%s' (its parameters: %s)", D->name, names);
+    return api_fail(ctx, PXL_EARG, "'%s' is not %s parameter of '%s' (its parameters: %s)", a->name,
+                a->kind == ARG_IMAGE ? "an image" : "a scalar", D->name, D->nparams ? names : "none");
+  }
+  return PXL_OK;
+}
+
+static bool uses_device_memory(const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
+  for (int i = 0; i < D->nimages; i++)
+    if (imgs[i].img->device) return true;
+  return out && out->device;
+}
+
+int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args, pxl_run_result **out) {
+  api_clear(ctx);
+  *out = NULL;
+  if (!prog) return api_fail(ctx, PXL_EARG, "no program");
+  Decl *D = find_entry(ctx, prog->prog, entry);
+  if (!D) return ctx->err.code;
+  ImgArg imgs[64];
+  Lane scalars[32];
+  memset(imgs, 0, sizeof imgs);
+  memset(scalars, 0, sizeof scalars);
+  int rc = bind(ctx, D, args, imgs, scalars);
+  if (rc) return rc;
+  if (args && args->output && D->kind != D_KERNEL && D->kind != D_PIPELINE)
+    return api_fail(ctx, PXL_EARG, "'%s' is a %s: it has no output image", D->name, kind_name(D->kind));
+  pxl_run_result *res = PXL_CALLOC(1, sizeof *res);
+  if (!res) return api_fail(ctx, PXL_ENOMEM, "out of memory");
+  snprintf(res->name, sizeof res->name, "%s", D->name);
+  Err e = {0};
+  Backend *be;
+  struct pxl_image *output = args ? args->output : NULL;
+  rc = api_backend(ctx, &be, &e);
+  if (!rc) rc = exec_entry(be, D, imgs, scalars, output, &res->r, &e);
+  /* "auto" keeps working: a backend that cannot compile or run this (a failing GPU, a
+   * build the C compiler refuses, no C compiler) hands it to the next one, with a
+   * warning; runs on device images stay where their pixels are */
+  while (rc && (rc == PXL_EDEVICE || rc == PXL_EFAULT || rc == PXL_EBACKEND) && !uses_device_memory(D, imgs, output)) {
+    char what[160];
+    snprintf(what, sizeof what, "'%s'", D->name);
+    Backend *next = api_backend_after(ctx, be, what, &e);
+    if (!next) break;
+    be = next;
+    memset(&e, 0, sizeof e);
+    rc = exec_entry(be, D, imgs, scalars, output, &res->r, &e);
+  }
+  if (!rc && res->r.kind == PXL_RESULT_HISTOGRAM) {
+    res->bins = PXL_MALLOC(sizeof(double) * (size_t)res->r.nbins);
+    if (!res->bins) rc = err_set(&e, PXL_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < res->r.nbins; i++)
+      res->bins[i] = res->r.bins_float ? res->r.bins[i].f : (double)res->r.bins[i].i;
+  }
+  if (rc) {
+    pxl_result_free(res);
+    return api_fail_err(ctx, &e);
+  }
+  snprintf(res->device, sizeof res->device, "%s", backend_describe(be));
+  *out = res;
+  return PXL_OK;
+}
+
+void pxl_result_free(pxl_run_result *res) {
+  if (!res) return;
+  if (res->r.image_owned) image_free(res->r.image);
+  PXL_FREE(res->r.bins);
+  PXL_FREE(res->bins);
+  PXL_FREE(res);
+}
+
+pxl_result_kind pxl_result_kind_of(const pxl_run_result *res) { return (pxl_result_kind)res->r.kind; }
+
+pxl_image *pxl_result_image(pxl_run_result *res) {
+  return res && res->r.kind == PXL_RESULT_IMAGE ? res->r.image : NULL;
+}
+
+pxl_image *pxl_result_take_image(pxl_run_result *res) {
+  if (!res || res->r.kind != PXL_RESULT_IMAGE || !res->r.image_owned) return NULL;
+  res->r.image_owned = false;
+  return res->r.image;
+}
+
+int pxl_result_scalar(const pxl_run_result *res, pxl_scalar_result *out) {
+  if (!res || res->r.kind != PXL_RESULT_SCALAR) return PXL_EARG;
+  const RedResult *r = &res->r.red;
+  memset(out, 0, sizeof *out);
+  out->is_float = scalar_is_float(r->type);
+  if (out->is_float) {
+    out->value = r->value.f;
+    out->ivalue = (int64_t)r->value.f;
+  } else {
+    out->ivalue = r->value.i;
+    out->value = r->type == T_U64 ? (double)(uint64_t)r->value.i : (double)r->value.i;
+  }
+  out->has_pos = r->x >= 0;
+  out->x = r->x;
+  out->y = r->y;
+  return PXL_OK;
+}
+
+const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float) {
+  if (!res || res->r.kind != PXL_RESULT_HISTOGRAM) {
+    if (n) *n = 0;
+    return NULL;
+  }
+  if (n) *n = res->r.nbins;
+  if (is_float) *is_float = res->r.bins_float;
+  return res->bins;
+}
+
+const char *pxl_result_name(const pxl_run_result *res) { return res ? res->name : ""; }
+
+const char *pxl_result_device(const pxl_run_result *res) { return res ? res->device : ""; }
