@@ -1,0 +1,165 @@
+/*
+ * api_test.c - the public API's device choice and fallbacks: device strings parsed by the
+ * backend table, "auto" moving a run it cannot do to the next backend with a warning,
+ * explicit devices reporting the failure instead, and absent versus failing devices.
+ *
+ * Usage: api_test DIR (the examples folder). Runs everywhere; the CUDA cases need a CUDA
+ * device and are left out (saying so) where there is none.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/check.h"
+#include "pxl/pxl.h"
+
+static char path[4096];
+
+static const char *example(const char *dir, const char *name) {
+  snprintf(path, sizeof path, "%s/%s.pxl", dir, name);
+  return path;
+}
+
+/* A 37x23 gray image of random bytes. */
+static pxl_image *random_image(pxl_context *ctx) {
+  pxl_image *img;
+  if (pxl_image_create(ctx, 37, 23, PXL_U8, 1, &img)) return NULL;
+  for (int y = 0; y < 23; y++)
+    for (int x = 0; x < 37; x++) ((uint8_t *)pxl_image_data(img) + y * pxl_image_pitch(img))[x] = (uint8_t)random_u64();
+  return img;
+}
+
+/* Runs blur3 on img with ctx's device: status, and the output in *out (caller frees). */
+static int run_blur(pxl_context *ctx, pxl_program *prog, pxl_image *img, pxl_image **out, char *device, size_t n) {
+  pxl_args *args = pxl_args_new(ctx);
+  pxl_args_image(args, "in", img);
+  pxl_run_result *res = NULL;
+  int rc = pxl_run(ctx, prog, "blur3", args, &res);
+  *out = rc ? NULL : pxl_result_take_image(res);
+  if (!rc) snprintf(device, n, "%s", pxl_result_device(res));
+  pxl_result_free(res);
+  pxl_args_free(args);
+  return rc;
+}
+
+/* True when a CUDA device works here. */
+static int have_cuda(void) {
+  pxl_context *probe = pxl_context_new();
+  pxl_set_device(probe, "cuda");
+  int have = strstr(pxl_device_name(probe), "unavailable") == NULL;
+  pxl_context_free(probe);
+  return have;
+}
+
+static int same_pixels(pxl_image *a, pxl_image *b) {
+  for (int y = 0; y < pxl_image_height(a); y++)
+    if (memcmp((uint8_t *)pxl_image_data(a) + y * pxl_image_pitch(a),
+               (uint8_t *)pxl_image_data(b) + y * pxl_image_pitch(b), (size_t)pxl_image_width(a)))
+      return 0;
+  return 1;
+}
+
+static void device_strings(void) {
+  pxl_context *ctx = pxl_context_new();
+  static const char *const good[] = {"auto", "cpu", "ref", "cuda", "cuda:0", "cuda:12", "opencl", "opencl:0:1"};
+  static const char *const bad[] = {"", "gpu", "cpu:1", "ref:0", "cuda:", "cuda:x", "cuda:1:2", "cuda:-1",
+                                    "opencl:1", "opencl:0:", "opencl:0:1:2", "cudax", "auto:1", "opencl::"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+    CHECK(pxl_set_device(ctx, good[i]) == PXL_OK, "'%s' refused: %s", good[i], pxl_errmsg(ctx));
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int rc = pxl_set_device(ctx, bad[i]);
+    CHECK(rc == PXL_EARG, "'%s' gave %s, not PXL_EARG", bad[i], pxl_status_name(rc));
+    CHECK(strstr(pxl_errmsg(ctx), "device"), "'%s': message '%s' names no device", bad[i], pxl_errmsg(ctx));
+  }
+  CHECK(pxl_set_device(ctx, NULL) == PXL_EARG, "NULL device accepted");
+  pxl_context_free(ctx);
+}
+
+/* A C compiler that fails: "auto" runs on the interpreter with a warning naming the
+ * failure; "cpu" reports PXL_EBACKEND. The fake compiler is the shell's `false`. */
+static void compiler_failure(const char *dir, const char *cache) {
+  setenv("PXL_CC", "false", 1);
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_program *prog;
+  CHECK(pxl_program_from_file(ctx, example(dir, "blur3"), &prog) == PXL_OK, "%s", pxl_errmsg(ctx));
+  pxl_image *img = random_image(ctx), *want = NULL, *got = NULL;
+  char dev[256];
+  pxl_set_device(ctx, "ref");
+  CHECK(run_blur(ctx, prog, img, &want, dev, sizeof dev) == PXL_OK, "ref: %s", pxl_errmsg(ctx));
+  pxl_take_warnings(ctx);
+  pxl_set_device(ctx, "cpu");
+  int rc = run_blur(ctx, prog, img, &got, dev, sizeof dev);
+  CHECK(rc == PXL_EBACKEND, "cpu with a failing compiler gave %s: %s", pxl_status_name(rc), pxl_errmsg(ctx));
+  CHECK(!*pxl_take_warnings(ctx), "an explicit device warned");
+  pxl_image_free(got);
+  got = NULL;
+  if (!have_cuda()) { /* else auto picks CUDA, which needs no C compiler */
+    pxl_set_device(ctx, "auto");
+    rc = run_blur(ctx, prog, img, &got, dev, sizeof dev);
+    const char *w = pxl_take_warnings(ctx);
+    CHECK(rc == PXL_OK, "auto with a failing compiler: %s", pxl_errmsg(ctx));
+    CHECK(rc || same_pixels(got, want), "auto's fallback result differs from the interpreter's");
+    CHECK(!strcmp(dev, "ref"), "auto's result says it ran on '%s', not ref", dev);
+    CHECK(strstr(w, "cpu could not run 'blur3'") && strstr(w, "ran it on ref"), "warning was '%s'", w);
+  }
+  pxl_image_free(got);
+  pxl_image_free(want);
+  pxl_image_free(img);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+  unsetenv("PXL_CC");
+}
+
+/* With a CUDA device: a failing launch is PXL_EFAULT on "cuda" and a warning plus the CPU
+ * on "auto"; a CUDA device that is there but whose library does not load is PXL_EFAULT
+ * too (never "absent"). */
+static void cuda_faults(const char *dir, const char *cache) {
+  if (!have_cuda()) {
+    printf("cuda cases left out: no CUDA device\n");
+    return;
+  }
+  setenv("PXL_FAULT_INJECT", "launch", 1);
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_program *prog;
+  pxl_program_from_file(ctx, example(dir, "blur3"), &prog);
+  pxl_image *img = random_image(ctx), *got = NULL;
+  char dev[256];
+  pxl_set_device(ctx, "cuda");
+  int rc = run_blur(ctx, prog, img, &got, dev, sizeof dev);
+  CHECK(rc == PXL_EFAULT, "cuda with failing launches gave %s: %s", pxl_status_name(rc), pxl_errmsg(ctx));
+  pxl_image_free(got);
+  pxl_set_device(ctx, "auto");
+  rc = run_blur(ctx, prog, img, &got, dev, sizeof dev);
+  const char *w = pxl_take_warnings(ctx);
+  CHECK(rc == PXL_OK && !strcmp(dev, "cpu"), "auto with failing CUDA launches: %s, ran on %s", pxl_errmsg(ctx), dev);
+  CHECK(strstr(w, "could not run 'blur3'") && strstr(w, "ran it on cpu"), "warning was '%s'", w);
+  pxl_image_free(got);
+  pxl_image_free(img);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+  setenv("PXL_FAULT_INJECT", "nolib", 1);
+  ctx = pxl_context_new();
+  pxl_set_device(ctx, "cuda");
+  pxl_device_name(ctx);
+  CHECK(strstr(pxl_errmsg(ctx), "does not load"), "nolib: '%s'", pxl_errmsg(ctx));
+  CHECK(ctx && pxl_sync(ctx) == PXL_OK, "sync");
+  pxl_image *x;
+  rc = pxl_image_create_device(ctx, 4, 4, PXL_U8, 1, &x);
+  CHECK(rc == PXL_EFAULT, "a CUDA device whose driver does not load gave %s, not PXL_EFAULT", pxl_status_name(rc));
+  pxl_context_free(ctx);
+  unsetenv("PXL_FAULT_INJECT");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: api_test EXAMPLES_DIR CACHE_DIR\n");
+    return 2;
+  }
+  device_strings();
+  compiler_failure(argv[1], argv[2]);
+  cuda_faults(argv[1], argv[2]);
+  printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
+  return failed != 0;
+}
