@@ -676,6 +676,20 @@ void cg_read_fns(Gen *g) {
   }
 }
 
+/* Marks the image and scalar parameters used, for the variants that read some images
+ * only through others' windows, or not at all (warning-free under -Wall -Wextra). */
+static void void_params(Gen *g) {
+  const Decl *D = g->D;
+  OUT(" ");
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    int k = p->img_index;
+    if (p->is_image) OUT(" (void)i%d; (void)p%d; (void)w%d; (void)h%d;", k, k, k, k);
+    else OUT(" (void)s%d;", p->scalar_index);
+  }
+  OUT("\n");
+}
+
 /* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
  * histogram variant that counts into 32-bit sub-histograms (suffix "c"). */
 static void reg_params(Gen *g) {
@@ -713,6 +727,7 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
   else
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", cg_ctype(D->type.s));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
+  void_params(g);
   g->depth = 1;
   g->counts32 = counts32;
   stmts(g, D->body->body);
@@ -729,7 +744,9 @@ void cg_reduce_fn(Gen *g, int variant, bool inner, const char *name) {
   OUT("PXR_FN_ALWAYS %s %s_%s%s(", cg_ctype(e->type.s), g->pfx, name, inner ? "r" : "");
   img_params(g);
   if (variant & V_REG) reg_params(g);
-  OUT(", int x, int y, int W, int H) {\n  (void)x; (void)y; (void)W; (void)H;\n  return ");
+  OUT(", int x, int y, int W, int H) {\n  (void)x; (void)y; (void)W; (void)H;\n");
+  void_params(g);
+  OUT("  return ");
   cg_expr(g, e, 0);
   OUT(";\n}\n");
 }
