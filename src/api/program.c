@@ -156,13 +156,12 @@ int pxl_program_write_c(pxl_context *ctx, pxl_program *prog, const char *base) {
   api_clear(ctx);
   if (!prog || !base || !*base) return api_fail(ctx, PXL_EARG, "no program or output name");
   const char *slash = strrchr(base, '/');
-  char hname[1024], cpath[4200], hpath[4200];
-  snprintf(hname, sizeof hname, "%s.h", slash ? slash + 1 : base);
+  char cpath[4200], hpath[4200];
   snprintf(cpath, sizeof cpath, "%s.c", base);
   snprintf(hpath, sizeof hpath, "%s.h", base);
   StrBuf c = {0}, h = {0};
   Err e = {0};
-  int rc = gen_c_program(prog->prog, hname, &c, &h, &e);
+  int rc = gen_c_program(prog->prog, slash ? slash + 1 : base, &c, &h, &e);
   if (rc) rc = api_fail_err(ctx, &e);
   if (!rc) rc = write_text_atomic(ctx, hpath, h.s, h.len);
   if (!rc) rc = write_text_atomic(ctx, cpath, c.s, c.len);

@@ -3,8 +3,10 @@
  *
  * The build runs `pxl compile` on examples/edges.pxl (a five-stage pipeline with two
  * inputs per stage in places) and links the generated C into this program, which calls
- * the generated pipeline directly - no pxl at run time - on random images of awkward
- * sizes and compares it with the interpreter run through libpxl: bit for bit.
+ * the generated pipeline (edges_aot_edges: the base name, then the entry) directly - no
+ * pxl at run time - on random images of awkward sizes and compares it with the
+ * interpreter run through libpxl: bit for bit. tests/aot/aot_safe.sh checks hostile
+ * paths and names, warnings, and two generated files in one program.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +62,12 @@ int main(int argc, char **argv) {
     pxlc_image cin = as_c(in);
     pxlc_scalar sc[1];
     sc[0].i = 30;
-    int32_t ow, oh;
-    edges_size(&cin, sc, &ow, &oh);
+    pxlc_image size = {NULL, 0, 0, 0};
+    int rc = edges_aot_edges(&cin, sc, &size, 0); /* out->data NULL: the size */
+    int32_t ow = size.width, oh = size.height;
     pxl_image_create(ctx, ow, oh, PXL_U8, 1, &aot_out);
     pxlc_image cout = as_c(aot_out);
-    int rc = edges(&cin, sc, &cout, 0);
+    rc |= edges_aot_edges(&cin, sc, &cout, 0);
     int same = rc == 0 && ow == pxl_image_width(ref_out) && oh == pxl_image_height(ref_out);
     for (int y = 0; same && y < oh; y++)
       same = !memcmp((char *)pxl_image_data(ref_out) + (size_t)y * pxl_image_pitch(ref_out),

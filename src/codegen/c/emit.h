@@ -1,6 +1,6 @@
 /*
- * emit.h - the C-family emitter, shared by the C generator (gen_c.c, which owns it) and
- * the CUDA generator (codegen/cuda).
+ * emit.h - the C-family emitter (emit.c), shared by the C generator (gen_c.c) and the
+ * GPU generator (codegen/gpu/gen_gpu.c).
  *
  * Expressions, statements, border read functions and pixel functions are the same text
  * in C and CUDA: the prelude (src/ir/prelude.h) maps PXR_FN, PXR_RESTRICT and PXR_BIN_*
@@ -44,6 +44,13 @@ typedef struct {
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct);
 /* Read functions, the combine of a reduction, and the "pe" / "pi" pixel functions. */
 void cg_functions(Gen *g);
+/* One border read function <pfx>_rd<k> per image parameter. */
+void cg_read_fns(Gen *g);
+/* A reduction's user-defined combine <pfx>_comb (nothing for the built-in ones). */
+void cg_combine_fn(Gen *g);
+/* A reduction's mapped-value function <pfx>_<name>, or with `inner` <pfx>_<name>r: the
+ * value before its final widening conversion, for row-wise accumulation. */
+void cg_reduce_fn(Gen *g, int variant, bool inner, const char *name);
 /* One more pixel function (kernels, histograms) or mapped-value function (reductions) of
  * the given variant, named <pfx>_<name> (histograms with counts32: counting into 32-bit
  * bins, named <pfx>_<name>c). */
@@ -64,6 +71,11 @@ void cg_better(Gen *g, const char *v, const char *acc);
 /* Folds value v of pixel (x, y) into acc (argmin/argmax: and ax, ay), no newline. */
 void cg_fold_pixel(Gen *g, const char *v);
 void cg_identity(Gen *g);
+/* Expression n (lane `lane` of a vector) in the current variant. */
+void cg_expr(Gen *g, const Node *n, int lane);
+/* The C type of a scalar type. */
 const char *cg_ctype(Scalar s);
+/* The parameter of image number k of D. */
+const Param *cg_image_param(const Decl *D, int k);
 
 #endif

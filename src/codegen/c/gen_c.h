@@ -7,11 +7,14 @@
  * instance per module; `pxl compile` (gen_c_program) writes every entry point, pipelines
  * included, into one standalone .c/.h pair.
  *
- * Generated entry points (the ABI, also written into each file):
+ * Generated entry points (the ABI, also written into each file). A JIT stage:
  *   kernel:    void f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads)
  *   reduction: void f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_scalar *res, int32_t *pos, int nthreads)
  *   histogram: void f(const pxlc_image *in, const pxlc_scalar *sc, void *bins, int nthreads)
- *   pipeline:  int  f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads)
+ * `pxl compile` exports reductions and histograms so, and kernels and pipelines as
+ *   int f(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads)
+ * which with out->data NULL only sets out's size (and returns 0), else returns -1 when
+ * out has the wrong size (or, pipelines, memory runs out).
  */
 #ifndef PXL_GEN_C_H
 #define PXL_GEN_C_H
@@ -30,7 +33,8 @@ extern const char pxl_prelude_text[];
 int gen_c_stage(StrBuf *out, const Decl *D, const Border *borders, const char *fname, Err *err);
 
 /* Ahead-of-time output for a whole program: C source and header (heap strings owned by
- * the caller, freed with sb_free). `base` names the header to #include. */
-int gen_c_program(const Program *p, const char *header_name, StrBuf *c_out, StrBuf *h_out, Err *err);
+ * the caller, freed with sb_free). `base` is the file name of both without extension
+ * (any bytes): entry E is exported as <B>_E, B being base as an identifier. */
+int gen_c_program(const Program *p, const char *base, StrBuf *c_out, StrBuf *h_out, Err *err);
 
 #endif

@@ -1,0 +1,938 @@
+/*
+ * emit.c - the C-family emitter (see emit.h): expressions, statements, border read
+ * functions, pixel functions, and the combine, identity and per-pixel fold of
+ * reductions, as text that is the same in C, CUDA and OpenCL C.
+ *
+ * The C generator (gen_c.c) and the GPU generator (codegen/gpu/gen_gpu.c) call it for
+ * everything inside a stage instance except its entry point. Vector (multi-channel)
+ * values are scalarised: every expression is emitted once per lane. All arithmetic goes
+ * through src/ir/prelude.h, the same helpers the interpreter uses, so results match it
+ * bit for bit (floats too, unless a reduction reorders sums).
+ */
+#include "codegen/c/emit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "interp/interp.h"
+
+const char *cg_ctype(Scalar s) {
+  switch (s) {
+  case T_U8: return "uint8_t";
+  case T_I16: return "int16_t";
+  case T_U16: return "uint16_t";
+  case T_I32: return "int32_t";
+  case T_U32: return "uint32_t";
+  case T_I64: return "int64_t";
+  case T_U64: return "uint64_t";
+  case T_F32: return "float";
+  case T_F64: return "double";
+  default: return "void";
+  }
+}
+
+static const char *sfx(Scalar s) { return scalar_name(s); }
+
+static void ind(Gen *g) {
+  for (int i = 0; i < g->depth; i++) sb_append(g->o, "  ", 2);
+}
+
+#define OUT(...) sb_printf(g->o, __VA_ARGS__)
+
+/* ---- literals and conversions ---- */
+
+static void emit_float(StrBuf *o, double v, Scalar s) {
+  const char *cast = s == T_F32 ? "(float)" : "(double)";
+  if (isnan(v))
+    sb_printf(o, "(%sNAN)", cast);
+  else if (isinf(v))
+    sb_printf(o, "(%s%sINFINITY)", cast, v < 0 ? "-" : "");
+  else if (s == T_F32)
+    sb_printf(o, "%af", v);
+  else
+    sb_printf(o, "%a", v);
+}
+
+static void emit_int(StrBuf *o, int64_t v, Scalar s) {
+  switch (s) {
+  case T_U64: sb_printf(o, "((uint64_t)%lluULL)", (unsigned long long)v); break;
+  case T_U32: sb_printf(o, "((uint32_t)%lluU)", (unsigned long long)(uint32_t)v); break;
+  case T_I64:
+    if (v == INT64_MIN) sb_printf(o, "INT64_MIN");
+    else sb_printf(o, "((int64_t)%lldLL)", (long long)v);
+    break;
+  default:
+    if (v == INT32_MIN) sb_printf(o, "INT32_MIN");
+    else sb_printf(o, "((%s)%lld)", cg_ctype(s), (long long)v);
+    break;
+  }
+}
+
+static bool is_int(Scalar s) { return s >= T_U8 && s <= T_U64; }
+static bool is_uns(Scalar s) { return s == T_U8 || s == T_U16 || s == T_U32 || s == T_U64; }
+
+/* Does every value of `from` fit in `to` (integers)? */
+static bool int_widens(Scalar from, Scalar to) {
+  int sf = scalar_size(from), st = scalar_size(to);
+  if (is_uns(from) == is_uns(to)) return st >= sf;
+  if (is_uns(from)) return st > sf; /* unsigned into a wider signed */
+  return false;                     /* signed into unsigned: negatives don't fit */
+}
+
+/* Opens the conversion of a value of type `from` to `to`; returns the number of ')' to
+ * close it with. */
+static int open_conv(Gen *g, Scalar from, Scalar to) {
+  if (from == to) {
+    OUT("(");
+    return 1;
+  }
+  if (is_int(from) && is_int(to)) {
+    if (int_widens(from, to)) {
+      OUT("((%s)(", cg_ctype(to));
+      return 2;
+    }
+    if (from == T_U8 || from == T_I16 || from == T_U16 || from == T_I32) {
+      if (to == T_I64 || to == T_U64) OUT("pxr_s2%s((int64_t)(", sfx(to));
+      else OUT("pxr_i32_%s((int32_t)(", sfx(to));
+    } else if (from == T_U32) {
+      OUT("pxr_u32_%s((uint32_t)(", sfx(to));
+    } else if (from == T_I64) {
+      OUT("pxr_s2%s((int64_t)(", sfx(to));
+    } else {
+      OUT("pxr_u2%s((uint64_t)(", sfx(to));
+    }
+    return 2;
+  }
+  if (scalar_is_float(from) && is_int(to)) {
+    if (from == T_F32) OUT("pxr_f32_%s((float)(", sfx(to)); /* no double: OpenCL devices may lack it */
+    else OUT("pxr_f2%s((double)(", sfx(to));
+    return 2;
+  }
+  OUT("((%s)(", cg_ctype(to)); /* int -> float, f32 <-> f64 */
+  return 2;
+}
+
+/* ---- expressions ---- */
+
+static int lane_of(const Node *n, int lane) { return n->type.lanes > 1 ? lane : 0; }
+
+static void read_direct(Gen *g, const Param *p, const Node *ex, const Node *ey, bool relative) {
+  int k = p->img_index, C = p->type.lanes;
+  OUT("i%d[(ptrdiff_t)(", k);
+  if (relative) OUT("y + ");
+  cg_expr(g, ey, 0);
+  OUT(") * p%d + (ptrdiff_t)(", k);
+  if (relative) OUT("x + ");
+  cg_expr(g, ex, 0);
+  OUT(")");
+  if (C > 1) OUT(" * %d", C);
+}
+
+static void emit_read(Gen *g, const Node *n, int lane) {
+  const Param *p = n->param;
+  int k = p->img_index;
+  bool rel = n->kind == ND_READ;
+  bool direct = rel ? (g->variant & V_DIRECT_REL) && g->direct[k] : (g->variant & V_DIRECT_AT) != 0;
+  if (rel && (g->variant & V_REG) && g->direct[k]) { /* the window is (0, 0): the pixel j_ of the registers */
+    OUT("r%d[j_ * %d + %d]", k, p->type.lanes, lane);
+    return;
+  }
+  if (rel && (g->variant & V_SMEM) && g->direct[k]) { /* the staged tile */
+    OUT("t%d[(ptrdiff_t)(y + ", k);
+    cg_expr(g, n->b, 0);
+    OUT(" - oy%d) * tp%d + (ptrdiff_t)(x + ", k, k);
+    cg_expr(g, n->a, 0);
+    OUT(" - ox%d) * %d + %d]", k, p->type.lanes, lane);
+    return;
+  }
+  if (rel && (g->variant & V_SEP)) { /* row pass of a separable window: the column value */
+    const Separable *S = g->D->sep;
+    for (int i = 0; i < S->nacc; i++)
+      if (S->read[i] == n) {
+        OUT("c%d[x + v%d - xa]", i, S->vx->slot);
+        return;
+      }
+  }
+  if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
+    /* rows of the buffer follow the coordinate that varies with the output's y, so the
+     * pixel loop over x reads it contiguously */
+    OUT("tb[(ptrdiff_t)(");
+    cg_expr(g, g->tb_t ? n->a : n->b, 0);
+    OUT(g->tb_t ? " - fx0) * fs + (ptrdiff_t)(" : " - fy0) * fs + (ptrdiff_t)(");
+    cg_expr(g, g->tb_t ? n->b : n->a, 0);
+    OUT(g->tb_t ? " - fy0) * %d + %d]" : " - fx0) * %d + %d]", p->type.lanes, lane);
+    return;
+  }
+  if (direct) {
+    read_direct(g, p, n->a, n->b, rel);
+    if (p->type.lanes > 1) OUT(" + %d", lane);
+    OUT("]");
+    return;
+  }
+  OUT("%s_rd%d(i%d, p%d, w%d, h%d, ", g->pfx, k, k, k, k, k);
+  if (rel) OUT("pxr_add_i32(x, ");
+  cg_expr(g, n->a, 0);
+  if (rel) OUT(")");
+  OUT(", ");
+  if (rel) OUT("pxr_add_i32(y, ");
+  cg_expr(g, n->b, 0);
+  if (rel) OUT(")");
+  OUT(", %d)", lane);
+}
+
+static void binop(Gen *g, const Node *n, int lane) {
+  Scalar s = n->type.s;
+  const Node *a = n->a, *b = n->b;
+  int la = lane_of(a, lane), lb = lane_of(b, lane);
+  const char *op = NULL;
+  switch (n->kind) {
+  case ND_ADD: op = "+"; break;
+  case ND_SUB: op = "-"; break;
+  case ND_MUL: op = "*"; break;
+  case ND_DIV: op = "/"; break;
+  case ND_MOD: op = "%"; break;
+  case ND_BITAND: op = "&"; break;
+  case ND_BITOR: op = "|"; break;
+  case ND_BITXOR: op = "^"; break;
+  default: break;
+  }
+  const char *fn = NULL;
+  bool const_div = b->kind == ND_NUM && !scalar_is_float(s) && b->ival != 0 && b->ival != -1;
+  if (scalar_is_float(s)) {
+    fn = NULL;
+  } else if (n->kind == ND_SHL || n->kind == ND_SHR) {
+    fn = n->kind == ND_SHL ? "shl" : "shr";
+  } else if ((n->kind == ND_DIV || n->kind == ND_MOD) && !const_div) {
+    fn = n->kind == ND_DIV ? "div" : "mod";
+  } else if ((s == T_I32 || s == T_I64) && (n->kind == ND_ADD || n->kind == ND_SUB || n->kind == ND_MUL)) {
+    fn = n->kind == ND_ADD ? "add" : n->kind == ND_SUB ? "sub" : "mul";
+  }
+  if (fn) {
+    OUT("pxr_%s_%s(", fn, sfx(s));
+    cg_expr(g, a, la);
+    OUT(", ");
+    cg_expr(g, b, lb);
+    OUT(")");
+    return;
+  }
+  OUT("((%s)(", cg_ctype(s));
+  cg_expr(g, a, la);
+  OUT(" %s ", op);
+  cg_expr(g, b, lb);
+  OUT("))");
+}
+
+static void call(Gen *g, const Node *n, int lane) {
+  Scalar s = n->type.s;
+  bool f32 = s == T_F32, fl = scalar_is_float(s);
+  const char *name = NULL;
+  switch (n->builtin) {
+  case BI_MIN: case BI_MAX:
+    OUT("pxr_%s_%s(", n->builtin == BI_MIN ? "min" : "max", sfx(s));
+    cg_expr(g, n->args[0], lane_of(n->args[0], lane));
+    OUT(", ");
+    cg_expr(g, n->args[1], lane_of(n->args[1], lane));
+    OUT(")");
+    return;
+  case BI_CLAMP:
+    OUT("pxr_min_%s(pxr_max_%s(", sfx(s), sfx(s));
+    cg_expr(g, n->args[0], lane_of(n->args[0], lane));
+    OUT(", ");
+    cg_expr(g, n->args[1], lane_of(n->args[1], lane));
+    OUT("), ");
+    cg_expr(g, n->args[2], lane_of(n->args[2], lane));
+    OUT(")");
+    return;
+  case BI_ABS:
+    if (!fl && is_uns(s)) {
+      cg_expr(g, n->args[0], lane_of(n->args[0], lane));
+      return;
+    }
+    name = fl ? (f32 ? "fabsf" : "fabs") : s == T_I32 ? "pxr_abs_i32" : "pxr_abs_i64";
+    break;
+  case BI_SQRT: name = f32 ? "sqrtf" : "sqrt"; break;
+  case BI_EXP: name = f32 ? "expf" : "exp"; break;
+  case BI_LOG: name = f32 ? "logf" : "log"; break;
+  case BI_SIN: name = f32 ? "sinf" : "sin"; break;
+  case BI_COS: name = f32 ? "cosf" : "cos"; break;
+  case BI_FLOOR: name = f32 ? "floorf" : "floor"; break;
+  case BI_CEIL: name = f32 ? "ceilf" : "ceil"; break;
+  case BI_ROUND: name = f32 ? "pxr_round_f32" : "pxr_round_f64"; break;
+  case BI_POW: name = f32 ? "powf" : "pow"; break;
+  case BI_ATAN2: name = f32 ? "atan2f" : "atan2"; break;
+  default: name = "?"; break;
+  }
+  OUT("%s(", name);
+  for (int i = 0; i < n->nargs; i++) {
+    if (i) OUT(", ");
+    cg_expr(g, n->args[i], lane_of(n->args[i], lane));
+  }
+  OUT(")");
+}
+
+static void truth(Gen *g, const Node *n) {
+  OUT("(");
+  cg_expr(g, n, 0);
+  OUT(" != 0)");
+}
+
+/* ---- narrowing ----
+ * The checker widens u8/i16/u16 operands to i32, as C does. For min/max/clamp that is
+ * wasted width: the result is one of the operands. narrow_of() finds an expression whose
+ * value is exactly a min/max/clamp of values of one narrow type T (or constants that fit
+ * T); it is then emitted in T, which keeps vector lanes narrow (32 u8 per AVX2 register
+ * instead of 8 i32). Values are unchanged, so the interpreter still checks the result. */
+
+static bool fits(int64_t v, Scalar t) {
+  switch (t) {
+  case T_U8: return v >= 0 && v <= 255;
+  case T_I16: return v >= -32768 && v <= 32767;
+  case T_U16: return v >= 0 && v <= 65535;
+  default: return false;
+  }
+}
+
+static bool narrow_type(Scalar t) { return t == T_U8 || t == T_I16 || t == T_U16; }
+
+/* The narrow type T this integer expression is exactly a value of, or T_VOID. Literals
+ * answer `want` when they fit it. */
+static Scalar narrow_of(const Node *n, Scalar want) {
+  if (n->type.lanes != 1 || !is_int(n->type.s)) return T_VOID;
+  if (n->kind == ND_NUM) return fits(n->ival, want) ? want : T_VOID;
+  if (n->kind == ND_CAST && narrow_type(n->a->type.s) && int_widens(n->a->type.s, n->type.s) &&
+      n->a->type.lanes == 1)
+    return n->a->type.s;
+  if (n->kind == ND_CALL && (n->builtin == BI_MIN || n->builtin == BI_MAX || n->builtin == BI_CLAMP)) {
+    Scalar t = T_VOID;
+    for (int i = 0; i < n->nargs && t == T_VOID; i++)
+      if (n->args[i]->kind != ND_NUM) t = narrow_of(n->args[i], T_VOID);
+    if (t == T_VOID) return T_VOID;
+    for (int i = 0; i < n->nargs; i++)
+      if (narrow_of(n->args[i], t) != t) return T_VOID;
+    return t;
+  }
+  return T_VOID;
+}
+
+/* Emits n (for which narrow_of(n, t) == t) computed in type t. */
+static void expr_narrow(Gen *g, const Node *n, Scalar t) {
+  if (n->kind == ND_NUM) {
+    emit_int(g->o, n->ival, t);
+  } else if (n->kind == ND_CAST) {
+    cg_expr(g, n->a, 0);
+  } else if (n->builtin == BI_CLAMP) {
+    OUT("pxr_min_%s(pxr_max_%s(", sfx(t), sfx(t));
+    expr_narrow(g, n->args[0], t);
+    OUT(", ");
+    expr_narrow(g, n->args[1], t);
+    OUT("), ");
+    expr_narrow(g, n->args[2], t);
+    OUT(")");
+  } else {
+    OUT("pxr_%s_%s(", n->builtin == BI_MIN ? "min" : "max", sfx(t));
+    expr_narrow(g, n->args[0], t);
+    OUT(", ");
+    expr_narrow(g, n->args[1], t);
+    OUT(")");
+  }
+}
+
+void cg_expr(Gen *g, const Node *n, int lane) {
+  Scalar s = n->type.s;
+  switch (n->kind) {
+  case ND_NUM:
+    if (scalar_is_float(s)) emit_float(g->o, n->fval, s);
+    else emit_int(g->o, n->ival, s);
+    return;
+  case ND_VAR:
+    if (g->variant & V_SEP) {
+      const Separable *S = g->D->sep;
+      for (int i = 0; i < S->nacc; i++)
+        if (S->read[i] == n) {
+          OUT("c%d[x + v%d - xa]", i, S->vx->slot);
+          return;
+        }
+    }
+    if (n->var->param) OUT("s%d", n->var->param->scalar_index);
+    else if (n->type.lanes > 1) OUT("v%d[%d]", n->var->slot, lane);
+    else OUT("v%d", n->var->slot);
+    return;
+  case ND_COORD:
+    OUT("%s", n->ival == 0 ? "x" : n->ival == 1 ? "y" : n->ival == 2 ? "W" : "H");
+    return;
+  case ND_IMGDIM:
+    OUT("%c%d", n->ival ? 'h' : 'w', n->param->img_index);
+    return;
+  case ND_READ: case ND_AT:
+    emit_read(g, n, lane);
+    return;
+  case ND_LANE:
+    cg_expr(g, n->a, (int)n->ival);
+    return;
+  case ND_VEC:
+    cg_expr(g, n->args[lane], 0);
+    return;
+  case ND_CAST:
+  {
+    if (n->type.lanes == 1 && narrow_type(s) && narrow_of(n->a, s) == s && n->a->kind != ND_NUM) {
+      expr_narrow(g, n->a, s); /* the value already has type s */
+      return;
+    }
+    /* a value analysis proved in range: a plain C conversion, no saturation */
+    int close = n->flags & NF_IN_RANGE ? (OUT("((%s)(", cg_ctype(s)), 2) : open_conv(g, n->a->type.s, s);
+    cg_expr(g, n->a, lane_of(n->a, lane));
+    while (close--) OUT(")");
+    return;
+  }
+  case ND_NEG:
+    if (s == T_I32 || s == T_I64) OUT("pxr_neg_%s(", sfx(s));
+    else if (scalar_is_float(s)) OUT("(-");
+    else OUT("((%s)0 - (", cg_ctype(s));
+    cg_expr(g, n->a, lane_of(n->a, lane));
+    OUT(is_uns(s) ? "))" : ")");
+    return;
+  case ND_BITNOT:
+    OUT("((%s)~(", cg_ctype(s));
+    cg_expr(g, n->a, lane_of(n->a, lane));
+    OUT("))");
+    return;
+  case ND_NOT:
+    OUT("((int32_t)(");
+    cg_expr(g, n->a, 0);
+    OUT(" == 0))");
+    return;
+  case ND_LOGAND: case ND_LOGOR:
+    OUT("((int32_t)(");
+    truth(g, n->a);
+    OUT(n->kind == ND_LOGAND ? " && " : " || ");
+    truth(g, n->b);
+    OUT("))");
+    return;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
+    static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    OUT("((int32_t)(");
+    cg_expr(g, n->a, 0);
+    OUT(" %s ", ops[n->kind - ND_EQ]);
+    cg_expr(g, n->b, 0);
+    OUT("))");
+    return;
+  }
+  case ND_COND:
+    OUT("(");
+    truth(g, n->a);
+    OUT(" ? ");
+    cg_expr(g, n->b, lane_of(n->b, lane));
+    OUT(" : ");
+    cg_expr(g, n->c, lane_of(n->c, lane));
+    OUT(")");
+    return;
+  case ND_CALL: {
+    Scalar t = n->type.lanes == 1 && is_int(s) ? narrow_of(n, T_VOID) : T_VOID;
+    if (t != T_VOID) {
+      OUT("((%s)", cg_ctype(s));
+      expr_narrow(g, n, t);
+      OUT(")");
+      return;
+    }
+    call(g, n, lane);
+    return;
+  }
+  default:
+    binop(g, n, lane);
+    return;
+  }
+}
+
+/* ---- statements ---- */
+
+static void stmts(Gen *g, const Node *s);
+
+static void stmt(Gen *g, const Node *s) {
+  int lanes;
+  switch (s->kind) {
+  case ND_BLOCK:
+    ind(g), OUT("{\n");
+    g->depth++;
+    stmts(g, s->body);
+    g->depth--;
+    ind(g), OUT("}\n");
+    return;
+  case ND_DECL:
+    if (g->variant & V_SEP) /* temporaries of the window loop: replaced by column values */
+      for (int i = 0; i < g->D->sep->ntmp; i++)
+        if (g->D->sep->tmp[i] == s->var) return;
+    lanes = s->var->type.lanes;
+    ind(g);
+    if (lanes > 1) {
+      OUT("%s v%d[%d] = {", cg_ctype(s->var->type.s), s->var->slot, lanes);
+      for (int k = 0; k < lanes; k++) {
+        if (k) OUT(", ");
+        if (s->a) cg_expr(g, s->a, lane_of(s->a, k));
+        else OUT("0");
+      }
+      OUT("};\n");
+    } else {
+      OUT("%s v%d = ", cg_ctype(s->var->type.s), s->var->slot);
+      if (s->a) cg_expr(g, s->a, 0);
+      else OUT("0");
+      OUT(";\n");
+    }
+    return;
+  case ND_ASSIGN:
+    lanes = s->var->type.lanes;
+    ind(g);
+    if (lanes > 1) { /* through a temporary: the right side may read the variable */
+      OUT("{ %s t_[%d] = {", cg_ctype(s->var->type.s), lanes);
+      for (int k = 0; k < lanes; k++) {
+        if (k) OUT(", ");
+        cg_expr(g, s->a, lane_of(s->a, k));
+      }
+      OUT("}; ");
+      for (int k = 0; k < lanes; k++) OUT("v%d[%d] = t_[%d]; ", s->var->slot, k, k);
+      OUT("}\n");
+    } else {
+      OUT("v%d = ", s->var->slot);
+      cg_expr(g, s->a, 0);
+      OUT(";\n");
+    }
+    return;
+  case ND_LANESET:
+    ind(g), OUT("v%d[%d] = ", s->var->slot, (int)s->ival);
+    cg_expr(g, s->a, 0);
+    OUT(";\n");
+    return;
+  case ND_IF:
+    ind(g), OUT("if ");
+    truth(g, s->a);
+    OUT(" {\n");
+    g->depth++;
+    stmts(g, s->b);
+    g->depth--;
+    if (s->c) {
+      ind(g), OUT("} else {\n");
+      g->depth++;
+      stmts(g, s->c);
+      g->depth--;
+    }
+    ind(g), OUT("}\n");
+    return;
+  case ND_FOR:
+    if ((g->variant & V_SEP) && s == g->D->sep->loop) { /* the row pass over column values */
+      const Separable *S = g->D->sep;
+      const Node *inner = s->b;
+      while (inner->kind == ND_BLOCK) inner = inner->body;
+      ind(g), OUT("for (int32_t v%d = %d; v%d <= %d; v%d++) {\n", S->vx->slot, S->x0, S->vx->slot, S->x1,
+                  S->vx->slot);
+      g->depth++;
+      stmts(g, inner->b);
+      g->depth--;
+      ind(g), OUT("}\n");
+      return;
+    }
+    ind(g), OUT("{\n");
+    g->depth++;
+    stmts(g, s->init);
+    ind(g), OUT("while ");
+    truth(g, s->a);
+    OUT(" {\n");
+    g->depth++;
+    stmts(g, s->b);
+    stmts(g, s->step);
+    g->depth--;
+    ind(g), OUT("}\n");
+    g->depth--;
+    ind(g), OUT("}\n");
+    return;
+  case ND_RETURN:
+    lanes = g->D->type.lanes;
+    ind(g), OUT("{ ");
+    for (int k = 0; k < lanes; k++) {
+      OUT("o[%d] = ", k);
+      cg_expr(g, s->a, lane_of(s->a, k));
+      OUT("; ");
+    }
+    OUT("return; }\n");
+    return;
+  case ND_BIN:
+    ind(g), OUT("{ int32_t b_ = ");
+    cg_expr(g, s->a, 0);
+    OUT("; if ((uint32_t)b_ < %uu) ", (unsigned)g->D->nbins);
+    if (g->D->weighted_float) {
+      OUT("PXR_BIN_ADD_F64(&bins[b_], ");
+      if (s->b) {
+        OUT("(double)(");
+        cg_expr(g, s->b, 0);
+        OUT(")");
+      } else {
+        OUT("1.0");
+      }
+      OUT(")");
+    } else if (s->b) {
+      OUT("PXR_BIN_ADD_I64(&bins[b_], ");
+      cg_expr(g, s->b, 0);
+      OUT(")");
+    } else {
+      OUT(g->counts32 ? "PXR_BIN_INC32(&bins[b_])" : "PXR_BIN_INC(&bins[b_])");
+    }
+    OUT("; }\n");
+    return;
+  default:
+    return;
+  }
+}
+
+/* Statements, each new .pxl line announced by a marker comment: a compiler's message
+ * about a generated line leads back to the kernel's source (the OpenCL runtime quotes it;
+ * PXL_LINE_MARK below is its spelling). */
+static void stmts(Gen *g, const Node *s) {
+  for (; s; s = s->next) {
+    if (s->kind != ND_BLOCK && s->loc.line > 0 && s->loc.line != g->line) {
+      ind(g), OUT("/* " PXL_LINE_MARK "%d */\n", s->loc.line);
+      g->line = s->loc.line;
+    }
+    stmt(g, s);
+  }
+}
+
+/* ---- functions of one instance ---- */
+
+/* The parameter of image number k. */
+const Param *cg_image_param(const Decl *D, int k) {
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->img_index == k) return D->params[i];
+  return D->params[0];
+}
+
+/* For a non-sequential P2P kernel: the one image read by affine absolute reads only,
+ * whose tile footprint can be staged in a buffer; -1 if there is no such single image. */
+static int tile_buffer_image(const Decl *D) {
+  int k = -1;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (!ac->read_abs) continue;
+    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather) return -1;
+    k = i;
+  }
+  return k;
+}
+
+/* Parameter list of the pixel and read functions: images then scalars. */
+static void img_params(Gen *g) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (i) OUT(", ");
+    if (p->is_image)
+      OUT("const PXR_GLOBAL %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", cg_ctype(p->type.s), p->img_index, p->img_index,
+          p->img_index, p->img_index);
+    else
+      OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
+  }
+}
+
+static void img_args(Gen *g);
+
+/* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
+void cg_args_text(Gen *g, StrBuf *buf) {
+  StrBuf *saved = g->o;
+  g->o = buf;
+  img_args(g);
+  g->o = saved;
+}
+
+static void img_args(Gen *g) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (i) OUT(", ");
+    if (p->is_image) OUT("i%d, p%d, w%d, h%d", p->img_index, p->img_index, p->img_index, p->img_index);
+    else OUT("s%d", p->scalar_index);
+  }
+}
+
+void cg_read_fns(Gen *g) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->is_image) continue;
+    int k = p->img_index;
+    Border b = g->borders[k];
+    const char *T = cg_ctype(p->type.s);
+    OUT("PXR_FN %s %s_rd%d(const PXR_GLOBAL %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
+        g->pfx, k, T);
+    if (b.kind == B_CONSTANT) {
+      Lane v = lane_convert((Lane){.f = b.value}, T_F64, p->type.s);
+      OUT("  if (!pxr_inside(x, w) || !pxr_inside(y, h)) return ");
+      if (scalar_is_float(p->type.s)) emit_float(g->o, v.f, p->type.s);
+      else emit_int(g->o, v.i, p->type.s);
+      OUT(";\n");
+    } else {
+      const char *fn = b.kind == B_MIRROR ? "pxr_mirror_idx" : b.kind == B_MIRROR101 ? "pxr_mirror101_idx"
+                       : b.kind == B_WRAP ? "pxr_wrap_idx" : "pxr_clamp_idx";
+      OUT("  if (!pxr_inside(x, w)) x = %s(x, w);\n  if (!pxr_inside(y, h)) y = %s(y, h);\n", fn, fn);
+    }
+    OUT("  return p[(ptrdiff_t)y * pitch + (ptrdiff_t)x * %d + c];\n}\n", p->type.lanes);
+  }
+}
+
+/* Marks the image and scalar parameters used, for the variants that read some images
+ * only through others' windows, or not at all (warning-free under -Wall -Wextra). */
+static void void_params(Gen *g) {
+  const Decl *D = g->D;
+  OUT(" ");
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    int k = p->img_index;
+    if (p->is_image) OUT(" (void)i%d; (void)p%d; (void)w%d; (void)h%d;", k, k, k, k);
+    else OUT(" (void)s%d;", p->scalar_index);
+  }
+  OUT("\n");
+}
+
+/* Pixel function of a kernel or histogram: runs the body for (x, y). `counts32`: the
+ * histogram variant that counts into 32-bit sub-histograms (suffix "c"). */
+static void reg_params(Gen *g) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (p->is_image && g->direct[p->img_index])
+      OUT(", const %s *PXR_RESTRICT r%d", cg_ctype(p->type.s), p->img_index);
+  }
+  OUT(", int j_");
+}
+
+static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name) {
+  const Decl *D = g->D;
+  g->variant = variant;
+  g->line = 0;
+  OUT("PXR_FN_ALWAYS void %s_%s%s(", g->pfx, name, counts32 ? "c" : "");
+  img_params(g);
+  if (variant & V_REG) reg_params(g);
+  if (variant & V_SMEM)
+    for (int i = 0; i < D->nparams; i++) {
+      const Param *p = D->params[i];
+      int k = p->img_index;
+      if (p->is_image && g->direct[k])
+        OUT(", const PXR_LOCAL %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", cg_ctype(p->type.s), k, k, k, k);
+    }
+  if (variant & V_TILEBUF)
+    OUT(", const PXR_LOCAL %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", cg_ctype(cg_image_param(D, g->tb_img)->type.s));
+  if (variant & V_SEP)
+    for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *PXR_RESTRICT c%d", cg_ctype(D->sep->col[i].s), i);
+  if (variant & V_SEP) OUT(", int xa");
+  if (D->kind == D_HISTOGRAM)
+    OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
+        counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
+  else
+    OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", cg_ctype(D->type.s));
+  OUT("  (void)x; (void)y; (void)W; (void)H;\n");
+  void_params(g);
+  g->depth = 1;
+  g->counts32 = counts32;
+  stmts(g, D->body->body);
+  g->counts32 = false;
+  OUT("}\n");
+}
+
+/* Pixel function of a reduction: returns the mapped value (or, when `inner`, the value
+ * before its final widening conversion, for row-wise accumulation). */
+void cg_reduce_fn(Gen *g, int variant, bool inner, const char *name) {
+  const Decl *D = g->D;
+  const Node *e = inner ? D->body->a : D->body;
+  g->variant = variant;
+  OUT("PXR_FN_ALWAYS %s %s_%s%s(", cg_ctype(e->type.s), g->pfx, name, inner ? "r" : "");
+  img_params(g);
+  if (variant & V_REG) reg_params(g);
+  OUT(", int x, int y, int W, int H) {\n  (void)x; (void)y; (void)W; (void)H;\n");
+  void_params(g);
+  OUT("  return ");
+  cg_expr(g, e, 0);
+  OUT(";\n}\n");
+}
+
+/* Margins of the iteration space for border-none inputs, and of the direct interior. */
+typedef struct {
+  int nl, nr, nt, nb; /* none margins (constants) */
+} Margins;
+
+static Margins none_margins(const Gen *g) {
+  Margins m = {0};
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (g->borders[i].kind != B_NONE || !ac->read_rel || !ac->window_known) continue;
+    if (-ac->x0 > m.nl) m.nl = -ac->x0;
+    if (ac->x1 > m.nr) m.nr = ac->x1;
+    if (-ac->y0 > m.nt) m.nt = -ac->y0;
+    if (ac->y1 > m.nb) m.nb = ac->y1;
+  }
+  return m;
+}
+
+/* Emits the unpacking of arguments and the region/interior bounds shared by all loops. */
+void cg_prologue(Gen *g, bool has_out) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    int k = p->img_index;
+    if (p->is_image)
+      OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
+          " const int w%d = in[%d].width, h%d = in[%d].height;\n",
+          cg_ctype(p->type.s), k, cg_ctype(p->type.s), k, k, k, cg_ctype(p->type.s), k, k, k, k);
+    else
+      OUT("  const %s s%d = (%s)sc[%d].%c;\n", cg_ctype(p->type.s), p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
+          scalar_is_float(p->type.s) ? 'f' : 'i');
+  }
+  if (has_out)
+    OUT("  const int W = out->width, H = out->height;\n");
+  else
+    OUT("  const int W = w0, H = h0;\n");
+  Margins m = none_margins(g);
+  OUT("  const int rx0 = W < %d ? W : %d, rx1 = W - %d > rx0 ? W - %d : rx0;\n", m.nl, m.nl, m.nr, m.nr);
+  OUT("  const int ry0 = H < %d ? H : %d, ry1 = H - %d > ry0 ? H - %d : ry0;\n", m.nt, m.nt, m.nb, m.nb);
+  /* interior: every direct relative read stays inside its image */
+  OUT("  int ix0 = rx0, ix1 = rx1, iy0 = ry0, iy1 = ry1;\n");
+  for (int i = 0; i < D->nimages; i++) {
+    if (!g->direct[i]) continue;
+    const Access *ac = &D->access[i];
+    OUT("  if (ix0 < %d) ix0 = %d;\n  if (ix1 > w%d - %d) ix1 = w%d - %d;\n", -ac->x0, -ac->x0, i, ac->x1, i, ac->x1);
+    OUT("  if (iy0 < %d) iy0 = %d;\n  if (iy1 > h%d - %d) iy1 = h%d - %d;\n", -ac->y0, -ac->y0, i, ac->y1, i, ac->y1);
+  }
+  OUT("  if (ix1 < ix0) ix1 = ix0;\n  if (iy1 < iy0) iy1 = iy0;\n");
+  OUT("  (void)ix0; (void)ix1; (void)iy0; (void)iy1;\n");
+  OUT("  const int nt_ = pxlc_threads(nthreads);\n  (void)nt_;\n");
+}
+/* The combine of a reduction as C: acc = acc OP v. */
+void cg_combine(Gen *g, const char *acc, const char *v) {
+  const Decl *D = g->D;
+  Scalar s = D->type.s;
+  switch (D->redop) {
+  case R_SUM:
+    if (s == T_I32 || s == T_I64) OUT("%s = pxr_add_%s(%s, %s);", acc, sfx(s), acc, v);
+    else OUT("%s = (%s)(%s + %s);", acc, cg_ctype(s), acc, v);
+    break;
+  case R_MIN: case R_MAX:
+    OUT("%s = pxr_%s_%s(%s, %s);", acc, D->redop == R_MIN ? "min" : "max", sfx(s), acc, v);
+    break;
+  default: {
+    StrBuf args = {0};
+    StrBuf *saved = g->o;
+    g->o = &args;
+    for (int i = 0; i < D->nscalars; i++) OUT(", s%d", i);
+    g->o = saved;
+    OUT("%s = %s_comb(%s, %s%s);", acc, g->pfx, acc, v, args.s ? args.s : "");
+    sb_free(&args);
+    break;
+  }
+  }
+}
+
+void cg_better(Gen *g, const char *v, const char *acc) {
+  const Decl *D = g->D;
+  const char *cmp = D->redop == R_ARGMIN ? "<" : ">";
+  if (scalar_is_float(D->type.s))
+    OUT("(%s == %s && (%s != %s || %s %s %s))", v, v, acc, acc, v, cmp, acc);
+  else
+    OUT("(%s %s %s)", v, cmp, acc);
+}
+
+/* Folds the value v of pixel (x, y) into acc (and, for argmin/argmax, its position ax,
+ * ay: the first pixel, then only a better value), without a trailing newline. */
+void cg_fold_pixel(Gen *g, const char *v) {
+  if (g->D->redop == R_ARGMIN || g->D->redop == R_ARGMAX) {
+    OUT("if (ax < 0 || ");
+    cg_better(g, v, "acc");
+    OUT(") { acc = %s; ax = x; ay = y; }", v);
+  } else {
+    cg_combine(g, "acc", v);
+  }
+}
+
+void cg_identity(Gen *g) {
+  const Decl *D = g->D;
+  Scalar s = D->type.s;
+  bool f = scalar_is_float(s);
+  switch (D->redop) {
+  case R_MIN:
+    if (f) OUT("(%s)INFINITY", cg_ctype(s));
+    else emit_int(g->o, lane_convert((Lane){.i = INT64_MAX}, T_I64, s).i | (s == T_U64 ? -1 : 0), s);
+    break;
+  case R_MAX:
+    if (f) OUT("(%s)-INFINITY", cg_ctype(s));
+    else emit_int(g->o, lane_convert((Lane){.i = INT64_MIN}, T_I64, s).i, s);
+    break;
+  case R_COMBINE:
+    g->variant = V_EDGE;
+    cg_expr(g, D->identity, 0);
+    break;
+  default:
+    OUT("0");
+    break;
+  }
+}
+
+/* True if no bin() of the body has a weight: the histogram only counts. */
+static bool counts_only(const Node *s) {
+  for (; s; s = s->next) {
+    if (s->kind == ND_BIN && s->b) return false;
+    if (s->kind == ND_BLOCK && !counts_only(s->body)) return false;
+    if (s->kind == ND_IF && (!counts_only(s->b) || !counts_only(s->c))) return false;
+    if (s->kind == ND_FOR && (!counts_only(s->init) || !counts_only(s->b) || !counts_only(s->step))) return false;
+  }
+  return true;
+}
+
+/* ---- instances ---- */
+
+void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct) {
+  memset(g, 0, sizeof *g);
+  g->o = out;
+  g->D = D;
+  g->borders = borders;
+  g->pfx = pfx;
+  g->direct = direct;
+  g->tb_img = -1;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    direct[i] = ac->read_rel && ac->window_known && !ac->gather;
+  }
+}
+
+void cg_combine_fn(Gen *g) {
+  const Decl *D = g->D;
+  if (D->kind != D_REDUCE || D->redop != R_COMBINE) return;
+  OUT("PXR_FN %s %s_comb(%s v%d, %s v%d", cg_ctype(D->type.s), g->pfx, cg_ctype(D->type.s), D->combine_a->slot,
+      cg_ctype(D->type.s), D->combine_b->slot);
+  for (int i = 0; i < D->nparams; i++)
+    if (!D->params[i]->is_image) OUT(", %s s%d", cg_ctype(D->params[i]->type.s), D->params[i]->scalar_index);
+  OUT(") {\n  return ");
+  g->variant = V_EDGE;
+  cg_expr(g, D->combine, 0);
+  OUT(";\n}\n");
+}
+
+void cg_functions(Gen *g) {
+  cg_read_fns(g);
+  cg_combine_fn(g);
+  if (g->D->kind == D_REDUCE) {
+    cg_reduce_fn(g, V_EDGE, false, "pe");
+    cg_reduce_fn(g, V_DIRECT_REL, false, "pi");
+  } else {
+    pixel_fn_named(g, V_EDGE, false, "pe");
+    pixel_fn_named(g, V_DIRECT_REL, false, "pi");
+  }
+}
+
+void cg_pixel_fn(Gen *g, int variant, const char *name, bool counts32) {
+  if (g->D->kind == D_REDUCE) cg_reduce_fn(g, variant, false, name);
+  else pixel_fn_named(g, variant, counts32, name);
+}
+
+bool cg_counts_only(const Gen *g) { return g->D->kind == D_HISTOGRAM && counts_only(g->D->body); }
+
+int cg_use_tile_buffer(Gen *g) {
+  g->tb_img = tile_buffer_image(g->D);
+  g->tb_t = g->tb_img >= 0 && g->D->access[g->tb_img].ax.cx == 0;
+  return g->tb_img;
+}
