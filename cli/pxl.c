@@ -7,8 +7,11 @@
  * The library never prints and never exits, so every message the user sees and every
  * exit status is decided here: library statuses map to four exit codes (source error,
  * usage, I/O, run time; see exit_code), and usage problems are caught before anything is
- * loaded. Output is never left half-written: images go through pxl_image_save (temp file
- * plus rename) and CSV through write_csv_atomic, and --out may not name an input.
+ * loaded: a malformed option value, or a single-valued option given twice, is a usage
+ * error before anything runs. Output is never left half-written: images go through
+ * pxl_image_save and CSV through pxl_write_file (both a temporary file plus rename), --out
+ * may not name an input, and SIGINT, SIGTERM, SIGHUP and the --time-limit timer remove
+ * the temporary file of a write in progress before the process dies.
  * docs/CLI.md is the user's documentation; keep it and the help texts below in step.
  */
 #define _XOPEN_SOURCE 700
@@ -16,12 +19,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +39,9 @@ enum {
   RC_SOURCE = 1, /* the kernel source has errors */
   RC_USAGE = 2,  /* bad command line or refused overwrite */
   RC_IO = 3,     /* file or image-format error */
-  RC_RUN = 4     /* anything else the library reports */
+  RC_RUN = 4,    /* anything else the library reports */
+  RC_TIMEOUT = 124 /* --time-limit exceeded; the status timeout(1) gives, so that
+                      `pxl run --time-limit N` can replace `timeout N pxl run` */
 };
 
 /* ---- help texts ---- */
@@ -67,9 +75,16 @@ static const char HELP_MAIN[] =
     "  4  run-time error: bad argument for the entry (wrong name, type, size or value),\n"
     "     no such entry point, device unavailable, backend compilation failed, out of\n"
     "     memory, other\n"
+    "  124  pxl run --time-limit exceeded\n"
+    "  A signal (SIGINT from Ctrl-C, SIGTERM, SIGHUP) ends pxl with that signal's status\n"
+    "  (130, 143, 129 in a shell), leaving no partial output file.\n"
     "\n"
-    "Errors go to standard error as \"pxl: error: MESSAGE\"; results go to standard\n"
-    "output or to files.\n"
+    "A single-valued option given twice is a usage error; --in, --param and --border\n"
+    "repeat with different NAMEs.\n"
+    "\n"
+    "Errors go to standard error as \"pxl: error: MESSAGE\", warnings (problems pxl\n"
+    "worked around) as \"pxl: warning: MESSAGE\"; results go to standard output or to\n"
+    "files.\n"
     "\n"
     "Environment:\n"
     "  PXL_CACHE_DIR  directory for compiled kernels (default $XDG_CACHE_HOME/pxl,\n"
@@ -102,10 +117,12 @@ static const char HELP_RUN[] =
     "  --param NAME=VALUE   scalar parameter NAME, e.g. --param t=40 --param s=0.5;\n"
     "                       an integer parameter takes an integer its type can hold\n"
     "                       (t=300 for a u8 is refused, not saturated); a float\n"
-    "                       parameter takes any number\n"
+    "                       parameter takes any number. A VALUE that is not a number\n"
+    "                       is a usage error (exit 2), one the parameter's type cannot\n"
+    "                       hold a run-time error (exit 4)\n"
     "  --border NAME=MODE   override the border mode of image parameter NAME when a\n"
     "                       kernel is run directly: clamp, mirror, mirror101, wrap,\n"
-    "                       constant(V) or none\n"
+    "                       constant(V) or none (another MODE: exit 2)\n"
     "  --device DEV         auto (default: the first NVIDIA GPU when CUDA works, else\n"
     "                       the CPU backend; an entry the GPU cannot run goes to the\n"
     "                       CPU), cpu, ref (the reference interpreter: slow, exact, the\n"
@@ -124,10 +141,18 @@ static const char HELP_RUN[] =
     "                       device: NAME\" (loading, compiling FILE.pxl and saving are\n"
     "                       excluded; the first run of a kernel on a device may include\n"
     "                       compiling it for the device, later runs use the cache; on a\n"
-    "                       GPU the time includes copying the images in and out)\n"
+    "                       GPU the time includes copying the images in and out).\n"
+    "                       The device is the one that ran the entry: after a fallback\n"
+    "                       (auto without a GPU or C compiler) the fallback\n"
+    "  --time-limit SECONDS stop after SECONDS of wall time (a number > 0, e.g. 60 or\n"
+    "                       0.5), counted from the start of the command: print \"pxl:\n"
+    "                       error: time limit of SECONDS s exceeded\", remove a partial\n"
+    "                       output file and exit 124. A kernel that never ends is\n"
+    "                       otherwise stopped with Ctrl-C\n"
     "  -h, --help           show this help\n"
     "  --                   end of options: later arguments are FILE.pxl and ENTRY\n"
-    "Options take their value as the next argument or after '=' (--out=x.png).\n"
+    "Options take their value as the next argument or after '=' (--out=x.png). Options\n"
+    "other than --in, --param and --border may be given once (twice: exit 2).\n"
     "\n"
     "Results:\n"
     "  image      saved to --out. The file is written under a temporary name and\n"
@@ -146,7 +171,8 @@ static const char HELP_RUN[] =
     "it does not, by its resolved directory and file name.\n"
     "\n"
     "Exit status: 0 success, 1 source errors, 2 usage error or refused overwrite,\n"
-    "3 input/output or image-file error, 4 run-time error (see 'pxl --help').\n"
+    "3 input/output or image-file error, 4 run-time error, 124 --time-limit exceeded\n"
+    "(see 'pxl --help').\n"
     "\n"
     "Examples:\n"
     "  pxl run edges.pxl --in photo.png --out edges.png --param t=40\n"
@@ -275,13 +301,80 @@ static int fail(pxl_context *ctx, int st, const char *what) {
   return exit_code(st);
 }
 
+/* Prints the warnings the library recorded on ctx since the last call, one
+ * "pxl: warning: LINE" per line. Called after each call that may record them. */
+static void print_warnings(pxl_context *ctx) {
+  const char *w = ctx ? pxl_take_warnings(ctx) : NULL;
+  while (w && *w) {
+    size_t n = strcspn(w, "\n");
+    if (n > 0) fprintf(stderr, "pxl: warning: %.*s\n", (int)n, w);
+    w += n;
+    if (*w) w++;
+  }
+}
+
+/* ---- signals and the time limit ---- */
+
+/* The message of an expired --time-limit, made before the timer is armed: the handler
+ * may only write(2) it. */
+static char time_limit_msg[160];
+static size_t time_limit_len;
+
+/* SIGINT, SIGTERM, SIGHUP: removes the temporary file of a write in progress, then dies
+ * of the signal (the handler was reset to the default on entry and the signal is not
+ * blocked: SA_RESETHAND | SA_NODEFER), so the caller sees the signal's status. */
+static void on_fatal_signal(int sig) {
+  pxl_remove_partial_files();
+  raise(sig);
+}
+
+/* SIGALRM from the --time-limit timer. */
+static void on_time_limit(int sig) {
+  (void)sig;
+  pxl_remove_partial_files();
+  ssize_t r = write(STDERR_FILENO, time_limit_msg, time_limit_len);
+  (void)r;
+  _exit(RC_TIMEOUT);
+}
+
+/* Installs on_fatal_signal for the signals that end a command, except those ignored
+ * when pxl started (nohup, a background job of a non-interactive shell), which stay so. */
+static void install_signal_handlers(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
+    struct sigaction old, sa;
+    if (sigaction(sigs[k], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(sigs[k], &sa, NULL);
+  }
+}
+
+/* Starts the --time-limit timer: seconds of wall time from now; text is the option's
+ * value, for the message. 0 on success. */
+static int arm_time_limit(double seconds, const char *text) {
+  int n = snprintf(time_limit_msg, sizeof time_limit_msg, "pxl: error: time limit of %.32s s exceeded\n", text);
+  time_limit_len = n > 0 && (size_t)n < sizeof time_limit_msg ? (size_t)n : strlen(time_limit_msg);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_time_limit;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGALRM, &sa, NULL) != 0) return -1;
+  struct itimerval it = {{0, 0}, {(time_t)seconds, (suseconds_t)((seconds - floor(seconds)) * 1e6)}};
+  if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
+  return setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* ---- option parsing ---- */
 
 typedef struct {
   const char *name; /* long name without "--"; NULL ends a table */
   char short_name;  /* 0 if none */
   int has_arg;      /* takes a value */
-  int id;           /* returned by next_arg */
+  int id;           /* returned by next_arg; below 32 */
+  int repeats;      /* may be given more than once (--in, --param, --border: one per NAME) */
 } Opt;
 
 enum { ARG_END = 0, ARG_POS = -1, ARG_BAD = -2 };
@@ -292,6 +385,7 @@ typedef struct {
   char **argv;
   int argc, i;
   int opts_done;    /* "--" seen: the rest are positional */
+  unsigned seen;    /* bit id: option id was given */
 } ArgIter;
 
 /* Next argument: an option's id (value, if any, in *val), ARG_POS (text in *val),
@@ -339,6 +433,13 @@ static int next_arg(ArgIter *it, const char **val) {
     usage_error(it->cmd, "option '--%s' takes no value (got '%s')", o->name, s);
     return ARG_BAD;
   }
+  /* One rule for every command: a single-valued option given twice is an error, never
+   * a silent choice between the two values. */
+  if (!o->repeats && (it->seen & (1u << o->id))) {
+    usage_error(it->cmd, "option '--%s' is given twice", o->name);
+    return ARG_BAD;
+  }
+  it->seen |= 1u << o->id;
   return o->id;
 }
 
@@ -441,74 +542,49 @@ static void print_csv(FILE *f, const double *bins, int n, int is_float) {
   }
 }
 
-/* Writes the CSV to path atomically: a temporary file in the same directory, flushed
- * and synced, then renamed over path. On failure nothing is left behind and an existing
- * file is untouched. Returns RC_OK or RC_IO after printing the error. */
+/* Writes the CSV to path with the library's atomic writer (pxl_write_file): on failure
+ * nothing is left behind and an existing file is untouched. Returns RC_OK, or an exit
+ * code after printing the error. */
 static int write_csv_atomic(const char *path, const double *bins, int n, int is_float) {
-  const char *slash = strrchr(path, '/');
-  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = path + dirlen;
-  size_t cap = strlen(path) + 16;
-  char *tmp = malloc(cap);
-  if (!tmp) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
     error("%s: out of memory", path);
     return RC_RUN;
   }
-  snprintf(tmp, cap, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    error("cannot create a file in the directory of '%s': %s", path, strerror(errno));
-    free(tmp);
-    return RC_IO;
+  print_csv(f, bins, n, is_float);
+  if (fclose(f) != 0 || !text) {
+    free(text);
+    error("%s: out of memory", path);
+    return RC_RUN;
   }
-  /* mkstemp makes 0600; give the file the mode an existing one had, else the usual. */
-  struct stat st;
-  mode_t mode;
-  if (stat(path, &st) == 0) {
-    mode = st.st_mode & 07777;
-  } else {
-    mode_t mask = umask(0);
-    umask(mask);
-    mode = 0666 & ~mask;
+  char msg[2048];
+  int st = pxl_write_file(path, text, len, msg, sizeof msg);
+  free(text);
+  if (st) {
+    error("%s", *msg ? msg : status_text(st));
+    return exit_code(st);
   }
-  int ok = fchmod(fd, mode) == 0;
-  FILE *f = ok ? fdopen(fd, "w") : NULL;
-  if (f) {
-    print_csv(f, bins, n, is_float);
-    ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
-  } else {
-    ok = 0;
-    close(fd);
-  }
-  int saved = errno;
-  if (ok && rename(tmp, path) != 0) {
-    saved = errno;
-    ok = 0;
-  }
-  if (!ok) {
-    unlink(tmp);
-    error("cannot write '%s': %s", path, strerror(saved));
-  }
-  free(tmp);
-  return ok ? RC_OK : RC_IO;
+  return RC_OK;
 }
 
 /* Compiles path into *prog; prints the diagnostics and returns the exit code on failure. */
 static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) {
   int st = pxl_program_from_file(ctx, path, prog);
+  print_warnings(ctx);
   return st ? fail(ctx, st, NULL) : RC_OK;
 }
 
 /* ---- pxl run ---- */
 
-enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_HELP };
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_HELP };
 
 static const Opt RUN_OPTS[] = {
-    {"in", 0, 1, O_IN},         {"out", 'o', 1, O_OUT},         {"param", 0, 1, O_PARAM},
-    {"border", 0, 1, O_BORDER}, {"device", 0, 1, O_DEVICE},     {"threads", 0, 1, O_THREADS},
-    {"roi", 0, 1, O_ROI},       {"time", 0, 0, O_TIME},         {"help", 'h', 0, O_HELP},
-    {NULL, 0, 0, 0}};
+    {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 0},         {"param", 0, 1, O_PARAM, 1},
+    {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
+    {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
+    {"help", 'h', 0, O_HELP, 1},   {NULL, 0, 0, 0, 0}};
 
 typedef struct {
   char *name;       /* parameter name; "" for a bare --in (first image parameter) */
@@ -521,6 +597,8 @@ typedef struct {
   const char *file, *entry, *out, *device;
   int threads;      /* -1: library default */
   int roi[4], has_roi, time;
+  double time_limit;           /* seconds; 0: none */
+  const char *time_limit_text; /* as given, for the message */
   Binding *ins, *params, *borders;
   int nin, nparam, nborder;
 } RunOpts;
@@ -570,10 +648,45 @@ static int add_input(const char *text, RunOpts *o) {
   return RC_OK;
 }
 
+/* Which option value check_value checks, with the library's own parser of it. */
+typedef enum { CHECK_DEVICE, CHECK_PARAM, CHECK_BORDER } ValueKind;
+
+/* Checks an option value against the library's grammar for it, on a scratch context
+ * that loads nothing: a device name (pxl_set_device), a number (pxl_args_scalar_text),
+ * a border mode (pxl_args_border). Returns RC_OK, or RC_USAGE after printing the
+ * library's message. So a malformed value is a usage error before anything runs, and
+ * the grammar lives in one place. */
+static int check_value(ValueKind kind, const char *opt, const char *name, const char *value) {
+  pxl_context *probe = pxl_context_new();
+  pxl_args *args = probe ? pxl_args_new(probe) : NULL;
+  if (!args) {
+    pxl_context_free(probe);
+    error("out of memory");
+    return RC_RUN;
+  }
+  int st = kind == CHECK_DEVICE   ? pxl_set_device(probe, value)
+           : kind == CHECK_PARAM  ? pxl_args_scalar_text(args, name, value)
+                                  : pxl_args_border(args, name, value);
+  int rc = RC_OK;
+  if (st == PXL_ENOMEM) {
+    error("out of memory");
+    rc = RC_RUN;
+  } else if (st) {
+    const char *msg = pxl_errmsg(probe);
+    if (name)
+      rc = usage_error("run", "--%s %s=%s: %s", opt, name, value, *msg ? msg : status_text(st));
+    else
+      rc = usage_error("run", "--%s %s: %s", opt, value, *msg ? msg : status_text(st));
+  }
+  pxl_args_free(args);
+  pxl_context_free(probe);
+  return rc;
+}
+
 /* Parses the arguments of `pxl run` into o; returns RC_OK, -1 after printing the help,
  * or an exit code after printing a usage error. */
 static int parse_run(int argc, char **argv, RunOpts *o) {
-  ArgIter it = {"run", RUN_OPTS, argv, argc, 0, 0};
+  ArgIter it = {"run", RUN_OPTS, argv, argc, 0, 0, 0};
   const char *v;
   int id, rc;
   while ((id = next_arg(&it, &v)) != ARG_END) {
@@ -592,28 +705,24 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       if ((rc = add_input(v, o))) return rc;
       break;
     case O_OUT:
-      if (o->out) return usage_error("run", "--out is given twice");
       if (!*v) return usage_error("run", "--out needs a file name");
       o->out = v;
       break;
     case O_PARAM:
       if ((rc = add_pair("param", v, o->params, &o->nparam))) return rc;
+      if ((rc = check_value(CHECK_PARAM, "param", o->params[o->nparam - 1].name, o->params[o->nparam - 1].path)))
+        return rc;
       break;
     case O_BORDER:
       if ((rc = add_pair("border", v, o->borders, &o->nborder))) return rc;
+      if ((rc = check_value(CHECK_BORDER, "border", o->borders[o->nborder - 1].name,
+                            o->borders[o->nborder - 1].path)))
+        return rc;
       break;
     case O_DEVICE:
-    { /* the library's grammar of device names, checked before any work (it loads nothing) */
-      pxl_context *probe = pxl_context_new();
-      if (probe && pxl_set_device(probe, v)) {
-        rc = usage_error("run", "%s", pxl_errmsg(probe));
-        pxl_context_free(probe);
-        return rc;
-      }
-      pxl_context_free(probe);
+      if ((rc = check_value(CHECK_DEVICE, "device", NULL, v))) return rc;
       o->device = v;
       break;
-    }
     case O_THREADS:
       if (parse_int(v, strlen(v), 0, 4096, &o->threads))
         return usage_error("run", "--threads needs a number from 0 to 4096, got '%s'", v);
@@ -624,6 +733,17 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       o->has_roi = 1;
       break;
     case O_TIME: o->time = 1; break;
+    case O_TIME_LIMIT:
+    {
+      char *end;
+      errno = 0;
+      double t = strtod(v, &end);
+      if (end == v || *end || errno || !isfinite(t) || t <= 0 || t > 1e6)
+        return usage_error("run", "--time-limit needs a number of seconds above 0 (at most 1e6), got '%s'", v);
+      o->time_limit = t;
+      o->time_limit_text = v;
+      break;
+    }
     case O_HELP: fputs(HELP_RUN, stdout); return -1;
     }
   }
@@ -671,6 +791,7 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
       return usage_error("run", "'%s' produces an image; --out '%s' is for histograms", name,
                          o->out);
     int st = pxl_image_save(ctx, pxl_result_image(res), o->out);
+    print_warnings(ctx);
     return st ? fail(ctx, st, NULL) : RC_OK;
   }
   case PXL_RESULT_SCALAR: {
@@ -770,10 +891,12 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   st = pxl_run(ctx, prog, o->entry, args, &res);
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  print_warnings(ctx);
   if (o->time) {
     fprintf(stderr, "pxl: time: %.3f ms\n",
             (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-    fprintf(stderr, "pxl: device: %s\n", pxl_device_name(ctx));
+    /* the device that ran it: after a fallback of "auto", not the one first picked */
+    fprintf(stderr, "pxl: device: %s\n", st == PXL_OK ? pxl_result_device(res) : pxl_device_name(ctx));
   }
   if (st) {
     rc = fail(ctx, st, NULL);
@@ -806,8 +929,11 @@ static int cmd_run(int argc, char **argv) {
     error("out of memory");
     rc = RC_RUN;
   } else if ((rc = parse_run(argc, argv, &o)) == RC_OK) {
-    pxl_context *ctx = pxl_context_new();
-    if (!ctx) {
+    pxl_context *ctx = NULL;
+    if (o.time_limit > 0 && arm_time_limit(o.time_limit, o.time_limit_text)) {
+      error("--time-limit: cannot start the timer: %s", strerror(errno));
+      rc = RC_RUN;
+    } else if (!(ctx = pxl_context_new())) {
       error("out of memory");
       rc = RC_RUN;
     } else {
@@ -831,11 +957,11 @@ static int cmd_run(int argc, char **argv) {
 enum { O_EXPLAIN = 1, O_CHECK_HELP };
 
 static const Opt CHECK_OPTS[] = {
-    {"explain", 0, 0, O_EXPLAIN}, {"help", 'h', 0, O_CHECK_HELP}, {NULL, 0, 0, 0}};
+    {"explain", 0, 0, O_EXPLAIN, 0}, {"help", 'h', 0, O_CHECK_HELP, 1}, {NULL, 0, 0, 0, 0}};
 
 /* pxl check FILE.pxl [--explain] */
 static int cmd_check(int argc, char **argv) {
-  ArgIter it = {"check", CHECK_OPTS, argv, argc, 0, 0};
+  ArgIter it = {"check", CHECK_OPTS, argv, argc, 0, 0, 0};
   const char *v, *file = NULL;
   int id, explain = 0;
   while ((id = next_arg(&it, &v)) != ARG_END) {
@@ -864,6 +990,7 @@ static int cmd_check(int argc, char **argv) {
     for (int i = 0; i < n; i++) printf("  %s\n", pxl_program_entry_signature(prog, i));
     if (explain) {
       const char *text = pxl_program_explain(ctx, prog);
+      print_warnings(ctx);
       if (!text) {
         rc = fail(ctx, PXL_ERROR, "--explain");
       } else {
@@ -882,11 +1009,11 @@ static int cmd_check(int argc, char **argv) {
 enum { O_OUTPUT = 1, O_COMPILE_HELP };
 
 static const Opt COMPILE_OPTS[] = {
-    {"output", 'o', 1, O_OUTPUT}, {"help", 'h', 0, O_COMPILE_HELP}, {NULL, 0, 0, 0}};
+    {"output", 'o', 1, O_OUTPUT, 0}, {"help", 'h', 0, O_COMPILE_HELP, 1}, {NULL, 0, 0, 0, 0}};
 
 /* pxl compile FILE.pxl [-o BASE] */
 static int cmd_compile(int argc, char **argv) {
-  ArgIter it = {"compile", COMPILE_OPTS, argv, argc, 0, 0};
+  ArgIter it = {"compile", COMPILE_OPTS, argv, argc, 0, 0, 0};
   const char *v, *file = NULL, *base = NULL;
   int id;
   while ((id = next_arg(&it, &v)) != ARG_END) {
@@ -897,7 +1024,6 @@ static int cmd_compile(int argc, char **argv) {
       file = v;
       break;
     case O_OUTPUT:
-      if (base) return usage_error("compile", "-o is given twice");
       if (!*v) return usage_error("compile", "-o needs a file name");
       base = v;
       break;
@@ -944,6 +1070,7 @@ static int cmd_compile(int argc, char **argv) {
   rc = load_program(ctx, file, &prog);
   if (rc == RC_OK) {
     int st = pxl_program_write_c(ctx, prog, base);
+    print_warnings(ctx);
     if (st)
       rc = fail(ctx, st, NULL);
     else
@@ -997,6 +1124,7 @@ static int cmd_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   int rc;
+  install_signal_handlers();
   if (argc < 2) {
     fputs(HELP_MAIN, stderr);
     return RC_USAGE;

@@ -152,6 +152,20 @@ int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out);
  * directory and renames it, so a failure never leaves a partial file. u8 and u16 only
  * (PNG/PNM); JPEG u8 only. */
 int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
+
+/* ---- files ---- */
+
+/* Writes n bytes to path the way pxl writes every file: into a temporary file in the
+ * same directory ("PATH.tmpXXXXXX"), flushed, synced and renamed over path; a replaced
+ * file keeps its permissions. PXL_EIO on failure, with the reason in msg (msgcap bytes;
+ * msg may be NULL), nothing left behind and path untouched. Needs no context, so that
+ * a program can use it before or without one. */
+int pxl_write_file(const char *path, const void *data, size_t n, char *msg, size_t msgcap);
+/* Removes the temporary files of the writes in progress in this process (image saves,
+ * pxl_write_file, cache entries). Async-signal-safe: call it from a SIGINT/SIGTERM
+ * handler, then let the signal take its default action, so an interrupted program
+ * leaves no partial file. */
+void pxl_remove_partial_files(void);
 void pxl_image_free(pxl_image *img);
 int pxl_image_width(const pxl_image *img);
 int pxl_image_height(const pxl_image *img);

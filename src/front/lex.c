@@ -13,6 +13,9 @@
 #include "front/front.h"
 #include "util/alloc.h"
 
+/* The longest identifier (docs/LANGUAGE.md, Limits). */
+#define MAX_IDENT_LEN 63
+
 static const char *const keywords[] = {"kernel", "reduce", "histogram", "pipeline", "image",
                                        "if",     "else",   "for",       "return",   "size"};
 
@@ -88,6 +91,10 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
     if (isalpha((unsigned char)*p) || *p == '_') {
       while (isalnum((unsigned char)*p) || *p == '_') p++;
       t->kind = is_keyword(start, (int)(p - start)) ? TK_KEYWORD : TK_IDENT;
+      /* Names reach the API (pxl_args binds parameters by names of up to 63 bytes) and
+       * every backend's generated code; C11 guarantees 63 significant characters. */
+      if (p - start > MAX_IDENT_LEN)
+        diag_error(d, t->loc, "name too long (%d characters; at most %d)", (int)(p - start), MAX_IDENT_LEN);
     } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
       bool is_float = false, is_hex = false;
       if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {

@@ -15,11 +15,24 @@
 #include "front/front.h"
 #include "util/alloc.h"
 
-/* Limit on the depth of the tree being built: each nesting level (parenthesis, unary
- * operator, call, statement) and each operator of a chain such as a + b + c counts one.
- * Deeper input is refused rather than overflowing the stack of this recursive parser or
- * of the later phases, which all recurse over the tree. */
-#define MAX_DEPTH 1000
+/* The language's limits on nesting (docs/LANGUAGE.md, Limits). They are set by what
+ * every backend's compiler accepts in the code generated from them, with a wide margin:
+ * the C, CUDA and OpenCL code nests two braces per statement level and one to three
+ * parentheses per expression level, and clang (the CPU backend with PXL_CC=clang, and
+ * PoCL's OpenCL compiler) refuses brackets nested deeper than 256, whatever their kind.
+ * Deeper input is refused here with a diagnostic, never handed to a backend to fail
+ * there; the limits also keep the recursion of this parser and of the later phases,
+ * which all recurse over the tree, far from the stack's end.
+ *   MAX_NEST: levels of statements: each if, for, else-if and stand-alone { } counts
+ *     one; the braced body of an if, else or for is part of it.
+ *   MAX_EXPR_DEPTH: depth of one expression: each parenthesis, unary operator, call,
+ *     component selection, ?: and each operator of a chain such as a + b + c counts one
+ *     (a chain is a left-deep tree).
+ *   MAX_CALL_DEPTH: pipeline calls nested in each other. Each is a stage of its own in
+ *     generated code, so only the recursion over the tree bounds them. */
+#define MAX_NEST 64
+#define MAX_EXPR_DEPTH 64
+#define MAX_CALL_DEPTH 1000
 
 typedef struct Scope Scope;
 struct Scope {
@@ -36,7 +49,10 @@ typedef struct {
   Token *end;     /* the TK_EOF token */
   Decl *decl;     /* declaration being parsed */
   Scope *scope;   /* innermost binding first */
-  int depth;
+  int depth;      /* expression depth (MAX_EXPR_DEPTH) */
+  int call_depth; /* pipeline calls (MAX_CALL_DEPTH) */
+  int nest;       /* statement levels (MAX_NEST) */
+  bool body_next; /* the next statement is the body of an if, else or for */
   bool too_deep;  /* "nested too deeply" reported: the rest of the statement is skipped */
   bool in_pipeline;
 } Parser;
@@ -430,9 +446,9 @@ static Node *postfix(Parser *P) {
   int saved = P->depth;
   while (is(P, ".") && !P->too_deep) {
     Loc loc = P->tok->loc;
-    if (++P->depth > MAX_DEPTH) {
+    if (++P->depth > MAX_EXPR_DEPTH) {
       P->depth = saved;
-      diag_error(P->d, loc, "expression nested too deeply");
+      diag_error(P->d, loc, "expression nested too deeply (at most %d levels)", MAX_EXPR_DEPTH);
       P->too_deep = true;
       return error_node(P, loc);
     }
@@ -466,9 +482,9 @@ static Node *postfix(Parser *P) {
 static Node *unary(Parser *P) {
   Loc loc = P->tok->loc;
   if (P->too_deep) return error_node(P, loc);
-  if (++P->depth > MAX_DEPTH) {
+  if (++P->depth > MAX_EXPR_DEPTH) {
     P->depth--;
-    diag_error(P->d, loc, "expression nested too deeply");
+    diag_error(P->d, loc, "expression nested too deeply (at most %d levels)", MAX_EXPR_DEPTH);
     P->too_deep = true;
     return error_node(P, loc);
   }
@@ -533,8 +549,8 @@ static Node *binexpr(Parser *P, int min_prec) {
     const BinOp *op = find_binop(P);
     if (!op || op->prec < min_prec || P->too_deep) break;
     Loc loc = P->tok->loc;
-    if (++P->depth > MAX_DEPTH) { /* a + b + c ... is a left-deep tree */
-      diag_error(P->d, loc, "expression nested too deeply");
+    if (++P->depth > MAX_EXPR_DEPTH) { /* a + b + c ... is a left-deep tree */
+      diag_error(P->d, loc, "expression nested too deeply (at most %d levels)", MAX_EXPR_DEPTH);
       P->too_deep = true;
       lhs = error_node(P, loc);
       break;
@@ -552,9 +568,9 @@ static Node *conditional(Parser *P) {
   Node *c = binexpr(P, 1);
   if (!is(P, "?") || P->too_deep) return c;
   Loc loc = P->tok->loc;
-  if (++P->depth > MAX_DEPTH) {
+  if (++P->depth > MAX_EXPR_DEPTH) {
     P->depth--;
-    diag_error(P->d, loc, "expression nested too deeply");
+    diag_error(P->d, loc, "expression nested too deeply (at most %d levels)", MAX_EXPR_DEPTH);
     P->too_deep = true;
     return error_node(P, loc);
   }
@@ -724,9 +740,13 @@ static Node *stmt(Parser *P) {
   Loc loc = P->tok->loc;
   Token *start = P->tok;
   int errs = P->d->nerrors;
-  if (++P->depth > MAX_DEPTH) {
-    P->depth--;
-    diag_error(P->d, loc, "statements nested too deeply");
+  bool body = P->body_next;
+  P->body_next = false;
+  bool opens = is(P, "if") || is(P, "for") || (is(P, "{") && !body);
+  if (opens && ++P->nest > MAX_NEST) {
+    P->nest--;
+    diag_error(P->d, loc, "statements nested too deeply (at most %d levels of if, for, else if and { })",
+               MAX_NEST);
     sync_stmt(P);
     return NULL;
   }
@@ -738,8 +758,12 @@ static Node *stmt(Parser *P) {
     expect(P, "(");
     r->a = expr(P);
     expect(P, ")");
+    P->body_next = true;
     r->b = stmt(P);
-    if (accept(P, "else")) r->c = stmt(P);
+    if (accept(P, "else")) {
+      P->body_next = true;
+      r->c = stmt(P);
+    }
     if (!r->b) r->b = new_node(P, ND_BLOCK, loc);
   } else if (accept(P, "for")) {
     Scope *saved = P->scope;
@@ -756,6 +780,7 @@ static Node *stmt(Parser *P) {
     expect(P, ";");
     if (!is(P, ")")) r->step = simple_stmt(P);
     expect(P, ")");
+    P->body_next = true;
     r->b = stmt(P);
     if (!r->b) r->b = new_node(P, ND_BLOCK, loc);
     P->scope = saved;
@@ -798,7 +823,8 @@ static Node *stmt(Parser *P) {
        !(P->tok[-1].kind == TK_PUNCT && (!strcmp(P->tok[-1].text, ";") || !strcmp(P->tok[-1].text, "}")))))
     sync_stmt(P);
   P->too_deep = false;
-  P->depth--;
+  P->body_next = false;
+  if (opens) P->nest--;
   return r;
 }
 
@@ -1048,8 +1074,8 @@ static int pcall(Parser *P, int *cap) {
   PipeValue v = {.loc = P->tok->loc};
   const char *callee = P->tok->text;
   advance(P);
-  if (++P->depth > MAX_DEPTH) { /* skip the call, parentheses balanced */
-    P->depth--;
+  if (++P->call_depth > MAX_CALL_DEPTH) { /* skip the call, parentheses balanced */
+    P->call_depth--;
     diag_error(P->d, v.loc, "calls nested too deeply");
     int depth = 0;
     while (P->tok->kind != TK_EOF) {
@@ -1075,7 +1101,7 @@ static int pcall(Parser *P, int *cap) {
   }
   if (n > 32) n = 32;
   expect(P, ")");
-  P->depth--;
+  P->call_depth--;
   v.args = alloc(P, sizeof(PipeArg) * (size_t)(n ? n : 1));
   if (!v.args) return -1;
   memcpy(v.args, tmp, sizeof(PipeArg) * (size_t)n);
@@ -1182,7 +1208,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
     Loc loc = P.tok->loc;
     int errs = d->nerrors;
     Decl *D = NULL;
-    P.depth = 0;
+    P.depth = P.call_depth = P.nest = 0;
     P.too_deep = false;
     if (accept(&P, "kernel"))
       D = kernel_decl(&P, loc);

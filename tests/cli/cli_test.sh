@@ -6,8 +6,9 @@
 # Works in a fresh temporary directory: writes small .pxl programs and 4x3 binary PGM
 # images with printf (no PNG needed), runs pxl on them and checks exit codes, messages
 # and the exact bytes of the outputs against values worked out by hand below. Prints
-# "ok N - ..." / "not ok N - ..." per assertion (with the command's stderr as "#" lines
-# on failure), then "N passed, M failed"; exits 1 if any failed.
+# "ok N - ..." / "not ok N - ..." / "ok N - ... # SKIP REASON" per assertion (with the
+# command's stderr as "#" lines on failure), then "P passed, F failed, S skipped"; exits
+# 1 if any failed, 77 (ctest's "skipped") if every assertion was skipped, else 0.
 
 # Conditions are single-quoted on purpose: assert evaluates them after each command.
 # shellcheck disable=SC2016,SC2034
@@ -38,6 +39,7 @@ mkdir -p "$PXL_CACHE_DIR"
 n=0
 npass=0
 nfail=0
+nskip=0
 rc=0
 
 # px ARGS...: runs pxl; stdout in out.txt, stderr in err.txt, exit status in $rc.
@@ -66,7 +68,7 @@ assert() {
 # skip DESCRIPTION REASON
 skip() {
   n=$((n + 1))
-  npass=$((npass + 1))
+  nskip=$((nskip + 1))
   echo "ok $n - $1 # SKIP $2"
 }
 
@@ -197,6 +199,36 @@ assert "malformed --roi exits 2" '[ $rc -eq 2 ] && has err.txt "--roi"'
 px run inv.pxl --in img.pgm --out o1.pgm --device gpu9
 assert "unknown --device exits 2" '[ $rc -eq 2 ] && has err.txt "gpu9"'
 
+px run prog.pxl box3 --in img.pgm --border in=bogus --out o1.pgm
+assert "an unknown --border mode is a usage error (exit 2) naming it" '[ $rc -eq 2 ] && has err.txt "--border in=bogus" && has err.txt "unknown border mode" && has err.txt "pxl run --help" && [ ! -e o1.pgm ]'
+
+px run prog.pxl box3 --in nosuch.pgm --border 'in=constant(x)' --out o1.pgm
+assert "a malformed constant(V) border is refused before any file is read (exit 2, not 3)" '[ $rc -eq 2 ] && has err.txt "constant(x)" && ! has err.txt "nosuch.pgm"'
+
+px run prog.pxl box3 --in img.pgm --border 'in=constant(7)' --border in2=mirror101 --out o1.pgm --device ref
+assert "well-formed --border modes pass the check (the unknown NAME in2 is a run-time error, exit 4)" '[ $rc -eq 4 ] && has err.txt "in2" && [ ! -e o1.pgm ]'
+
+# One rule for options: a single-valued option given twice is a usage error naming it.
+for dup in "--roi 0,0,1,1 --roi 0,0,2,2" "--threads 1 --threads 2" "--device cpu --device ref" \
+  "--time --time" "--time-limit 5 --time-limit 6" "--out o2.pgm" "-o o2.pgm" "--out=o2.pgm"; do
+  opt=$(echo "$dup" | sed 's/^-*\([a-z-]*\).*/\1/; s/^o$/out/')
+  # shellcheck disable=SC2086
+  px run inv.pxl --in img.pgm --out o1.pgm $dup
+  assert "repeated option ($dup) exits 2 naming --$opt, runs nothing" '[ $rc -eq 2 ] && has err.txt "option '"'"'--$opt'"'"' is given twice" && [ ! -e o1.pgm ] && [ ! -e o2.pgm ]'
+  rm -f o1.pgm o2.pgm
+done
+px check prog.pxl --explain --explain
+assert "pxl check --explain twice exits 2" '[ $rc -eq 2 ] && has err.txt "option '"'"'--explain'"'"' is given twice"'
+px compile prog.pxl -o gen_a --output gen_b
+assert "pxl compile -o twice exits 2 and writes nothing" '[ $rc -eq 2 ] && has err.txt "option '"'"'--output'"'"' is given twice" && [ ! -e gen_a.c ] && [ ! -e gen_b.c ]'
+px run prog.pxl box3 --in img.pgm --border in=clamp --border in=wrap --out o1.pgm
+assert "--border NAME twice exits 2" '[ $rc -eq 2 ] && has err.txt "--border in is given twice" && [ ! -e o1.pgm ]'
+
+for bad in 0 -1 abc 1e9 nan; do
+  px run inv.pxl --in img.pgm --out o1.pgm --time-limit "$bad"
+  assert "--time-limit $bad is a usage error (exit 2)" '[ $rc -eq 2 ] && has err.txt "--time-limit" && [ ! -e o1.pgm ]'
+done
+
 # ---- errors in files ----
 
 px run nosuch.pxl --in img.pgm --out o1.pgm
@@ -267,7 +299,10 @@ assert "--param binds a scalar" '[ $rc -eq 0 ] && pgm_is thr.pgm 4 3 thr100.raw'
 printf 'P5\n1 1\n255\n\007' >keep.pgm
 cp keep.pgm keep.orig
 px run thr.pxl --in img.pgm --param t=abc --out keep.pgm
-assert "bad --param value exits 4 and leaves an existing --out unchanged" '[ $rc -eq 4 ] && has err.txt "abc" && cmp -s keep.pgm keep.orig'
+assert "a --param value that is not a number is a usage error (exit 2) and leaves --out unchanged" '[ $rc -eq 2 ] && has err.txt "--param t=abc" && has err.txt "not a number" && cmp -s keep.pgm keep.orig'
+
+px run thr.pxl --in nosuch.pgm --param t=abc --out keep.pgm
+assert "a malformed --param is refused before any file is read (exit 2, not 3)" '[ $rc -eq 2 ] && ! has err.txt "nosuch.pgm"'
 
 px run inv.pxl --in img.pgm
 assert "an image result without --out is refused before running (exit 2)" '[ $rc -eq 2 ] && has err.txt "produces an image: give --out"'
@@ -310,6 +345,8 @@ PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm -
 assert "--device cpu without a C compiler exits 4 and says how to recover" '[ $rc -eq 4 ] && has err.txt "cannot run the C compiler" && has err.txt "--device ref" && [ ! -e inv_nocc.pgm ]'
 PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto.pgm
 assert "--device auto without a C compiler falls back to the interpreter" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_auto.pgm'
+PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto2.pgm --time
+assert "--time names the device that ran after the fallback (ref), not the one picked (cpu)" '[ $rc -eq 0 ] && grep -q "^pxl: device: ref$" err.txt && cmp -s inv.pgm inv_auto2.pgm'
 PXL_CACHE_DIR=$T/nocc_cache PXL_CC=false px run inv.pxl --in img.pgm --out inv_false.pgm --device cpu
 assert "a failing C compiler exits 4 and names the generated file and its log" '[ $rc -eq 4 ] && has err.txt "the C compiler failed on generated code" && has err.txt ".log" && [ ! -e inv_false.pgm ]'
 
@@ -318,6 +355,80 @@ px run prog.pxl box3 --in img.pgm --border in=clamp --out b_cpu.pgm --device cpu
 rc_cpu=$rc
 px run prog.pxl box3 --in img.pgm --border in=clamp --out b_ref.pgm --device ref
 assert "--border on a kernel run directly; cpu and ref agree" '[ $rc_cpu -eq 0 ] && [ $rc -eq 0 ] && [ -s b_cpu.pgm ] && cmp -s b_cpu.pgm b_ref.pgm'
+
+# ---- time limit and signals ----
+
+# A kernel that runs for ever in practice: n * n iterations per pixel (n = 2e9 gives
+# 4e18), with a result that depends on each one. n = 1 first, so that the CPU backend
+# compiles it (cached) outside the timed run.
+cat >spin.pxl <<'EOF'
+kernel u8 spin(image u8 in, i32 n) {
+  int s = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      s = s ^ (i + j * in(0, 0));
+  return s & 255;
+}
+EOF
+px run spin.pxl --in img.pgm --param n=1 --out spin1.pgm --device cpu
+assert "the endless kernel runs with n = 1" '[ $rc -eq 0 ] && [ -s spin1.pgm ]'
+for dev in ref cpu; do
+  t0=$(date +%s)
+  px run spin.pxl --in img.pgm --param n=2000000000 --out spin.pgm --device $dev --time-limit 1.5
+  t1=$(date +%s)
+  assert "--time-limit 1.5 stops an endless kernel on $dev: exit 124 and the message" '[ $rc -eq 124 ] && [ "$(cat err.txt)" = "pxl: error: time limit of 1.5 s exceeded" ] && [ ! -e spin.pgm ] && [ $((t1 - t0)) -le 10 ]'
+done
+px run inv.pxl --in img.pgm --out inv_tl.pgm --time-limit 60
+assert "a run within --time-limit succeeds" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_tl.pgm'
+
+# An incompressible 8000 x 8000 PNG: a save of about 64 MB that takes a second or more.
+cat >noise.pxl <<'EOF'
+kernel u8 noise(i32 n) size(n, n) {
+  int v = x * 73856093 ^ y * 19349663;
+  v = v ^ (v >> 13);
+  v = v * 1274126177;
+  return (v >> 16) & 255;
+}
+EOF
+px run noise.pxl --param n=8 --out warm.png --device cpu
+assert "the noise kernel runs (and is compiled before the timed runs)" '[ $rc -eq 0 ] && [ -s warm.png ]'
+
+# tmp_files: the temporary files pxl left in the current directory.
+tmp_files() { ls -a | grep '\.tmp'; }
+
+# interrupt SIGNAL STATUS: starts a large save, sends SIGNAL once its temporary file
+# exists, and checks that pxl died of SIGNAL and left neither the temporary file nor
+# big.png. The signal's default action is restored first: a background job of a
+# non-interactive shell starts with SIGINT ignored, which pxl rightly keeps.
+interrupt() {
+  want=$2
+  rm -f big.png big.png.tmp*
+  env --default-signal="$1" "$PXL" run noise.pxl --param n=8000 --out big.png --device cpu >out.txt 2>err.txt &
+  pid=$!
+  k=0
+  while [ $k -lt 400 ] && kill -0 $pid 2>/dev/null && ! ls big.png.tmp* >/dev/null 2>&1; do
+    sleep 0.05
+    k=$((k + 1))
+  done
+  seen=0
+  ls big.png.tmp* >/dev/null 2>&1 && seen=1
+  kill -s "$1" $pid
+  wait $pid
+  rc=$?
+  last="pxl run noise.pxl --param n=8000 --out big.png (SIG$1 during the save)"
+  assert "SIG$1 during a save: pxl dies of the signal (status $2) and leaves no partial file" '[ $seen -eq 1 ] && [ $rc -eq $want ] && [ -z "$(tmp_files)" ] && [ ! -e big.png ]'
+}
+if env --default-signal=INT true 2>/dev/null; then
+  interrupt TERM 143
+  interrupt INT 130
+  interrupt HUP 129
+else
+  skip "signals during a save" "env has no --default-signal"
+fi
+
+rm -f big.png
+px run noise.pxl --param n=8000 --out big.png --device cpu --time-limit 1
+assert "--time-limit expiring during a save exits 124 and leaves no partial file" '[ $rc -eq 124 ] && has err.txt "time limit of 1 s exceeded" && [ -z "$(tmp_files)" ] && [ ! -e big.png ]'
 
 # ---- reductions and histograms ----
 
@@ -370,5 +481,10 @@ assert "pxl compile of a bad kernel exits 1 and writes nothing" '[ $rc -eq 1 ] &
 
 # ---- summary ----
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+echo "$npass passed, $nfail failed, $nskip skipped"
+if [ "$nfail" -ne 0 ]; then
+  exit 1
+elif [ "$npass" -eq 0 ] && [ "$nskip" -gt 0 ]; then
+  exit 77
+fi
+exit 0
