@@ -6,12 +6,14 @@
  * PXL_EFORMAT with that message. libjpeg treats running out of data as a warning and
  * pads the image with gray; we make that warning fatal too, so a truncated file fails
  * instead of loading half an image. Gray JPEGs load as 1 channel, YCbCr/RGB as 3;
- * CMYK/YCCK are refused. Saving writes quality 95 baseline JPEG.
+ * CMYK/YCCK are refused. Saving writes quality 95 baseline JPEG through a destination
+ * manager of ours that keeps errno, so a failed write is PXL_EIO with its reason.
  *
  * libjpeg allocates with its own malloc, outside the PXL_* seam; its working memory is
  * capped (max_memory_to_use) and progressive files with absurd scan counts are refused,
  * the two known ways a small file makes it spend huge memory or time.
  */
+#include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -25,6 +27,7 @@
 
 #define MAX_SCANS 1000 /* progressive scans accepted before the file is called hostile */
 #define MEM_LIMIT ((uint64_t)PXL_MAX_BYTES * 2) /* libjpeg working memory (coefficients) */
+#define OUT_BUF 16384 /* bytes the encoder collects per write */
 
 typedef struct {
   struct jpeg_error_mgr pub; /* must be first: libjpeg sees only this */
@@ -145,26 +148,64 @@ done:
   return rc;
 }
 
+/* The encoder's destination: the stream, a buffer, and errno of a failed write. */
+typedef struct {
+  struct jpeg_destination_mgr pub; /* must be first */
+  FILE *f;
+  int err; /* errno of the write that failed, 0 while all succeeded */
+  JOCTET buf[OUT_BUF];
+} Dest;
+
+/* Writes n bytes of the buffer; on failure keeps errno and raises JERR_FILE_WRITE. */
+static void dest_write(j_compress_ptr c, size_t n) {
+  Dest *d = (Dest *)c->dest;
+  errno = 0;
+  if (n && fwrite(d->buf, 1, n, d->f) != n) {
+    d->err = errno ? errno : EIO;
+    ERREXIT(c, JERR_FILE_WRITE);
+  }
+  d->pub.next_output_byte = d->buf;
+  d->pub.free_in_buffer = OUT_BUF;
+}
+
+static void dest_init(j_compress_ptr c) {
+  Dest *d = (Dest *)c->dest;
+  d->pub.next_output_byte = d->buf;
+  d->pub.free_in_buffer = OUT_BUF;
+}
+
+static boolean dest_empty(j_compress_ptr c) {
+  dest_write(c, OUT_BUF); /* libjpeg calls this only with the buffer full */
+  return TRUE;
+}
+
+static void dest_term(j_compress_ptr c) { dest_write(c, OUT_BUF - c->dest->free_in_buffer); }
+
 int io_jpeg_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
   struct jpeg_compress_struct cinfo;
   JpegErr jerr;
+  static _Thread_local Dest dest; /* 16 KiB: off the stack */
 
   memset(&cinfo, 0, sizeof cinfo);
+  dest = (Dest){.pub = {.init_destination = dest_init,
+                        .empty_output_buffer = dest_empty,
+                        .term_destination = dest_term},
+                .f = f};
   init_err(&jerr);
   cinfo.err = &jerr.pub;
   if (setjmp(jerr.jump)) {
     int rc;
-    if (jerr.pub.msg_code == JERR_OUT_OF_MEMORY)
+    if (dest.err)
+      rc = io_write_error(err, name, dest.err);
+    else if (jerr.pub.msg_code == JERR_OUT_OF_MEMORY)
       rc = io_err(err, PXL_ENOMEM, name, "out of memory encoding JPEG");
-    else if (jerr.pub.msg_code == JERR_FILE_WRITE)
-      rc = io_err(err, PXL_EIO, name, "write failed");
     else
       rc = io_err(err, PXL_ERROR, name, "JPEG encoding failed: %s", jerr.msg);
     jpeg_destroy_compress(&cinfo);
     return rc;
   }
   jpeg_create_compress(&cinfo);
-  jpeg_stdio_dest(&cinfo, f);
+  cinfo.dest = &dest.pub;
   cinfo.image_width = (JDIMENSION)img->width;
   cinfo.image_height = (JDIMENSION)img->height;
   cinfo.input_components = img->channels;

@@ -9,10 +9,14 @@
  * the image limits before the pixel buffer exists, and rows are decoded progressively
  * straight into the pitched image, so no second full-size buffer is needed.
  *
+ * Encoding writes through a callback that keeps errno, so a failed write is PXL_EIO with
+ * its reason.
+ *
  * libspng allocates through the PXL_* seam, so out-of-memory injection reaches it; a
  * thread-local flag remembers an injected failure, because spng reports some of them
  * (zlib's) as data errors.
  */
+#include <errno.h>
 #include <spng.h>
 #include <string.h>
 
@@ -153,6 +157,21 @@ done:
   return rc;
 }
 
+/* Where encoded bytes go: the stream, and errno of the first write that failed. */
+typedef struct {
+  FILE *f;
+  int err; /* errno of the failed write, 0 while all succeeded */
+} Sink;
+
+static int write_cb(spng_ctx *ctx, void *user, void *data, size_t n) {
+  (void)ctx;
+  Sink *s = user;
+  errno = 0;
+  if (fwrite(data, 1, n, s->f) == n) return 0;
+  s->err = errno ? errno : EIO;
+  return SPNG_IO_ERROR;
+}
+
 int io_png_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
   alloc_failed = 0;
   spng_ctx *ctx = spng_ctx_new2(&spng_allocator, SPNG_CTX_ENCODER);
@@ -166,14 +185,15 @@ int io_png_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
       .color_type = color_of[img->channels],
   };
   size_t row = (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
-  int e = spng_set_png_file(ctx, f);
+  Sink sink = {f, 0};
+  int e = spng_set_png_stream(ctx, write_cb, &sink);
   if (!e) e = spng_set_ihdr(ctx, &ihdr);
   if (!e) e = spng_encode_image(ctx, NULL, 0, SPNG_FMT_PNG,
                                 SPNG_ENCODE_PROGRESSIVE | SPNG_ENCODE_FINALIZE);
   for (int y = 0; !e && y < img->height; y++) e = spng_encode_row(ctx, image_row(img, y), row);
   spng_ctx_free(ctx);
   if (e == SPNG_EOI || e == 0) return PXL_OK;
+  if (sink.err) return io_write_error(err, name, sink.err);
   if (e == SPNG_EMEM || alloc_failed) return io_err(err, PXL_ENOMEM, name, "out of memory encoding PNG");
-  if (e == SPNG_EIO) return io_err(err, PXL_EIO, name, "write failed");
   return io_err(err, PXL_ERROR, name, "PNG encoding failed: %s", spng_strerror(e));
 }

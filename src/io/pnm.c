@@ -10,7 +10,7 @@
  * full range when maxval is not 255 or 65535 (value / maxval is what a sample means).
  * The header's size is checked against the limits, and the data's length against the
  * size, before any pixel allocation. Saving writes P5 (1 channel) or P6 (3 channels)
- * with maxval 255 for u8 and 65535 for u16.
+ * with maxval 255 for u8 and 65535 for u16; a failed write is PXL_EIO with errno's reason.
  */
 #include <errno.h>
 #include <limits.h>
@@ -167,6 +167,7 @@ int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
   int wide = img->type == PXL_U16;
   size_t per_row = (size_t)img->width * (size_t)img->channels;
   uint8_t *be = NULL;
+  errno = 0;
   if (wide && !(be = PXL_MALLOC(per_row * 2)))
     return io_err(err, PXL_ENOMEM, name, "out of memory encoding PGM/PPM");
   int ok = fprintf(f, "P%c\n%d %d\n%d\n", img->channels == 1 ? '5' : '6', img->width,
@@ -183,6 +184,7 @@ int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
     }
     ok = fwrite(be, 1, per_row * 2, f) == per_row * 2;
   }
+  int e = errno; /* of the failed write; PXL_FREE may change it */
   PXL_FREE(be);
-  return ok ? PXL_OK : io_err(err, PXL_EIO, name, "write failed: %s", strerror(errno));
+  return ok ? PXL_OK : io_write_error(err, name, e);
 }

@@ -5,11 +5,15 @@
  * (ASCII PNM, palette / gray+alpha / 1-bit / interlaced PNG written with libspng
  * directly), and the failure paths: truncated, garbage, empty and missing files, headers
  * claiming huge dimensions, saves that must fail without touching an existing file, and
- * out-of-memory injection during loads and saves. All files live in a mkdtemp directory
- * removed at the end.
+ * out-of-memory injection during loads and saves. Forked children check what must not
+ * happen to the test process itself: reading /dev/zero (under an address-space limit),
+ * a full disk (RLIMIT_FSIZE with SIGXFSZ ignored, so writes fail with EFBIG) and SIGTERM
+ * in the middle of a save. All files live in a mkdtemp directory removed at the end.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -27,6 +35,7 @@
 #include "image/image.h"
 #include "io/imageio.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 static char tmpdir[256];
 
@@ -707,6 +716,209 @@ static void test_oom_load(void **state) {
   }
 }
 
+/* ---- hardening: limits, failed writes, permissions, signals, hostile files ---- */
+
+/* What a forked child reports back: the status of its call and the message. */
+typedef struct {
+  int rc;
+  char msg[512];
+} ChildReport;
+
+typedef void (*ChildFn)(void *arg, ChildReport *out);
+
+/* Runs fn(arg) in a forked child with RLIMIT_FSIZE at fsize bytes (0: unchanged; SIGXFSZ
+ * ignored, so writes past it fail with EFBIG) and RLIMIT_AS raised by as_extra bytes
+ * over the current address space (0: unchanged); returns its report. */
+static ChildReport run_in_child(ChildFn fn, void *arg, rlim_t fsize, rlim_t as_extra) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    if (fsize) {
+      signal(SIGXFSZ, SIG_IGN);
+      struct rlimit rl = {fsize, fsize};
+      if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(2);
+    }
+    if (as_extra) {
+      long pages = 0;
+      FILE *f = fopen("/proc/self/statm", "r");
+      if (!f || fscanf(f, "%ld", &pages) != 1) _exit(2);
+      fclose(f);
+      rlim_t lim = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + as_extra;
+      struct rlimit rl = {lim, lim};
+      if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(2);
+    }
+    ChildReport r = {0};
+    fn(arg, &r);
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 2);
+  }
+  close(fds[1]);
+  ChildReport r = {-1, ""};
+  ssize_t got = read(fds[0], &r, sizeof r);
+  close(fds[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("child failed (status 0x%x)", status);
+  return r;
+}
+
+static void child_load(void *arg, ChildReport *out) {
+  Err err = {0};
+  struct pxl_image *img = NULL;
+  out->rc = io_load(arg, &img, &err);
+  snprintf(out->msg, sizeof out->msg, "%.500s", err.msg);
+  image_free(img);
+}
+
+typedef struct {
+  const char *path;
+  const struct pxl_image *img;
+} SaveJob;
+
+static void child_save(void *arg, ChildReport *out) {
+  const SaveJob *job = arg;
+  Err err = {0};
+  out->rc = io_save(job->path, job->img, &err);
+  snprintf(out->msg, sizeof out->msg, "%.500s", err.msg);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* An endless file stops at the size cap (PXL_ETOOBIG naming it) instead of exhausting
+ * memory; a FIFO with a writer still loads. The child's address space is limited to 3 GiB
+ * more than it uses, so a reader without the cap fails there instead of on the machine. */
+static void test_load_limits(void **state) {
+  (void)state;
+  ChildReport r = run_in_child(child_load, "/dev/zero", 0, UNDER_ASAN ? 0 : (rlim_t)3 << 30);
+  if (r.rc != PXL_ETOOBIG) fail_msg("/dev/zero: status %d (%s)", r.rc, r.msg);
+  assert_non_null(strstr(r.msg, "/dev/zero: larger than 1073741824 bytes"));
+
+  struct pxl_image *img = make_image(9, 7, PXL_U8, 3, 0), *back;
+  Err err = {0};
+  assert_int_equal(io_save(tpath("fifo-src.png"), img, &err), PXL_OK);
+  size_t n;
+  uint8_t *bytes = read_bytes(tpath("fifo-src.png"), &n);
+  const char *fifo = tpath("fifo.png");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(fifo, O_WRONLY);
+    _exit(fd >= 0 && write(fd, bytes, n) == (ssize_t)n ? 0 : 1);
+  }
+  assert_int_equal(io_load(fifo, &back, &err), PXL_OK);
+  assert_images_equal(img, back);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  image_free(back);
+  image_free(img);
+  free(bytes);
+}
+
+/* A full disk (here: the file size limit) fails every format with PXL_EIO naming the file
+ * and the reason, leaves the existing file as it was and no temporary file behind. */
+static void test_save_full_disk(void **state) {
+  (void)state;
+  static const char *names[] = {"full.png", "full16.png", "full.jpg", "full.ppm", "full16.pgm"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    int wide = strstr(names[k], "16") != NULL;
+    int ch = strstr(names[k], ".pgm") ? 1 : 3;
+    pxl_type t = wide ? PXL_U16 : PXL_U8;
+    struct pxl_image *small = make_image(4, 4, t, ch, 0), *big = make_image(300, 200, t, ch, 0);
+    const char *p = tpath(names[k]);
+    Err err = {0};
+    assert_int_equal(io_save(p, small, &err), PXL_OK);
+    size_t n0, n1;
+    uint8_t *before = read_bytes(p, &n0);
+    SaveJob job = {p, big};
+    ChildReport r = run_in_child(child_save, &job, 16384, 0);
+    if (r.rc != PXL_EIO) fail_msg("%s: status %d (%s)", names[k], r.rc, r.msg);
+    if (!strstr(r.msg, p) || !strstr(r.msg, strerror(EFBIG)))
+      fail_msg("%s: message without the file or the reason: %s", names[k], r.msg);
+    uint8_t *after = read_bytes(p, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    assert_int_equal(count_files(".tmp"), 0);
+    free(before);
+    free(after);
+    image_free(small);
+    image_free(big);
+  }
+}
+
+/* New files get 0666 less the umask; a replaced file keeps its mode. */
+static void test_save_umask(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(3, 3, PXL_U8, 1, 0);
+  Err err = {0};
+  struct stat st;
+  mode_t old = umask(027);
+  assert_int_equal(io_save(tpath("mask1.png"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask1.png"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0640);
+  umask(077);
+  assert_int_equal(io_save(tpath("mask2.pgm"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask2.pgm"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(chmod(tpath("mask1.png"), 0604), 0);
+  assert_int_equal(io_save(tpath("mask1.png"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask1.png"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0604);
+  umask(old);
+  image_free(img);
+}
+
+/* The handler a program installs (the CLI's does the same): remove partial files, die. */
+static void on_term(int sig) {
+  file_remove_partial();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* SIGTERM in the middle of a save: the handler's file_remove_partial removes the
+ * temporary file, so nothing is left; the target never appears. */
+static void test_save_signal(void **state) {
+  (void)state;
+  struct pxl_image *big = make_image(2048, 2048, PXL_U8, 3, 0);
+  const char *p = tpath("sig.png");
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGTERM, on_term);
+    for (;;) {
+      Err err = {0};
+      if (io_save(p, big, &err) != PXL_OK) _exit(1);
+      unlink(p);
+    }
+  }
+  int seen = 0;
+  for (int i = 0; i < 20000 && !seen; i++) { /* up to 20 s for a temporary file to appear */
+    seen = count_files("sig.png.tmp") > 0;
+    if (!seen) usleep(1000);
+  }
+  assert_true(seen);
+  usleep(20000); /* well inside the encoder */
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  assert_int_equal(count_files("sig.png"), 0);
+  image_free(big);
+}
+
 /* ---- setup ---- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -734,7 +946,9 @@ int main(void) {
       cmocka_unit_test(test_format_by_magic), cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_garbage),       cmocka_unit_test(test_empty_missing),
       cmocka_unit_test(test_huge_dims),     cmocka_unit_test(test_save_errors),
-      cmocka_unit_test(test_oom_load),
+      cmocka_unit_test(test_oom_load),      cmocka_unit_test(test_load_limits),
+      cmocka_unit_test(test_save_full_disk), cmocka_unit_test(test_save_umask),
+      cmocka_unit_test(test_save_signal),
   };
   return cmocka_run_group_tests_name("io", tests, setup, teardown);
 }
