@@ -9,6 +9,10 @@
  * the image limits before the pixel buffer exists, and rows are decoded progressively
  * straight into the pitched image, so no second full-size buffer is needed.
  *
+ * Every chunk's CRC is checked, ancillary chunks' too (libspng's default discards those
+ * silently, and tRNS changes the pixels), and after the last row the rest of the file is
+ * read through IEND: libspng stops at the last row otherwise, before the CRC of the last
+ * IDAT, so a corrupt IDAT CRC or a file cut after the image data went unnoticed.
  * Encoding writes through a callback that keeps errno, so a failed write is PXL_EIO with
  * its reason.
  *
@@ -55,6 +59,8 @@ static struct spng_alloc spng_allocator = {spng_malloc_cb, spng_realloc_cb, spng
 static int decode_error(int e, const char *name, Err *err) {
   if (e == SPNG_EMEM || alloc_failed) return io_err(err, PXL_ENOMEM, name, "out of memory decoding PNG");
   if (e == SPNG_EOF || e == SPNG_IO_EOF) return io_err(err, PXL_EFORMAT, name, "truncated PNG data");
+  if (e == SPNG_ECHUNK_CRC)
+    return io_err(err, PXL_EFORMAT, name, "corrupt PNG: a chunk's CRC does not match its data");
   if (e == SPNG_ECHUNK_LIMITS)
     return io_err(err, PXL_EFORMAT, name, "invalid PNG: chunk exceeds the size limits");
   return io_err(err, PXL_EFORMAT, name, "invalid PNG: %s", spng_strerror(e));
@@ -97,6 +103,7 @@ int io_png_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   int rc = PXL_OK, e;
   spng_set_image_limits(ctx, PXL_MAX_DIM, PXL_MAX_DIM);
   spng_set_chunk_limits(ctx, CHUNK_LIMIT, CACHE_LIMIT);
+  spng_set_crc_action(ctx, SPNG_CRC_ERROR, SPNG_CRC_ERROR);
   spng_set_png_buffer(ctx, buf, n);
 
   struct spng_ihdr ihdr;
@@ -145,6 +152,8 @@ int io_png_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
     e = spng_decode_row(ctx, image_row(img, (int)info.row_num), row);
   } while (!e);
   if (e != SPNG_EOI) goto fail;
+  e = spng_decode_chunks(ctx);
+  if (e) goto fail;
   *out = img;
   img = NULL;
   goto done;

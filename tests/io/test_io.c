@@ -919,6 +919,70 @@ static void test_save_signal(void **state) {
   image_free(big);
 }
 
+/* Offset of the first chunk of the given type in a PNG, or 0. */
+static size_t png_find_chunk(const uint8_t *b, size_t n, const char *type) {
+  for (size_t i = 8; i + 12 <= n;) {
+    uint32_t len = (uint32_t)b[i] << 24 | (uint32_t)b[i + 1] << 16 | (uint32_t)b[i + 2] << 8 | b[i + 3];
+    if (memcmp(b + i + 4, type, 4) == 0) return i;
+    i += 12 + (size_t)len;
+  }
+  return 0;
+}
+
+/* A wrong CRC on a critical chunk (IDAT, the data itself) or an ancillary one (tEXt)
+ * makes the file corrupt. */
+static void test_png_crc(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(20, 10, PXL_U8, 3, 0);
+  const char *p = tpath("crc.png");
+  Err err = {0};
+  assert_int_equal(io_save(p, img, &err), PXL_OK);
+  size_t n;
+  uint8_t *bytes = read_bytes(p, &n);
+  size_t at = png_find_chunk(bytes, n, "IDAT");
+  assert_true(at > 0);
+  uint32_t len = (uint32_t)bytes[at] << 24 | (uint32_t)bytes[at + 1] << 16 | (uint32_t)bytes[at + 2] << 8 | bytes[at + 3];
+  bytes[at + 8 + len + 3] ^= 1; /* last byte of IDAT's CRC */
+  write_bytes(p, bytes, n);
+  expect_load_error(p, PXL_EFORMAT);
+  io_load(p, &(struct pxl_image *){NULL}, &err);
+  assert_non_null(strstr(err.msg, "CRC"));
+  bytes[at + 8 + len + 3] ^= 1;
+  write_bytes(p, bytes, n - 12); /* no IEND: the file was cut after the image data */
+  expect_load_error(p, PXL_EFORMAT);
+
+  /* a tEXt chunk right after IHDR, then before IEND: loads with a good CRC, not with a
+   * bad one */
+  static const char text[] = "Comment\0hello";
+  size_t tl = sizeof text - 1, ihdr_end = 8 + 25, m = n + 12 + tl;
+  uint8_t chunk[64], *withtext = malloc(m);
+  put_be32(chunk, (uint32_t)tl);
+  memcpy(chunk + 4, "tEXt", 4);
+  memcpy(chunk + 8, text, tl);
+  put_be32(chunk + 8 + tl, crc32_of(chunk + 4, tl + 4));
+  for (int bad = 0; bad < 2; bad++) {
+    chunk[8 + tl] ^= (uint8_t)(bad ? 0x80 : 0);
+    for (int where = 0; where < 2; where++) {
+      size_t cut = where ? n - 12 : ihdr_end;
+      memcpy(withtext, bytes, cut);
+      memcpy(withtext + cut, chunk, 12 + tl);
+      memcpy(withtext + cut + 12 + tl, bytes + cut, n - cut);
+      write_bytes(p, withtext, m);
+      if (bad) {
+        expect_load_error(p, PXL_EFORMAT);
+        continue;
+      }
+      struct pxl_image *back;
+      assert_int_equal(io_load(p, &back, &err), PXL_OK);
+      assert_images_equal(img, back);
+      image_free(back);
+    }
+  }
+  free(withtext);
+  free(bytes);
+  image_free(img);
+}
+
 /* ---- setup ---- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -948,7 +1012,7 @@ int main(void) {
       cmocka_unit_test(test_huge_dims),     cmocka_unit_test(test_save_errors),
       cmocka_unit_test(test_oom_load),      cmocka_unit_test(test_load_limits),
       cmocka_unit_test(test_save_full_disk), cmocka_unit_test(test_save_umask),
-      cmocka_unit_test(test_save_signal),
+      cmocka_unit_test(test_save_signal),   cmocka_unit_test(test_png_crc),
   };
   return cmocka_run_group_tests_name("io", tests, setup, teardown);
 }
