@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jpeglib.h>
 #include <spng.h>
 
 #include "image/image.h"
@@ -490,8 +491,10 @@ static void test_truncated(void **state) {
     size_t n;
     uint8_t *bytes = read_bytes(full, &n);
     assert_non_null(bytes);
-    /* Cut inside the pixel data; for JPEG and PNM also just before the end. */
-    size_t cuts[] = {n / 2, n * 3 / 4, strstr(names[k], ".png") ? n / 3 : n - 1, 20};
+    /* Cut inside the pixel data; for PNM also just before the end, for JPEG just before
+     * the EOI marker (a JPEG that lacks only EOI loads: test_jpeg_missing_eoi). */
+    size_t near_end = strstr(names[k], ".png") ? n / 3 : strstr(names[k], ".jpg") ? n - 3 : n - 1;
+    size_t cuts[] = {n / 2, n * 3 / 4, near_end, 20};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
       const char *p = tpath("cut.bin");
       write_bytes(p, bytes, cuts[c]);
@@ -983,6 +986,127 @@ static void test_png_crc(void **state) {
   image_free(img);
 }
 
+/* Writes img (u8, 1 or 3 channels) as JPEG with libjpeg directly: progressive when
+ * nscans < 0 (jpeg_simple_progression), else with the given scan script (NULL: baseline). */
+static void write_jpeg_scans(const char *path, const struct pxl_image *img,
+                             const jpeg_scan_info *scans, int nscans) {
+  struct jpeg_compress_struct cinfo;
+  struct jpeg_error_mgr jerr;
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = (JDIMENSION)img->width;
+  cinfo.image_height = (JDIMENSION)img->height;
+  cinfo.input_components = img->channels;
+  cinfo.in_color_space = img->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 90, TRUE);
+  if (nscans < 0) {
+    jpeg_simple_progression(&cinfo);
+  } else if (scans) {
+    cinfo.scan_info = scans;
+    cinfo.num_scans = nscans;
+  }
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = image_row(img, (int)cinfo.next_scanline);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* Offset of the last marker FF <code> in a JPEG, or 0. */
+static size_t jpeg_last_marker(const uint8_t *b, size_t n, uint8_t code) {
+  size_t last = 0;
+  for (size_t i = 2; i + 1 < n; i++)
+    if (b[i] == 0xff && b[i + 1] == code) last = i;
+  return last;
+}
+
+/* A JPEG that lacks only its EOI marker (or half of it) decodes to the same image as the
+ * whole file, as libjpeg-turbo and OpenCV do; losing anything before it (a scan, a
+ * component, entropy-coded data) is still an error. */
+static void test_jpeg_missing_eoi(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(40, 30, PXL_U8, 3, 1), *full, *cut;
+  jpeg_scan_info by_comp[3]; /* sequential, one scan per component */
+  for (int c = 0; c < 3; c++) by_comp[c] = (jpeg_scan_info){1, {c}, 0, 63, 0, 0};
+  struct {
+    const char *name;
+    const jpeg_scan_info *scans;
+    int nscans;
+  } kinds[] = {{"base.jpg", NULL, 0}, {"prog.jpg", NULL, -1}, {"comp.jpg", by_comp, 3}};
+  Err err = {0};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    const char *p = tpath(kinds[k].name), *q = tpath("noeoi.jpg");
+    write_jpeg_scans(p, img, kinds[k].scans, kinds[k].nscans);
+    assert_int_equal(io_load(p, &full, &err), PXL_OK);
+    size_t n;
+    uint8_t *bytes = read_bytes(p, &n);
+    assert_true(n > 4 && bytes[n - 2] == 0xff && bytes[n - 1] == 0xd9);
+    for (size_t drop = 1; drop <= 2; drop++) {
+      write_bytes(q, bytes, n - drop);
+      int rc = io_load(q, &cut, &err);
+      if (rc != PXL_OK) fail_msg("%s less %zu bytes: %s", kinds[k].name, drop, err.msg);
+      assert_images_equal(full, cut);
+      image_free(cut);
+    }
+    write_bytes(q, bytes, n - 3); /* the last byte of entropy-coded data is missing */
+    expect_load_error(q, PXL_EFORMAT);
+    if (kinds[k].scans || kinds[k].nscans < 0) { /* a whole scan missing, no EOI */
+      size_t sos = jpeg_last_marker(bytes, n, 0xda);
+      assert_true(sos > 0);
+      write_bytes(q, bytes, sos);
+      expect_load_error(q, PXL_EFORMAT);
+    }
+    image_free(full);
+    free(bytes);
+  }
+  image_free(img);
+}
+
+/* A gray progressive scan script of nscans (64..127) scans: DC, then one scan per AC
+ * coefficient, the first nscans - 64 of them in two successive-approximation passes. */
+static int gray_script(jpeg_scan_info *s, int nscans) {
+  int k = 0, split = nscans - 64;
+  s[k++] = (jpeg_scan_info){1, {0}, 0, 0, 0, 0};
+  for (int coef = 1; coef < 64; coef++) {
+    if (coef <= split) {
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 0, 1};
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 1, 0};
+    } else {
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 0, 0};
+    }
+  }
+  return k;
+}
+
+/* Progressive JPEGs with more than 100 scans are refused (the limit is in the message);
+ * 100 scans load. */
+static void test_jpeg_scan_limit(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(32, 24, PXL_U8, 1, 1), *back;
+  jpeg_scan_info script[128];
+  const char *p = tpath("scans.jpg");
+  Err err = {0};
+  assert_int_equal(gray_script(script, 100), 100);
+  write_jpeg_scans(p, img, script, 100);
+  assert_int_equal(io_load(p, &back, &err), PXL_OK);
+  double mae = mean_abs_error(img, back);
+  if (mae > 2.5) fail_msg("100-scan JPEG: mean abs error %.2f", mae);
+  image_free(back);
+  assert_int_equal(gray_script(script, 101), 101);
+  write_jpeg_scans(p, img, script, 101);
+  expect_load_error(p, PXL_EFORMAT);
+  io_load(p, &back, &err);
+  assert_non_null(strstr(err.msg, "more than 100 scans"));
+  image_free(img);
+}
+
 /* ---- setup ---- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -1013,6 +1137,7 @@ int main(void) {
       cmocka_unit_test(test_oom_load),      cmocka_unit_test(test_load_limits),
       cmocka_unit_test(test_save_full_disk), cmocka_unit_test(test_save_umask),
       cmocka_unit_test(test_save_signal),   cmocka_unit_test(test_png_crc),
+      cmocka_unit_test(test_jpeg_missing_eoi), cmocka_unit_test(test_jpeg_scan_limit),
   };
   return cmocka_run_group_tests_name("io", tests, setup, teardown);
 }
