@@ -117,7 +117,7 @@ static int sniff(const uint8_t *b, size_t n) {
   if (n >= 8 && memcmp(b, png_sig, 8) == 0) return FMT_PNG;
   if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return FMT_JPEG;
   if (n >= 2 && b[0] == 'P' && memchr("2356", b[1], 4) &&
-      (n == 2 || memchr(" \t\r\n\v\f#", b[2], 7)))
+      (n == 2 || memchr(" \t\r\n#", b[2], 5)))
     return FMT_PNM;
   return -1;
 }

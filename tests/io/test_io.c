@@ -1107,6 +1107,49 @@ static void test_jpeg_scan_limit(void **state) {
   image_free(img);
 }
 
+/* Netpbm header grammar: a comment may stand wherever whitespace may, including right
+ * after maxval, where the comment's closing newline is the single whitespace byte before
+ * the samples; after that byte everything is samples (a '#' too). */
+static void test_pnm_header_comments(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    size_t len;
+    unsigned px[4];
+  } good[] = {
+      {"P5\n2 2\n255#c\n\1\2\3\4", 17, {1, 2, 3, 4}},
+      {"P5#c\n2#w\n2#h\n255#m\r\1\2\3\4", 25, {1, 2, 3, 4}},
+      {"P5 2 2 255\n#\2\3\4", 15, {'#', 2, 3, 4}},
+      {"P2\n2 2\n255#c\n1 2 3 4\n", 21, {1, 2, 3, 4}},
+      {"P2 2 2 255#c\n# more\n1 2#x\n3 4", 29, {1, 2, 3, 4}},
+  };
+  const char *p = tpath("hdr.pgm");
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    write_bytes(p, good[i].text, good[i].len);
+    Err err = {0};
+    struct pxl_image *img;
+    int rc = io_load(p, &img, &err);
+    if (rc != PXL_OK) fail_msg("header %zu: %s", i, err.msg);
+    assert_int_equal(img->width, 2);
+    assert_int_equal(img->height, 2);
+    for (int k = 0; k < 4; k++) assert_int_equal(sample(img, k % 2, k / 2, 0), good[i].px[k]);
+    image_free(img);
+  }
+  static const struct {
+    const char *text;
+    size_t len;
+  } bad[] = {
+      {"P5\n2 2\n255#c", 12},         /* comment never ends: no samples */
+      {"P5\v2 2 255\n\1\2\3\4", 15},  /* VT is not Netpbm whitespace */
+      {"P5 2 2 255\f\1\2\3\4", 15},   /* nor FF */
+      {"P5 2 2 255#c\n\1\2\3", 16},   /* one sample short after the comment */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_bytes(p, bad[i].text, bad[i].len);
+    expect_load_error(p, PXL_EFORMAT);
+  }
+}
+
 /* ---- setup ---- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -1138,6 +1181,7 @@ int main(void) {
       cmocka_unit_test(test_save_full_disk), cmocka_unit_test(test_save_umask),
       cmocka_unit_test(test_save_signal),   cmocka_unit_test(test_png_crc),
       cmocka_unit_test(test_jpeg_missing_eoi), cmocka_unit_test(test_jpeg_scan_limit),
+      cmocka_unit_test(test_pnm_header_comments),
   };
   return cmocka_run_group_tests_name("io", tests, setup, teardown);
 }
