@@ -1112,16 +1112,17 @@ static void test_jpeg_scan_limit(void **state) {
  * the samples; after that byte everything is samples (a '#' too). */
 static void test_pnm_header_comments(void **state) {
   (void)state;
+#define TEXT(s) s, sizeof s - 1
   static const struct {
     const char *text;
     size_t len;
     unsigned px[4];
   } good[] = {
-      {"P5\n2 2\n255#c\n\1\2\3\4", 17, {1, 2, 3, 4}},
-      {"P5#c\n2#w\n2#h\n255#m\r\1\2\3\4", 25, {1, 2, 3, 4}},
-      {"P5 2 2 255\n#\2\3\4", 15, {'#', 2, 3, 4}},
-      {"P2\n2 2\n255#c\n1 2 3 4\n", 21, {1, 2, 3, 4}},
-      {"P2 2 2 255#c\n# more\n1 2#x\n3 4", 29, {1, 2, 3, 4}},
+      {TEXT("P5\n2 2\n255#c\n\1\2\3\4"), {1, 2, 3, 4}},
+      {TEXT("P5#c\n2#w\n2#h\n255#m\r\1\2\3\4"), {1, 2, 3, 4}},
+      {TEXT("P5 2 2 255\n#\2\3\4"), {'#', 2, 3, 4}},
+      {TEXT("P2\n2 2\n255#c\n1 2 3 4\n"), {1, 2, 3, 4}},
+      {TEXT("P2 2 2 255#c\n# more\n1 2#x\n3 4"), {1, 2, 3, 4}},
   };
   const char *p = tpath("hdr.pgm");
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -1139,15 +1140,16 @@ static void test_pnm_header_comments(void **state) {
     const char *text;
     size_t len;
   } bad[] = {
-      {"P5\n2 2\n255#c", 12},         /* comment never ends: no samples */
-      {"P5\v2 2 255\n\1\2\3\4", 15},  /* VT is not Netpbm whitespace */
-      {"P5 2 2 255\f\1\2\3\4", 15},   /* nor FF */
-      {"P5 2 2 255#c\n\1\2\3", 16},   /* one sample short after the comment */
+      {TEXT("P5\n2 2\n255#c")},         /* comment never ends: no samples */
+      {TEXT("P5\v2 2 255\n\1\2\3\4")},  /* VT is not Netpbm whitespace */
+      {TEXT("P5 2 2 255\f\1\2\3\4")},   /* nor FF */
+      {TEXT("P5 2 2 255#c\n\1\2\3")},   /* one sample short after the comment */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_bytes(p, bad[i].text, bad[i].len);
     expect_load_error(p, PXL_EFORMAT);
   }
+#undef TEXT
 }
 
 /* ---- setup ---- */
