@@ -35,6 +35,7 @@
 
 #include "image/image.h"
 #include "io/imageio.h"
+#include "ir/value.h"
 #include "util/alloc.h"
 #include "util/file.h"
 
@@ -264,6 +265,15 @@ static void test_image_new(void **state) {
   assert_int_equal(pxl_type_size(PXL_F64), 8);
   assert_string_equal(pxl_type_name(PXL_U16), "u16");
   assert_string_equal(pxl_type_name(PXL_F32), "f32");
+  /* the API's names and sizes and the IR's agree, and the maps are inverse */
+  for (int t = PXL_U8; t <= PXL_F64; t++) {
+    Scalar s = scalar_of_pxl((pxl_type)t);
+    assert_string_equal(scalar_name(s), pxl_type_name((pxl_type)t));
+    assert_int_equal(scalar_size(s), pxl_type_size((pxl_type)t));
+    assert_int_equal(pxl_of_scalar(s), t);
+  }
+  assert_string_equal(pxl_type_name((pxl_type)7), "?");
+  assert_int_equal(pxl_type_size((pxl_type)-1), 0);
 }
 
 /* ---- round trips ---- */
