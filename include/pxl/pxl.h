@@ -145,12 +145,17 @@ int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
                    pxl_image **out);
 /* Loads PNG (8/16-bit), JPEG, PGM/PPM (P2 P3 P5 P6) as u8 or u16 with 1 (gray), 3 (RGB)
  * or 4 (RGBA) channels; gray+alpha PNGs become RGBA. Corrupt, truncated or unsupported
- * files fail with PXL_EFORMAT and a message naming the file and the reason; dimensions
- * over 65535 or images over 4 GiB fail with PXL_ETOOBIG before any pixel allocation. */
+ * files fail with PXL_EFORMAT and a message naming the file and the reason (a PNG chunk
+ * whose CRC is wrong, a JPEG with more than 100 scans; a JPEG that lacks only its final
+ * EOI marker loads); a file over 1 GiB (/dev/zero, an endless pipe), dimensions over 65535
+ * or images over 4 GiB fail with PXL_ETOOBIG before any pixel allocation; a missing or
+ * unreadable file or a directory with PXL_EIO. */
 int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out);
 /* Saves by extension (.png .jpg/.jpeg .pgm .ppm .pnm). Writes a temporary file in the same
- * directory and renames it, so a failure never leaves a partial file. u8 and u16 only
- * (PNG/PNM); JPEG u8 only. */
+ * directory and renames it, so a failure never leaves a partial file and an existing file
+ * is untouched; a failed write (a full disk) is PXL_EIO naming the file and the reason. A
+ * new file gets 0666 less the umask, a replaced one keeps its permissions. u8 and u16
+ * only (PNG/PNM); JPEG u8 only. */
 int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
 
 /* ---- files ---- */

@@ -12,40 +12,34 @@
 
 #include <stdint.h>
 
+#include "image/types.h"
 #include "util/alloc.h"
 
 #define ROW_ALIGN 64 /* row pitch and base alignment of owned images, in bytes */
 
-/* Element types: name and size, indexed by pxl_type. */
-#define PXL_TYPES(X) \
-  X(PXL_U8, "u8", 1)   \
-  X(PXL_I16, "i16", 2) \
-  X(PXL_U16, "u16", 2) \
-  X(PXL_I32, "i32", 4) \
-  X(PXL_U32, "u32", 4) \
-  X(PXL_F32, "f32", 4) \
-  X(PXL_F64, "f64", 8)
-
-static const struct {
-  const char *name;
-  int size;
-} type_info[] = {
-#define X(tag, name, size) [tag] = {name, size},
-    PXL_TYPES(X)
+/* Every pxl_type has a row in the table of element types. */
+enum {
+#define X(e, name, size, pixel) +((pixel) != PXL_NOT_PIXEL)
+  NPIXEL_ROWS = 0 PXL_ELEM_TYPES(X),
 #undef X
 };
-
-#define NTYPES ((int)(sizeof type_info / sizeof type_info[0]))
+_Static_assert(NPIXEL_ROWS == PXL_F64 + 1, "a pxl_type without a row in PXL_ELEM_TYPES");
 
 int pxl_type_size(pxl_type t) {
-  if ((int)t < 0 || (int)t >= NTYPES) return 0;
-  return type_info[t].size;
+#define X(e, name, size, pixel) \
+  if ((pixel) != PXL_NOT_PIXEL && (int)t == (pixel)) return size;
+  PXL_ELEM_TYPES(X)
+#undef X
+  return 0;
 }
 
 /* "u8", "f32", ...; "?" for a value outside pxl_type. */
 const char *pxl_type_name(pxl_type t) {
-  if ((int)t < 0 || (int)t >= NTYPES) return "?";
-  return type_info[t].name;
+#define X(e, name, size, pixel) \
+  if ((pixel) != PXL_NOT_PIXEL && (int)t == (pixel)) return name;
+  PXL_ELEM_TYPES(X)
+#undef X
+  return "?";
 }
 
 /* Row pitch of an owned image: the packed row rounded up to ROW_ALIGN. The caller has

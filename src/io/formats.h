@@ -4,7 +4,9 @@
  * Each loader decodes a complete file held in memory; each saver writes to an open
  * stream that io.c created as the temporary file and will rename or remove. `name` is
  * the user's file name, used in messages. Loaders leave *out NULL on failure. Savers get
- * an image whose type and channel count io.c has already checked against the format.
+ * an image whose type and channel count io.c has already checked against the format;
+ * a write that fails is PXL_EIO with errno's reason (io_write_error), never a codec
+ * error, and io.c then removes the temporary file.
  */
 #ifndef PXL_IO_FORMATS_H
 #define PXL_IO_FORMATS_H
@@ -29,6 +31,8 @@ int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
 /* Records code and "name: <formatted message>" in err; returns code. */
 int io_err(Err *err, int code, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* PXL_EIO "name: write failed: <strerror(e)>" (EIO when e is 0); returns PXL_EIO. */
+int io_write_error(Err *err, const char *name, int e);
 /* image_check_dims with the file name in front of the message. */
 int io_check_dims(const char *name, int width, int height, pxl_type type, int channels,
                   Err *err);

@@ -2,27 +2,28 @@
  * io.c - image files in and out: format detection, whole-file reading and atomic saving
  * (see imageio.h); the codecs themselves live in png.c, jpeg.c and pnm.c.
  *
- * Loading reads the file into memory and sniffs its magic bytes, so a PNG named
+ * Loading reads the file into memory (file_read_all, at most IO_FILE_LIMIT bytes, so
+ * /dev/zero or an endless pipe stops there) and sniffs its magic bytes, so a PNG named
  * "photo.jpg" still loads and the fuzz target can drive the same code without files.
- * Saving checks the image against the format first, then writes a temporary file
- * ("<path>.tmpXXXXXX", same directory so rename() is atomic) and renames it over path;
- * on any failure the temporary file is removed and path is left as it was.
+ * Saving checks the image against the format first, then encodes into an AtomicFile
+ * (util/file.h): a temporary file beside path, registered for file_remove_partial,
+ * renamed over path on success and removed on any failure, so path is either the new
+ * image or left as it was. New files get 0666 less the umask; a replaced file keeps its
+ * permissions.
  */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, fchmod, strcasecmp under -std=c11 */
+#define _POSIX_C_SOURCE 200809L /* strcasecmp under -std=c11 */
 
 #include "io/imageio.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/formats.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 /* Formats: name, the element types and channel counts it stores (bit sets: 1 << pxl_type,
  * 1 << channels, with the same sets spelt out for messages), and its codecs. */
@@ -82,6 +83,10 @@ int io_err(Err *err, int code, const char *name, const char *fmt, ...) {
   return code;
 }
 
+int io_write_error(Err *err, const char *name, int e) {
+  return io_err(err, PXL_EIO, name, "write failed: %s", strerror(e ? e : EIO));
+}
+
 /* Puts "name: " in front of the message an image-layer call left in err. */
 static int prefix_name(Err *err, int code, const char *name) {
   if (!err) return code;
@@ -112,7 +117,7 @@ static int sniff(const uint8_t *b, size_t n) {
   if (n >= 8 && memcmp(b, png_sig, 8) == 0) return FMT_PNG;
   if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return FMT_JPEG;
   if (n >= 2 && b[0] == 'P' && memchr("2356", b[1], 4) &&
-      (n == 2 || memchr(" \t\r\n\v\f#", b[2], 7)))
+      (n == 2 || memchr(" \t\r\n#", b[2], 5)))
     return FMT_PNM;
   return -1;
 }
@@ -127,49 +132,11 @@ int io_load_memory(const void *buf, size_t n, const char *name, struct pxl_image
   return formats[fmt].load(buf, n, name, out, err);
 }
 
-/* Reads all of f into a new buffer (free with PXL_FREE). */
-static int read_all(FILE *f, const char *path, uint8_t **out, size_t *outn, Err *err) {
-  struct stat st;
-  size_t cap = 1 << 16;
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
-      (unsigned long long)st.st_size < (unsigned long long)SIZE_MAX - 1)
-    cap = (size_t)st.st_size + 1; /* +1 sees EOF without growing */
-  uint8_t *buf = PXL_MALLOC(cap);
-  size_t n = 0;
-  if (!buf) return io_err(err, PXL_ENOMEM, path, "out of memory reading the file");
-  for (;;) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (ferror(f)) {
-      int e = errno;
-      PXL_FREE(buf);
-      return io_err(err, PXL_EIO, path, "cannot read: %s", strerror(e));
-    }
-    if (n < cap) break; /* EOF */
-    if (cap > SIZE_MAX / 2) {
-      PXL_FREE(buf);
-      return io_err(err, PXL_ETOOBIG, path, "file is too large");
-    }
-    uint8_t *nb = PXL_REALLOC(buf, cap * 2);
-    if (!nb) {
-      PXL_FREE(buf);
-      return io_err(err, PXL_ENOMEM, path, "out of memory reading the file");
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  *out = buf;
-  *outn = n;
-  return PXL_OK;
-}
-
 int io_load(const char *path, struct pxl_image **out, Err *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return io_err(err, PXL_EIO, path, "cannot open: %s", strerror(errno));
-  uint8_t *buf = NULL;
+  char *buf = NULL;
   size_t n = 0;
-  int rc = read_all(f, path, &buf, &n, err);
-  fclose(f);
+  int rc = file_read_all(path, IO_FILE_LIMIT, &buf, &n, err);
   if (rc != PXL_OK) return rc;
   rc = io_load_memory(buf, n, path, out, err);
   PXL_FREE(buf);
@@ -202,14 +169,6 @@ static int check_storable(const char *path, int e, const struct pxl_image *img, 
   return PXL_OK;
 }
 
-/* Mode for the new file: that of the file it replaces, else rw-r--r--. mkstemp makes
- * files private (0600), which is wrong for an output image. */
-static mode_t target_mode(const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
-  return 0644;
-}
-
 int io_save(const char *path, const struct pxl_image *img, Err *err) {
   if (!img || !img->data || img->width < 1 || img->height < 1)
     return io_err(err, PXL_EARG, path, "no image to save");
@@ -219,40 +178,13 @@ int io_save(const char *path, const struct pxl_image *img, Err *err) {
   int rc = check_storable(path, e, img, err);
   if (rc != PXL_OK) return rc;
 
-  static const char suffix[] = ".tmpXXXXXX";
-  size_t len = strlen(path);
-  char *tmp = PXL_MALLOC(len + sizeof suffix);
-  if (!tmp) return io_err(err, PXL_ENOMEM, path, "out of memory");
-  memcpy(tmp, path, len);
-  memcpy(tmp + len, suffix, sizeof suffix);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    rc = io_err(err, PXL_EIO, path, "cannot create file: %s", strerror(errno));
-    PXL_FREE(tmp);
+  AtomicFile af;
+  rc = file_atomic_open(&af, path, FILE_SHARED, err);
+  if (rc != PXL_OK) return rc;
+  rc = formats[extensions[e].fmt].save(af.f, img, path, err);
+  if (rc != PXL_OK) {
+    file_atomic_abort(&af);
     return rc;
   }
-  (void)fchmod(fd, target_mode(path));
-  FILE *f = fdopen(fd, "wb");
-  if (!f) {
-    rc = io_err(err, PXL_EIO, path, "cannot write: %s", strerror(errno));
-    close(fd);
-    goto fail;
-  }
-  rc = formats[extensions[e].fmt].save(f, img, path, err);
-  if (rc == PXL_OK && (fflush(f) != 0 || ferror(f)))
-    rc = io_err(err, PXL_EIO, path, "write failed: %s", strerror(errno));
-  if (fclose(f) != 0 && rc == PXL_OK)
-    rc = io_err(err, PXL_EIO, path, "write failed: %s", strerror(errno));
-  if (rc != PXL_OK) goto fail;
-  if (rename(tmp, path) != 0) {
-    rc = io_err(err, PXL_EIO, path, "cannot replace the file: %s", strerror(errno));
-    goto fail;
-  }
-  PXL_FREE(tmp);
-  return PXL_OK;
-
-fail:
-  unlink(tmp);
-  PXL_FREE(tmp);
-  return rc;
+  return file_atomic_commit(&af, err);
 }

@@ -9,10 +9,18 @@
  * the image limits before the pixel buffer exists, and rows are decoded progressively
  * straight into the pitched image, so no second full-size buffer is needed.
  *
+ * Every chunk's CRC is checked, ancillary chunks' too (libspng's default discards those
+ * silently, and tRNS changes the pixels), and after the last row the rest of the file is
+ * read through IEND: libspng stops at the last row otherwise, before the CRC of the last
+ * IDAT, so a corrupt IDAT CRC or a file cut after the image data went unnoticed.
+ * Encoding writes through a callback that keeps errno, so a failed write is PXL_EIO with
+ * its reason.
+ *
  * libspng allocates through the PXL_* seam, so out-of-memory injection reaches it; a
  * thread-local flag remembers an injected failure, because spng reports some of them
  * (zlib's) as data errors.
  */
+#include <errno.h>
 #include <spng.h>
 #include <string.h>
 
@@ -51,6 +59,8 @@ static struct spng_alloc spng_allocator = {spng_malloc_cb, spng_realloc_cb, spng
 static int decode_error(int e, const char *name, Err *err) {
   if (e == SPNG_EMEM || alloc_failed) return io_err(err, PXL_ENOMEM, name, "out of memory decoding PNG");
   if (e == SPNG_EOF || e == SPNG_IO_EOF) return io_err(err, PXL_EFORMAT, name, "truncated PNG data");
+  if (e == SPNG_ECHUNK_CRC)
+    return io_err(err, PXL_EFORMAT, name, "corrupt PNG: a chunk's CRC does not match its data");
   if (e == SPNG_ECHUNK_LIMITS)
     return io_err(err, PXL_EFORMAT, name, "invalid PNG: chunk exceeds the size limits");
   return io_err(err, PXL_EFORMAT, name, "invalid PNG: %s", spng_strerror(e));
@@ -93,6 +103,7 @@ int io_png_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   int rc = PXL_OK, e;
   spng_set_image_limits(ctx, PXL_MAX_DIM, PXL_MAX_DIM);
   spng_set_chunk_limits(ctx, CHUNK_LIMIT, CACHE_LIMIT);
+  spng_set_crc_action(ctx, SPNG_CRC_ERROR, SPNG_CRC_ERROR);
   spng_set_png_buffer(ctx, buf, n);
 
   struct spng_ihdr ihdr;
@@ -141,6 +152,8 @@ int io_png_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
     e = spng_decode_row(ctx, image_row(img, (int)info.row_num), row);
   } while (!e);
   if (e != SPNG_EOI) goto fail;
+  e = spng_decode_chunks(ctx);
+  if (e) goto fail;
   *out = img;
   img = NULL;
   goto done;
@@ -151,6 +164,21 @@ done:
   image_free(img);
   spng_ctx_free(ctx);
   return rc;
+}
+
+/* Where encoded bytes go: the stream, and errno of the first write that failed. */
+typedef struct {
+  FILE *f;
+  int err; /* errno of the failed write, 0 while all succeeded */
+} Sink;
+
+static int write_cb(spng_ctx *ctx, void *user, void *data, size_t n) {
+  (void)ctx;
+  Sink *s = user;
+  errno = 0;
+  if (fwrite(data, 1, n, s->f) == n) return 0;
+  s->err = errno ? errno : EIO;
+  return SPNG_IO_ERROR;
 }
 
 int io_png_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
@@ -166,14 +194,15 @@ int io_png_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
       .color_type = color_of[img->channels],
   };
   size_t row = (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
-  int e = spng_set_png_file(ctx, f);
+  Sink sink = {f, 0};
+  int e = spng_set_png_stream(ctx, write_cb, &sink);
   if (!e) e = spng_set_ihdr(ctx, &ihdr);
   if (!e) e = spng_encode_image(ctx, NULL, 0, SPNG_FMT_PNG,
                                 SPNG_ENCODE_PROGRESSIVE | SPNG_ENCODE_FINALIZE);
   for (int y = 0; !e && y < img->height; y++) e = spng_encode_row(ctx, image_row(img, y), row);
   spng_ctx_free(ctx);
   if (e == SPNG_EOI || e == 0) return PXL_OK;
+  if (sink.err) return io_write_error(err, name, sink.err);
   if (e == SPNG_EMEM || alloc_failed) return io_err(err, PXL_ENOMEM, name, "out of memory encoding PNG");
-  if (e == SPNG_EIO) return io_err(err, PXL_EIO, name, "write failed");
   return io_err(err, PXL_ERROR, name, "PNG encoding failed: %s", spng_strerror(e));
 }

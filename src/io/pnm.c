@@ -1,16 +1,20 @@
 /*
  * pnm.c - PGM/PPM (Netpbm P2 P3 P5 P6) reading and writing (see formats.h).
  *
- * The header is "Pn", width, height and maxval as decimal numbers separated by
- * whitespace, where '#' starts a comment that runs to the end of the line; binary
- * formats then have exactly one whitespace byte before the samples, which are one byte
- * each for maxval < 256 and two (big-endian) otherwise. Plain (ASCII) formats hold
- * decimal samples separated by whitespace (comments tolerated there too). Samples above
- * maxval are errors. Images load as u8 for maxval <= 255 and u16 above, rescaled to the
- * full range when maxval is not 255 or 65535 (value / maxval is what a sample means).
- * The header's size is checked against the limits, and the data's length against the
- * size, before any pixel allocation. Saving writes P5 (1 channel) or P6 (3 channels)
- * with maxval 255 for u8 and 65535 for u16.
+ * The header grammar is Netpbm's (netpbm.sourceforge.net/doc/pgm.html, ppm.html): "Pn",
+ * then width, height and maxval as decimal numbers, each after whitespace - blank, TAB,
+ * CR or LF, nothing else - where a comment may stand wherever whitespace may: '#' up to
+ * and including the next CR or LF. A single whitespace byte then ends the header and the
+ * samples begin; a comment may take its place (as libnetpbm reads "255#c\n", the newline
+ * ending the comment ends the header), but after that byte everything is samples, even a
+ * '#'. Binary samples are one byte each for maxval < 256 and two (big-endian) otherwise;
+ * plain (ASCII) samples are decimal numbers separated by whitespace (comments tolerated
+ * there too, as libnetpbm does). Samples above maxval are errors. Images load as u8 for
+ * maxval <= 255 and u16 above, rescaled to the full range when maxval is not 255 or 65535
+ * (value / maxval is what a sample means). The header's size is checked against the
+ * limits, and the data's length against the size, before any pixel allocation. Saving
+ * writes P5 (1 channel) or P6 (3 channels) with maxval 255 for u8 and 65535 for u16; a
+ * failed write is PXL_EIO with errno's reason.
  */
 #include <errno.h>
 #include <limits.h>
@@ -26,22 +30,26 @@ typedef struct {
   const char *name;       /* file name for messages */
 } Cursor;
 
-static int is_space(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+/* Netpbm whitespace: blank, TAB, CR, LF (not VT or FF, which C's isspace adds). */
+static int is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+
+/* Skips a comment: '#' through the next CR or LF, which it includes. */
+static void skip_comment(Cursor *c) {
+  while (c->p < c->end && *c->p != '\n' && *c->p != '\r') c->p++;
+  if (c->p < c->end) c->p++;
+}
 
 /* Skips whitespace and comments. */
 static void skip_space(Cursor *c) {
   while (c->p < c->end) {
-    if (is_space(*c->p)) {
+    if (is_space(*c->p))
       c->p++;
-    } else if (*c->p == '#') {
-      while (c->p < c->end && *c->p != '\n' && *c->p != '\r') c->p++;
-    } else {
+    else if (*c->p == '#')
+      skip_comment(c);
+    else
       break;
-    }
   }
 }
 
@@ -143,13 +151,20 @@ int io_pnm_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   rc = io_check_dims(name, (int)w, (int)h, type, channels, err);
   if (rc != PXL_OK) return rc;
 
-  /* Enough data for every sample? (ASCII: at least a separator and a digit each.) */
+  /* The single whitespace byte (or a comment) that ends the header. */
   if (c.p >= c.end) return truncated(&c, err);
-  if (!is_space(*c.p)) return io_err(err, PXL_EFORMAT, name, "invalid PGM/PPM header");
+  if (*c.p == '#') {
+    skip_comment(&c);
+    if (c.p[-1] != '\n' && c.p[-1] != '\r') return truncated(&c, err); /* never ended */
+  } else if (is_space(*c.p)) {
+    c.p++;
+  } else {
+    return io_err(err, PXL_EFORMAT, name, "invalid PGM/PPM header");
+  }
+  /* Enough data for every sample? (ASCII: at least a digit each and separators.) */
   unsigned long long samples = (unsigned long long)w * h * (unsigned)channels;
-  unsigned long long need = ascii ? samples * 2 : 1 + samples * (maxval < 256 ? 1 : 2);
+  unsigned long long need = ascii ? samples * 2 - 1 : samples * (maxval < 256 ? 1 : 2);
   if ((unsigned long long)(c.end - c.p) < need) return truncated(&c, err);
-  if (!ascii) c.p++; /* the single whitespace byte before binary samples */
 
   struct pxl_image *img;
   rc = io_image_new(name, (int)w, (int)h, type, channels, &img, err);
@@ -167,6 +182,7 @@ int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
   int wide = img->type == PXL_U16;
   size_t per_row = (size_t)img->width * (size_t)img->channels;
   uint8_t *be = NULL;
+  errno = 0;
   if (wide && !(be = PXL_MALLOC(per_row * 2)))
     return io_err(err, PXL_ENOMEM, name, "out of memory encoding PGM/PPM");
   int ok = fprintf(f, "P%c\n%d %d\n%d\n", img->channels == 1 ? '5' : '6', img->width,
@@ -183,6 +199,7 @@ int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
     }
     ok = fwrite(be, 1, per_row * 2, f) == per_row * 2;
   }
+  int e = errno; /* of the failed write; PXL_FREE may change it */
   PXL_FREE(be);
-  return ok ? PXL_OK : io_err(err, PXL_EIO, name, "write failed: %s", strerror(errno));
+  return ok ? PXL_OK : io_write_error(err, name, e);
 }

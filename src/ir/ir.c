@@ -10,13 +10,13 @@
 const Type TYPE_VOID = {T_VOID, 0};
 
 static const char *const scalar_names[] = {
-#define X(e, name, size) name,
-    PXL_SCALAR_TYPES(X)
+#define X(e, name, size, pixel) name,
+    PXL_ELEM_TYPES(X)
 #undef X
 };
 static const int scalar_sizes[] = {
-#define X(e, name, size) size,
-    PXL_SCALAR_TYPES(X)
+#define X(e, name, size, pixel) size,
+    PXL_ELEM_TYPES(X)
 #undef X
 };
 

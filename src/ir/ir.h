@@ -17,24 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image/types.h"
 #include "util/arena.h"
 
-/* Scalar element types. Order matters: integer types first, by rank. */
-#define PXL_SCALAR_TYPES(X)                                                                 \
-  X(T_VOID, "void", 0)                                                                    \
-  X(T_U8, "u8", 1)                                                                        \
-  X(T_I16, "i16", 2)                                                                      \
-  X(T_U16, "u16", 2)                                                                      \
-  X(T_I32, "i32", 4)                                                                      \
-  X(T_U32, "u32", 4)                                                                      \
-  X(T_I64, "i64", 8)                                                                      \
-  X(T_U64, "u64", 8)                                                                      \
-  X(T_F32, "f32", 4)                                                                      \
-  X(T_F64, "f64", 8)
-
+/* Scalar element types: the rows of PXL_ELEM_TYPES (image/types.h), in its order. */
 typedef enum {
-#define X(e, name, size) e,
-  PXL_SCALAR_TYPES(X)
+#define X(e, name, size, pixel) e,
+  PXL_ELEM_TYPES(X)
 #undef X
       T_COUNT
 } Scalar;

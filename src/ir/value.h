@@ -35,23 +35,22 @@ typedef struct {
   int x, y;        /* argmin/argmax position, else -1 */
 } RedResult;
 
-/* Element type of the IR for a pixel type of the API. */
+/* Element type of the IR for a pixel type of the API (T_VOID for none). */
 static inline Scalar scalar_of_pxl(pxl_type t) {
-  static const Scalar map[] = {T_U8, T_I16, T_U16, T_I32, T_U32, T_F32, T_F64};
-  return map[t];
+#define X(e, name, size, pixel) \
+  if ((pixel) != PXL_NOT_PIXEL && (int)t == (pixel)) return e;
+  PXL_ELEM_TYPES(X)
+#undef X
+  return T_VOID;
 }
 
-/* API pixel type of an IR element type (pixel types only). */
+/* API pixel type of an IR element type (pixel types only; PXL_F64 for others). */
 static inline pxl_type pxl_of_scalar(Scalar s) {
-  switch (s) {
-  case T_U8: return PXL_U8;
-  case T_I16: return PXL_I16;
-  case T_U16: return PXL_U16;
-  case T_I32: return PXL_I32;
-  case T_U32: return PXL_U32;
-  case T_F32: return PXL_F32;
-  default: return PXL_F64;
-  }
+#define X(e, name, size, pixel) \
+  if ((pixel) != PXL_NOT_PIXEL && s == (e)) return (pxl_type)(pixel);
+  PXL_ELEM_TYPES(X)
+#undef X
+  return PXL_F64;
 }
 
 #endif

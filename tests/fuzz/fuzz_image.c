@@ -10,6 +10,11 @@
  * out-of-memory failures, for SECONDS seconds, and prints
  * "fuzz_image: N inputs, K crashes". Set PXL_FUZZ_SEED for another random sequence.
  *
+ * The seeds come from tools/mksamples, plus four made by hand for paths it does not
+ * write: prog_gray.jpg (progressive), prog_rgb_noeoi.jpg (progressive, final EOI marker
+ * removed), comment.pgm (comments after magic, width and maxval) and text.png (a tEXt
+ * chunk, so CRC checks of ancillary chunks are exercised).
+ *
  * A crash is a signal (segfault, sanitizer abort) or a broken contract: a decoder that
  * succeeds without a valid image, fails without a message naming the input, or returns a
  * status a decoder must not. The input is written to fuzz_image-crash-*.bin in the

@@ -5,11 +5,15 @@
  * (ASCII PNM, palette / gray+alpha / 1-bit / interlaced PNG written with libspng
  * directly), and the failure paths: truncated, garbage, empty and missing files, headers
  * claiming huge dimensions, saves that must fail without touching an existing file, and
- * out-of-memory injection during loads and saves. All files live in a mkdtemp directory
- * removed at the end.
+ * out-of-memory injection during loads and saves. Forked children check what must not
+ * happen to the test process itself: reading /dev/zero (under an address-space limit),
+ * a full disk (RLIMIT_FSIZE with SIGXFSZ ignored, so writes fail with EFBIG) and SIGTERM
+ * in the middle of a save. All files live in a mkdtemp directory removed at the end.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,15 +22,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jpeglib.h>
 #include <spng.h>
 
 #include "image/image.h"
 #include "io/imageio.h"
+#include "ir/value.h"
 #include "util/alloc.h"
+#include "util/file.h"
 
 static char tmpdir[256];
 
@@ -254,6 +265,15 @@ static void test_image_new(void **state) {
   assert_int_equal(pxl_type_size(PXL_F64), 8);
   assert_string_equal(pxl_type_name(PXL_U16), "u16");
   assert_string_equal(pxl_type_name(PXL_F32), "f32");
+  /* the API's names and sizes and the IR's agree, and the maps are inverse */
+  for (int t = PXL_U8; t <= PXL_F64; t++) {
+    Scalar s = scalar_of_pxl((pxl_type)t);
+    assert_string_equal(scalar_name(s), pxl_type_name((pxl_type)t));
+    assert_int_equal(scalar_size(s), pxl_type_size((pxl_type)t));
+    assert_int_equal(pxl_of_scalar(s), t);
+  }
+  assert_string_equal(pxl_type_name((pxl_type)7), "?");
+  assert_int_equal(pxl_type_size((pxl_type)-1), 0);
 }
 
 /* ---- round trips ---- */
@@ -481,8 +501,10 @@ static void test_truncated(void **state) {
     size_t n;
     uint8_t *bytes = read_bytes(full, &n);
     assert_non_null(bytes);
-    /* Cut inside the pixel data; for JPEG and PNM also just before the end. */
-    size_t cuts[] = {n / 2, n * 3 / 4, strstr(names[k], ".png") ? n / 3 : n - 1, 20};
+    /* Cut inside the pixel data; for PNM also just before the end, for JPEG just before
+     * the EOI marker (a JPEG that lacks only EOI loads: test_jpeg_missing_eoi). */
+    size_t near_end = strstr(names[k], ".png") ? n / 3 : strstr(names[k], ".jpg") ? n - 3 : n - 1;
+    size_t cuts[] = {n / 2, n * 3 / 4, near_end, 20};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
       const char *p = tpath("cut.bin");
       write_bytes(p, bytes, cuts[c]);
@@ -707,6 +729,439 @@ static void test_oom_load(void **state) {
   }
 }
 
+/* ---- hardening: limits, failed writes, permissions, signals, hostile files ---- */
+
+/* What a forked child reports back: the status of its call and the message. */
+typedef struct {
+  int rc;
+  char msg[512];
+} ChildReport;
+
+typedef void (*ChildFn)(void *arg, ChildReport *out);
+
+/* Runs fn(arg) in a forked child with RLIMIT_FSIZE at fsize bytes (0: unchanged; SIGXFSZ
+ * ignored, so writes past it fail with EFBIG) and RLIMIT_AS raised by as_extra bytes
+ * over the current address space (0: unchanged); returns its report. */
+static ChildReport run_in_child(ChildFn fn, void *arg, rlim_t fsize, rlim_t as_extra) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    if (fsize) {
+      signal(SIGXFSZ, SIG_IGN);
+      struct rlimit rl = {fsize, fsize};
+      if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(2);
+    }
+    if (as_extra) {
+      long pages = 0;
+      FILE *f = fopen("/proc/self/statm", "r");
+      if (!f || fscanf(f, "%ld", &pages) != 1) _exit(2);
+      fclose(f);
+      rlim_t lim = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + as_extra;
+      struct rlimit rl = {lim, lim};
+      if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(2);
+    }
+    ChildReport r = {0};
+    fn(arg, &r);
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 2);
+  }
+  close(fds[1]);
+  ChildReport r = {-1, ""};
+  ssize_t got = read(fds[0], &r, sizeof r);
+  close(fds[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (got != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("child failed (status 0x%x)", status);
+  return r;
+}
+
+static void child_load(void *arg, ChildReport *out) {
+  Err err = {0};
+  struct pxl_image *img = NULL;
+  out->rc = io_load(arg, &img, &err);
+  snprintf(out->msg, sizeof out->msg, "%.500s", err.msg);
+  image_free(img);
+}
+
+typedef struct {
+  const char *path;
+  const struct pxl_image *img;
+} SaveJob;
+
+static void child_save(void *arg, ChildReport *out) {
+  const SaveJob *job = arg;
+  Err err = {0};
+  out->rc = io_save(job->path, job->img, &err);
+  snprintf(out->msg, sizeof out->msg, "%.500s", err.msg);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* An endless file stops at the size cap (PXL_ETOOBIG naming it) instead of exhausting
+ * memory; a FIFO with a writer still loads. The child's address space is limited to 3 GiB
+ * more than it uses, so a reader without the cap fails there instead of on the machine. */
+static void test_load_limits(void **state) {
+  (void)state;
+  ChildReport r = run_in_child(child_load, "/dev/zero", 0, UNDER_ASAN ? 0 : (rlim_t)3 << 30);
+  if (r.rc != PXL_ETOOBIG) fail_msg("/dev/zero: status %d (%s)", r.rc, r.msg);
+  assert_non_null(strstr(r.msg, "/dev/zero: larger than 1073741824 bytes"));
+
+  struct pxl_image *img = make_image(9, 7, PXL_U8, 3, 0), *back;
+  Err err = {0};
+  assert_int_equal(io_save(tpath("fifo-src.png"), img, &err), PXL_OK);
+  size_t n;
+  uint8_t *bytes = read_bytes(tpath("fifo-src.png"), &n);
+  const char *fifo = tpath("fifo.png");
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(fifo, O_WRONLY);
+    _exit(fd >= 0 && write(fd, bytes, n) == (ssize_t)n ? 0 : 1);
+  }
+  assert_int_equal(io_load(fifo, &back, &err), PXL_OK);
+  assert_images_equal(img, back);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  image_free(back);
+  image_free(img);
+  free(bytes);
+}
+
+/* A full disk (here: the file size limit) fails every format with PXL_EIO naming the file
+ * and the reason, leaves the existing file as it was and no temporary file behind. */
+static void test_save_full_disk(void **state) {
+  (void)state;
+  static const char *names[] = {"full.png", "full16.png", "full.jpg", "full.ppm", "full16.pgm"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    int wide = strstr(names[k], "16") != NULL;
+    int ch = strstr(names[k], ".pgm") ? 1 : 3;
+    pxl_type t = wide ? PXL_U16 : PXL_U8;
+    struct pxl_image *small = make_image(4, 4, t, ch, 0), *big = make_image(300, 200, t, ch, 0);
+    const char *p = tpath(names[k]);
+    Err err = {0};
+    assert_int_equal(io_save(p, small, &err), PXL_OK);
+    size_t n0, n1;
+    uint8_t *before = read_bytes(p, &n0);
+    SaveJob job = {p, big};
+    ChildReport r = run_in_child(child_save, &job, 16384, 0);
+    if (r.rc != PXL_EIO) fail_msg("%s: status %d (%s)", names[k], r.rc, r.msg);
+    if (!strstr(r.msg, p) || !strstr(r.msg, strerror(EFBIG)))
+      fail_msg("%s: message without the file or the reason: %s", names[k], r.msg);
+    uint8_t *after = read_bytes(p, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    assert_int_equal(count_files(".tmp"), 0);
+    free(before);
+    free(after);
+    image_free(small);
+    image_free(big);
+  }
+}
+
+/* New files get 0666 less the umask; a replaced file keeps its mode. */
+static void test_save_umask(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(3, 3, PXL_U8, 1, 0);
+  Err err = {0};
+  struct stat st;
+  mode_t old = umask(027);
+  assert_int_equal(io_save(tpath("mask1.png"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask1.png"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0640);
+  umask(077);
+  assert_int_equal(io_save(tpath("mask2.pgm"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask2.pgm"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(chmod(tpath("mask1.png"), 0604), 0);
+  assert_int_equal(io_save(tpath("mask1.png"), img, &err), PXL_OK);
+  assert_int_equal(stat(tpath("mask1.png"), &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0604);
+  umask(old);
+  image_free(img);
+}
+
+/* The handler a program installs (the CLI's does the same): remove partial files, die. */
+static void on_term(int sig) {
+  file_remove_partial();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* SIGTERM in the middle of a save: the handler's file_remove_partial removes the
+ * temporary file, so nothing is left; the target never appears. */
+static void test_save_signal(void **state) {
+  (void)state;
+  struct pxl_image *big = make_image(2048, 2048, PXL_U8, 3, 0);
+  const char *p = tpath("sig.png");
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGTERM, on_term);
+    for (;;) {
+      Err err = {0};
+      if (io_save(p, big, &err) != PXL_OK) _exit(1);
+      unlink(p);
+    }
+  }
+  int seen = 0;
+  for (int i = 0; i < 20000 && !seen; i++) { /* up to 20 s for a temporary file to appear */
+    seen = count_files("sig.png.tmp") > 0;
+    if (!seen) usleep(1000);
+  }
+  assert_true(seen);
+  usleep(20000); /* well inside the encoder */
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  assert_int_equal(count_files("sig.png"), 0);
+  image_free(big);
+}
+
+/* Offset of the first chunk of the given type in a PNG, or 0. */
+static size_t png_find_chunk(const uint8_t *b, size_t n, const char *type) {
+  for (size_t i = 8; i + 12 <= n;) {
+    uint32_t len = (uint32_t)b[i] << 24 | (uint32_t)b[i + 1] << 16 | (uint32_t)b[i + 2] << 8 | b[i + 3];
+    if (memcmp(b + i + 4, type, 4) == 0) return i;
+    i += 12 + (size_t)len;
+  }
+  return 0;
+}
+
+/* A wrong CRC on a critical chunk (IDAT, the data itself) or an ancillary one (tEXt)
+ * makes the file corrupt. */
+static void test_png_crc(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(20, 10, PXL_U8, 3, 0);
+  const char *p = tpath("crc.png");
+  Err err = {0};
+  assert_int_equal(io_save(p, img, &err), PXL_OK);
+  size_t n;
+  uint8_t *bytes = read_bytes(p, &n);
+  size_t at = png_find_chunk(bytes, n, "IDAT");
+  assert_true(at > 0);
+  uint32_t len = (uint32_t)bytes[at] << 24 | (uint32_t)bytes[at + 1] << 16 | (uint32_t)bytes[at + 2] << 8 | bytes[at + 3];
+  bytes[at + 8 + len + 3] ^= 1; /* last byte of IDAT's CRC */
+  write_bytes(p, bytes, n);
+  expect_load_error(p, PXL_EFORMAT);
+  io_load(p, &(struct pxl_image *){NULL}, &err);
+  assert_non_null(strstr(err.msg, "CRC"));
+  bytes[at + 8 + len + 3] ^= 1;
+  write_bytes(p, bytes, n - 12); /* no IEND: the file was cut after the image data */
+  expect_load_error(p, PXL_EFORMAT);
+
+  /* a tEXt chunk right after IHDR, then before IEND: loads with a good CRC, not with a
+   * bad one */
+  static const char text[] = "Comment\0hello";
+  size_t tl = sizeof text - 1, ihdr_end = 8 + 25, m = n + 12 + tl;
+  uint8_t chunk[64], *withtext = malloc(m);
+  put_be32(chunk, (uint32_t)tl);
+  memcpy(chunk + 4, "tEXt", 4);
+  memcpy(chunk + 8, text, tl);
+  put_be32(chunk + 8 + tl, crc32_of(chunk + 4, tl + 4));
+  for (int bad = 0; bad < 2; bad++) {
+    chunk[8 + tl] ^= (uint8_t)(bad ? 0x80 : 0);
+    for (int where = 0; where < 2; where++) {
+      size_t cut = where ? n - 12 : ihdr_end;
+      memcpy(withtext, bytes, cut);
+      memcpy(withtext + cut, chunk, 12 + tl);
+      memcpy(withtext + cut + 12 + tl, bytes + cut, n - cut);
+      write_bytes(p, withtext, m);
+      if (bad) {
+        expect_load_error(p, PXL_EFORMAT);
+        continue;
+      }
+      struct pxl_image *back;
+      assert_int_equal(io_load(p, &back, &err), PXL_OK);
+      assert_images_equal(img, back);
+      image_free(back);
+    }
+  }
+  free(withtext);
+  free(bytes);
+  image_free(img);
+}
+
+/* Writes img (u8, 1 or 3 channels) as JPEG with libjpeg directly: progressive when
+ * nscans < 0 (jpeg_simple_progression), else with the given scan script (NULL: baseline). */
+static void write_jpeg_scans(const char *path, const struct pxl_image *img,
+                             const jpeg_scan_info *scans, int nscans) {
+  struct jpeg_compress_struct cinfo;
+  struct jpeg_error_mgr jerr;
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  jpeg_stdio_dest(&cinfo, f);
+  cinfo.image_width = (JDIMENSION)img->width;
+  cinfo.image_height = (JDIMENSION)img->height;
+  cinfo.input_components = img->channels;
+  cinfo.in_color_space = img->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 90, TRUE);
+  if (nscans < 0) {
+    jpeg_simple_progression(&cinfo);
+  } else if (scans) {
+    cinfo.scan_info = scans;
+    cinfo.num_scans = nscans;
+  }
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = image_row(img, (int)cinfo.next_scanline);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* Offset of the last marker FF <code> in a JPEG, or 0. */
+static size_t jpeg_last_marker(const uint8_t *b, size_t n, uint8_t code) {
+  size_t last = 0;
+  for (size_t i = 2; i + 1 < n; i++)
+    if (b[i] == 0xff && b[i + 1] == code) last = i;
+  return last;
+}
+
+/* A JPEG that lacks only its EOI marker (or half of it) decodes to the same image as the
+ * whole file, as libjpeg-turbo and OpenCV do; losing anything before it (a scan, a
+ * component, entropy-coded data) is still an error. */
+static void test_jpeg_missing_eoi(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(40, 30, PXL_U8, 3, 1), *full, *cut;
+  jpeg_scan_info by_comp[3]; /* sequential, one scan per component */
+  for (int c = 0; c < 3; c++) by_comp[c] = (jpeg_scan_info){1, {c}, 0, 63, 0, 0};
+  struct {
+    const char *name;
+    const jpeg_scan_info *scans;
+    int nscans;
+  } kinds[] = {{"base.jpg", NULL, 0}, {"prog.jpg", NULL, -1}, {"comp.jpg", by_comp, 3}};
+  Err err = {0};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    const char *p = tpath(kinds[k].name), *q = tpath("noeoi.jpg");
+    write_jpeg_scans(p, img, kinds[k].scans, kinds[k].nscans);
+    assert_int_equal(io_load(p, &full, &err), PXL_OK);
+    size_t n;
+    uint8_t *bytes = read_bytes(p, &n);
+    assert_true(n > 4 && bytes[n - 2] == 0xff && bytes[n - 1] == 0xd9);
+    for (size_t drop = 1; drop <= 2; drop++) {
+      write_bytes(q, bytes, n - drop);
+      int rc = io_load(q, &cut, &err);
+      if (rc != PXL_OK) fail_msg("%s less %zu bytes: %s", kinds[k].name, drop, err.msg);
+      assert_images_equal(full, cut);
+      image_free(cut);
+    }
+    write_bytes(q, bytes, n - 3); /* the last byte of entropy-coded data is missing */
+    expect_load_error(q, PXL_EFORMAT);
+    if (kinds[k].scans || kinds[k].nscans < 0) { /* a whole scan missing, no EOI */
+      size_t sos = jpeg_last_marker(bytes, n, 0xda);
+      assert_true(sos > 0);
+      write_bytes(q, bytes, sos);
+      expect_load_error(q, PXL_EFORMAT);
+    }
+    image_free(full);
+    free(bytes);
+  }
+  image_free(img);
+}
+
+/* A gray progressive scan script of nscans (64..127) scans: DC, then one scan per AC
+ * coefficient, the first nscans - 64 of them in two successive-approximation passes. */
+static int gray_script(jpeg_scan_info *s, int nscans) {
+  int k = 0, split = nscans - 64;
+  s[k++] = (jpeg_scan_info){1, {0}, 0, 0, 0, 0};
+  for (int coef = 1; coef < 64; coef++) {
+    if (coef <= split) {
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 0, 1};
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 1, 0};
+    } else {
+      s[k++] = (jpeg_scan_info){1, {0}, coef, coef, 0, 0};
+    }
+  }
+  return k;
+}
+
+/* Progressive JPEGs with more than 100 scans are refused (the limit is in the message);
+ * 100 scans load. */
+static void test_jpeg_scan_limit(void **state) {
+  (void)state;
+  struct pxl_image *img = make_image(32, 24, PXL_U8, 1, 1), *back;
+  jpeg_scan_info script[128];
+  const char *p = tpath("scans.jpg");
+  Err err = {0};
+  assert_int_equal(gray_script(script, 100), 100);
+  write_jpeg_scans(p, img, script, 100);
+  assert_int_equal(io_load(p, &back, &err), PXL_OK);
+  double mae = mean_abs_error(img, back);
+  if (mae > 2.5) fail_msg("100-scan JPEG: mean abs error %.2f", mae);
+  image_free(back);
+  assert_int_equal(gray_script(script, 101), 101);
+  write_jpeg_scans(p, img, script, 101);
+  expect_load_error(p, PXL_EFORMAT);
+  io_load(p, &back, &err);
+  assert_non_null(strstr(err.msg, "more than 100 scans"));
+  image_free(img);
+}
+
+/* Netpbm header grammar: a comment may stand wherever whitespace may, including right
+ * after maxval, where the comment's closing newline is the single whitespace byte before
+ * the samples; after that byte everything is samples (a '#' too). */
+static void test_pnm_header_comments(void **state) {
+  (void)state;
+#define TEXT(s) s, sizeof s - 1
+  static const struct {
+    const char *text;
+    size_t len;
+    unsigned px[4];
+  } good[] = {
+      {TEXT("P5\n2 2\n255#c\n\1\2\3\4"), {1, 2, 3, 4}},
+      {TEXT("P5#c\n2#w\n2#h\n255#m\r\1\2\3\4"), {1, 2, 3, 4}},
+      {TEXT("P5 2 2 255\n#\2\3\4"), {'#', 2, 3, 4}},
+      {TEXT("P2\n2 2\n255#c\n1 2 3 4\n"), {1, 2, 3, 4}},
+      {TEXT("P2 2 2 255#c\n# more\n1 2#x\n3 4"), {1, 2, 3, 4}},
+  };
+  const char *p = tpath("hdr.pgm");
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    write_bytes(p, good[i].text, good[i].len);
+    Err err = {0};
+    struct pxl_image *img;
+    int rc = io_load(p, &img, &err);
+    if (rc != PXL_OK) fail_msg("header %zu: %s", i, err.msg);
+    assert_int_equal(img->width, 2);
+    assert_int_equal(img->height, 2);
+    for (int k = 0; k < 4; k++) assert_int_equal(sample(img, k % 2, k / 2, 0), good[i].px[k]);
+    image_free(img);
+  }
+  static const struct {
+    const char *text;
+    size_t len;
+  } bad[] = {
+      {TEXT("P5\n2 2\n255#c")},         /* comment never ends: no samples */
+      {TEXT("P5\v2 2 255\n\1\2\3\4")},  /* VT is not Netpbm whitespace */
+      {TEXT("P5 2 2 255\f\1\2\3\4")},   /* nor FF */
+      {TEXT("P5 2 2 255#c\n\1\2\3")},   /* one sample short after the comment */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_bytes(p, bad[i].text, bad[i].len);
+    expect_load_error(p, PXL_EFORMAT);
+  }
+#undef TEXT
+}
+
 /* ---- setup ---- */
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -734,7 +1189,11 @@ int main(void) {
       cmocka_unit_test(test_format_by_magic), cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_garbage),       cmocka_unit_test(test_empty_missing),
       cmocka_unit_test(test_huge_dims),     cmocka_unit_test(test_save_errors),
-      cmocka_unit_test(test_oom_load),
+      cmocka_unit_test(test_oom_load),      cmocka_unit_test(test_load_limits),
+      cmocka_unit_test(test_save_full_disk), cmocka_unit_test(test_save_umask),
+      cmocka_unit_test(test_save_signal),   cmocka_unit_test(test_png_crc),
+      cmocka_unit_test(test_jpeg_missing_eoi), cmocka_unit_test(test_jpeg_scan_limit),
+      cmocka_unit_test(test_pnm_header_comments),
   };
   return cmocka_run_group_tests_name("io", tests, setup, teardown);
 }
