@@ -42,8 +42,11 @@ bool border_parse(const char *text, Border *b) {
     if (strncmp(text, n, l)) continue;
     b->kind = (BorderKind)k;
     b->value = 0;
-    if (k != B_CONSTANT) return text[l] == 0;
-    if (text[l] != '(') return false;
+    if (k != B_CONSTANT) {
+      if (text[l] == 0) return true;
+      continue; /* "mirror101" starts with "mirror" */
+    }
+    if (text[l] != '(') continue;
     char *end;
     b->value = strtod(text + l + 1, &end);
     return end != text + l + 1 && !strcmp(end, ")");

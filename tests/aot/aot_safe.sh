@@ -8,7 +8,7 @@
 #    backslash-newline, a trigraph, bytes that are not UTF-8), written to an output base
 #    name with a quote, a backslash and spaces, and holding entry names that are C
 #    keywords, C library names and macros, the generated code's and the prelude's own
-#    symbols, k beside k_size and a 200-character name: the generated C compiles
+#    symbols, k beside k_size and a 63-character name (the language's longest): the generated C compiles
 #    warning-free under both compilers, the injected code is absent, and every entry
 #    gives the interpreter's result (`pxl run --device ref`).
 # 3. Two generated headers in one file and two generated .c files in one program: the
@@ -53,7 +53,7 @@ done
 # ---- 2. hostile paths and names ----
 NL='
 '
-LONG=$(printf 'a%.0s' $(seq 200))
+LONG=$(printf 'a%.0s' $(seq 63))
 D1="$T/a*"
 D2="$D1/${NL}#ifndef PXL_INJ${NL}#define PXL_INJ${NL}#include <stdlib.h>${NL}int pxl_injected_symbol = 1;${NL}__attribute__((constructor)) static void pxl_injected(void) { exit(99); }${NL}#endif${NL}"
 D3="$D2/*c??\\${NL}int pxl_injected_splice = 1; $(printf '\377\376') \\${NL}#include \"x\""
