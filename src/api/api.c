@@ -226,29 +226,9 @@ int pxl_set_threads(pxl_context *ctx, int nthreads) {
   return PXL_OK;
 }
 
-static void default_cache_dir(char *buf, size_t n) {
-  const char *e = getenv("PXL_CACHE_DIR");
-  if (e && *e) {
-    snprintf(buf, n, "%s", e);
-    return;
-  }
-  e = getenv("XDG_CACHE_HOME");
-  if (e && *e) {
-    snprintf(buf, n, "%s/pxl", e);
-    return;
-  }
-  e = getenv("HOME");
-  if (e && *e) {
-    snprintf(buf, n, "%s/.cache/pxl", e);
-    return;
-  }
-  snprintf(buf, n, "/tmp/pxl-cache-%ld", (long)getuid());
-}
-
-static void cache_dir(pxl_context *ctx, char *dir, size_t n) {
-  if (ctx->cache_dir) snprintf(dir, n, "%s", ctx->cache_dir);
-  else default_cache_dir(dir, n);
-}
+/* The cache directory the context was given into dir, or "": the backends then take the
+ * default ($PXL_CACHE_DIR, ...: runtime/cache.c, which checks whichever it is). */
+static void cache_dir(pxl_context *ctx, char *dir, size_t n) { snprintf(dir, n, "%s", ctx->cache_dir ? ctx->cache_dir : ""); }
 
 static Backend *backend_for(pxl_context *ctx, bool ref) {
   if (ref) {
@@ -258,7 +238,7 @@ static Backend *backend_for(pxl_context *ctx, bool ref) {
   if (!ctx->cpu) {
     char dir[4096];
     cache_dir(ctx, dir, sizeof dir);
-    ctx->cpu = backend_cpu_new(dir, ctx->nthreads);
+    ctx->cpu = backend_cpu_new(dir, ctx->nthreads, &ctx->warn);
   }
   return ctx->cpu;
 }
@@ -271,7 +251,7 @@ static int pick_backend(pxl_context *ctx, Backend **be, Err *e) {
   if (ctx->device == DEV_OPENCL) {
     if (!ctx->opencl) {
       cache_dir(ctx, dir, sizeof dir);
-      int rc = backend_opencl_new(ctx->ocl_platform, ctx->ocl_device, dir, &ctx->opencl, e);
+      int rc = backend_opencl_new(ctx->ocl_platform, ctx->ocl_device, dir, &ctx->warn, &ctx->opencl, e);
       if (rc) return rc;
     }
     *be = ctx->opencl;
@@ -281,7 +261,7 @@ static int pick_backend(pxl_context *ctx, Backend **be, Err *e) {
     if (!ctx->cuda) {
       cache_dir(ctx, dir, sizeof dir);
       Err ignored = {0};
-      int rc = backend_cuda_new(ctx->cuda_ordinal, dir, &ctx->cuda, ctx->device == DEV_CUDA ? e : &ignored);
+      int rc = backend_cuda_new(ctx->cuda_ordinal, dir, &ctx->warn, &ctx->cuda, ctx->device == DEV_CUDA ? e : &ignored);
       if (rc && ctx->device == DEV_CUDA) return rc;
     }
     ctx->auto_tried = true;
