@@ -228,7 +228,9 @@ int pxl_set_threads(pxl_context *ctx, int nthreads) {
 
 /* The cache directory the context was given into dir, or "": the backends then take the
  * default ($PXL_CACHE_DIR, ...: runtime/cache.c, which checks whichever it is). */
-static void cache_dir(pxl_context *ctx, char *dir, size_t n) { snprintf(dir, n, "%s", ctx->cache_dir ? ctx->cache_dir : ""); }
+static void cache_dir(pxl_context *ctx, char *dir, size_t n) {
+  snprintf(dir, n, "%s", ctx->cache_dir ? ctx->cache_dir : "");
+}
 
 static Backend *backend_for(pxl_context *ctx, bool ref) {
   if (ref) {

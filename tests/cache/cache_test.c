@@ -152,7 +152,8 @@ typedef struct {
 static void fill(pxl_image *img) {
   unsigned char *p = pxl_image_data(img);
   for (int y = 0; y < pxl_image_height(img); y++)
-    for (int x = 0; x < pxl_image_width(img); x++) p[(size_t)y * pxl_image_pitch(img) + x] = (unsigned char)(x * 3 + y * 7);
+    for (int x = 0; x < pxl_image_width(img); x++)
+      p[(size_t)y * pxl_image_pitch(img) + x] = (unsigned char)(x * 3 + y * 7);
 }
 
 static int run_one(pxl_context *ctx, const char *src, pxl_image *in, pxl_image **out) {
@@ -205,7 +206,8 @@ static int child(const Run *r) {
   }
   CHECK(st == r->want_rc, "%s run: status %s, expected %s: %s", r->device, pxl_status_name(st),
         pxl_status_name(r->want_rc), pxl_errmsg(ctx));
-  if (st && r->want_err) CHECK(has_all(pxl_errmsg(ctx), r->want_err), "message lacks '%s': %s", r->want_err, pxl_errmsg(ctx));
+  if (st && r->want_err)
+    CHECK(has_all(pxl_errmsg(ctx), r->want_err), "message lacks '%s': %s", r->want_err, pxl_errmsg(ctx));
   if (*warn) printf("  warning: %s", warn); /* for the log */
   if (!r->want_warn) CHECK(!*warn, "unexpected warnings: %s", warn);
   else CHECK(has_all(warn, r->want_warn), "warnings lack '%s': [%s]", r->want_warn, warn);

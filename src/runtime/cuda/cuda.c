@@ -556,7 +556,8 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **o
   cu->cc = major * 10 + minor;
   snprintf(cu->describe, sizeof cu->describe, "cuda:%d (%s)", ordinal, cu->name);
   Err no_cache = {0};
-  if (cache_open(cache_dir, warn, &cu->cache, &no_cache)) warn_add(warn, "CUDA kernels are not cached: %s", no_cache.msg);
+  if (cache_open(cache_dir, warn, &cu->cache, &no_cache))
+    warn_add(warn, "CUDA kernels are not cached: %s", no_cache.msg);
   char tunes[4400];
   snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache ? cache_dir_in_use(cu->cache) : "", cu->cc);
   gpu_tuner_init(&cu->tuner, cu->cache ? tunes : NULL, "PXL_CUDA_TILE_");

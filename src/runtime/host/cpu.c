@@ -275,8 +275,8 @@ static int toolchain_id(uint64_t *id, Err *err) {
   int rc = run_limited(argv, NULL, &out, limit, &status, &timed_out);
   if (timed_out) {
     sb_free(&out);
-    return err_set(err, PXL_EBACKEND, "the C compiler '%s' did not answer '--version' within %g s (PXL_CC_TIMEOUT); killed",
-                   cc, limit);
+    return err_set(err, PXL_EBACKEND,
+                   "the C compiler '%s' did not answer '--version' within %g s (PXL_CC_TIMEOUT); killed", cc, limit);
   }
   uint64_t h = hash_str(hash_str(hash_str(HASH_INIT, CACHE_FORMAT), cc), path);
   h = hash_bytes(h, out.s ? out.s : "", out.len); /* a compiler that cannot run: its name; compiling says why */
@@ -392,10 +392,11 @@ static int build(Cpu *cpu, const char *name, CacheId id, const StrBuf *src, void
   size_t n = 0;
   if (!rc) rc = file_read_all(out, 512u << 20, &bytes, &n, err);
   if (!rc && n == 0)
-    rc = err_set(err, PXL_EBACKEND, "the C compiler '%s' succeeded on %s but wrote nothing (set PXL_CC, or use --device ref)",
-                 compiler(), cfile);
+    rc = err_set(err, PXL_EBACKEND,
+                 "the C compiler '%s' succeeded on %s but wrote nothing (set PXL_CC, or use --device ref)", compiler(),
+                 cfile);
   else if (!rc && (n < 4 || memcmp(bytes, "\177ELF", 4)))
-    rc = err_set(err, PXL_EBACKEND, "the C compiler '%s' succeeded on %s but wrote no shared object (%zu bytes, not ELF)",
+    rc = err_set(err, PXL_EBACKEND, "the C compiler '%s' succeeded on %s but wrote no shared object (%zu bytes)",
                  compiler(), cfile, n);
   if (!rc && !open_module(out, h, fn, why, sizeof why))
     rc = err_set(err, PXL_EBACKEND, "the C compiler's output for %s %s", cfile, why);
