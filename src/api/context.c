@@ -133,32 +133,10 @@ int pxl_set_threads(pxl_context *ctx, int nthreads) {
 
 /* ---- opening backends ---- */
 
-static void default_cache_dir(char *buf, size_t n) {
-  const char *e = getenv("PXL_CACHE_DIR");
-  if (e && *e) {
-    snprintf(buf, n, "%s", e);
-    return;
-  }
-  e = getenv("XDG_CACHE_HOME");
-  if (e && *e) {
-    snprintf(buf, n, "%s/pxl", e);
-    return;
-  }
-  e = getenv("HOME");
-  if (e && *e) {
-    snprintf(buf, n, "%s/.cache/pxl", e);
-    return;
-  }
-  snprintf(buf, n, "/tmp/pxl-cache-%ld", (long)getuid());
-}
-
 /* Row k's backend for device numbers nums, opened now if it is not yet. */
 static int open_row(pxl_context *ctx, int k, const int *nums, Backend **be, Err *e) {
   if (!ctx->open[k]) {
-    char dir[4096];
-    if (ctx->cache_dir) snprintf(dir, sizeof dir, "%s", ctx->cache_dir);
-    else default_cache_dir(dir, sizeof dir);
-    BackendEnv env = {dir, ctx->nthreads, &ctx->warn};
+    BackendEnv env = {ctx->cache_dir ? ctx->cache_dir : "", ctx->nthreads, &ctx->warn};
     int rc = backend_kinds[k].open(nums, &env, &ctx->open[k], e);
     if (rc) {
       ctx->open[k] = NULL;

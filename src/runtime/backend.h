@@ -62,7 +62,7 @@ enum { GRAPH_NONE, GRAPH_REPLAYED, GRAPH_RECORD };
 
 /* What opening a backend gets from the context that opens it. */
 typedef struct {
-  const char *cache_dir; /* the compiled-kernel cache directory (checked by the caller) */
+  const char *cache_dir; /* the compiled-kernel cache directory, "" for the default (runtime/cache.h checks it) */
   int nthreads;          /* CPU threads, 0 = all cores */
   Warn *warn;            /* where problems that were worked around are reported */
 } BackendEnv;
@@ -95,18 +95,20 @@ const char *backend_describe(Backend *be);
 Backend *backend_ref_new(void);
 
 /* The CPU backend: JIT compiles generated C with the system C compiler (PXL_CC, else the
- * compiler pxl was built with, else cc), caches modules in cache_dir (created if needed)
- * and in memory. nthreads 0 = all cores. NULL on out-of-memory. */
-Backend *backend_cpu_new(const char *cache_dir, int nthreads);
+ * compiler pxl was built with, else cc), caches modules in memory and in cache_dir (NULL:
+ * the default; runtime/cache.h), warning in `warn` about a directory or entry it
+ * refused. nthreads 0 = all cores. NULL on out-of-memory. */
+Backend *backend_cpu_new(const char *cache_dir, int nthreads, Warn *warn);
 
 /* The CUDA backend on device `ordinal` (src/runtime/cuda): PXL_EDEVICE with the reason
- * when the driver, NVRTC or the device is missing. */
-int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err);
+ * when the driver, NVRTC or the device is missing. cache_dir and warn: as for the CPU. */
+int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **out, Err *err);
 
 /* The OpenCL backend (src/runtime/opencl) on device `device` of platform `platform`;
  * (-1, -1): the first GPU of any platform, else the first device of any platform.
- * PXL_EDEVICE with the reason when the loader, a platform or the device is missing. */
-int backend_opencl_new(int platform, int device, const char *cache_dir, Backend **out, Err *err);
+ * PXL_EDEVICE with the reason when the loader, a platform or the device is missing.
+ * cache_dir and warn: as for the CPU. */
+int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *warn, Backend **out, Err *err);
 
 /* Result of running an entry point. */
 typedef struct {

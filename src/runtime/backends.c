@@ -19,16 +19,16 @@ static int open_ref(const int *nums, const BackendEnv *env, Backend **out, Err *
 }
 
 static int open_cpu(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
-  *out = backend_cpu_new(env->cache_dir, env->nthreads);
+  *out = backend_cpu_new(env->cache_dir, env->nthreads, env->warn);
   return *out ? PXL_OK : err_set(err, PXL_ENOMEM, "out of memory");
 }
 
 static int open_cuda(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
-  return backend_cuda_new(nums[0], env->cache_dir, out, err);
+  return backend_cuda_new(nums[0], env->cache_dir, env->warn, out, err);
 }
 
 static int open_opencl(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
-  return backend_opencl_new(nums[0], nums[1], env->cache_dir, out, err);
+  return backend_opencl_new(nums[0], nums[1], env->cache_dir, env->warn, out, err);
 }
 
 const BackendKind backend_kinds[] = {

@@ -15,13 +15,15 @@
  *
  * Compiled code: an instance (program, entry, borders) is remembered in memory; its
  * PTX is cached on disk per device architecture and NVRTC version, under the key of the
- * generated source (cache_dir/cuda-smNN-KEY.ptx), so a second process skips NVRTC.
+ * generated source (cuda-smNN-nvrtcNN-KEY.ptx, verified before use: runtime/cache.h), so
+ * a second process skips NVRTC.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/gpu/gen_gpu.h"
+#include "runtime/cache.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/gpu/fault.h"
 #include "runtime/gpu/gpu_cache.h"
@@ -85,7 +87,7 @@ typedef struct {
   size_t pitch_align; /* row pitch of device images: a multiple of this (what cuMemAllocPitch picks) */
   int nvrtc;       /* NVRTC version, major * 100 + minor */
   char name[128], describe[180];
-  char *cache_dir; /* NULL: no disk cache */
+  Cache *cache;    /* NULL: no disk cache (runtime/cache.h) */
   CuModule *mods;
   GpuInstance *instances;
   Aux red, hist;     /* reduction partials, histogram bins */
@@ -105,21 +107,20 @@ static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
   return err_set(err, PXL_EFAULT, "CUDA %s failed on %s: %s (%d)", what, cu->name, s ? s : "unknown error", r);
 }
 
-/* PTX for src: from the disk cache, else NVRTC (then stored). */
+/* PTX for src: from the disk cache (runtime/cache.h: verified entry
+ * cuda-smNN-nvrtcNN-KEY.ptx), else NVRTC (then stored). The key covers the source, the
+ * architecture and NVRTC's version, which is all PTX depends on (the driver compiles PTX
+ * to machine code at load time, with a cache of its own). */
 static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) {
-  char path[4400] = "";
-  if (cu->cache_dir) {
-    uint64_t key = hash_bytes(HASH_INIT, src, len);
-    snprintf(path, sizeof path, "%s/cuda-sm%d-nvrtc%d-%016llx.ptx", cu->cache_dir, cu->cc, cu->nvrtc,
-             (unsigned long long)key);
-    Err ignored = {0};
-    if (!file_read_all(path, 256u << 20, ptx, NULL, &ignored)) return PXL_OK;
-  }
+  CacheId id = {0, hash_bytes(HASH_INIT, src, len)};
+  id.key = hash_bytes(hash_str(HASH_INIT, CACHE_FORMAT), &id.source, sizeof id.source);
+  id.key = hash_bytes(hash_bytes(id.key, &cu->cc, sizeof cu->cc), &cu->nvrtc, sizeof cu->nvrtc);
+  char name[96];
+  snprintf(name, sizeof name, "cuda-sm%d-nvrtc%d-%016llx.ptx", cu->cc, cu->nvrtc, (unsigned long long)id.key);
+  size_t n = 0;
+  if (cu->cache && cache_get(cu->cache, name, id, ptx, &n)) return PXL_OK; /* NUL-terminated */
   int rc = cuda_compile_ptx(cu->api, src, cu->cc, ptx, err);
-  if (!rc && path[0]) { /* a cache that cannot be written only costs time */
-    Err ignored = {0};
-    if (!file_make_dirs(cu->cache_dir, 0700, &ignored)) file_write_atomic(path, *ptx, strlen(*ptx), FILE_PRIVATE, &ignored);
-  }
+  if (!rc && cu->cache) cache_put(cu->cache, name, id, *ptx, strlen(*ptx)); /* a failed write only costs time */
   return rc;
 }
 
@@ -502,7 +503,7 @@ static void cuda_free(Backend *be) {
   cu->api->cuStreamDestroy_v2(cu->stream);
   if (cu->pool) cu->api->cuMemPoolDestroy(cu->pool); /* after the stream: its frees are done */
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);
-  PXL_FREE(cu->cache_dir);
+  cache_free(cu->cache);
   PXL_FREE(cu);
 }
 
@@ -514,7 +515,7 @@ static int cuda_recorded(const Backend *be) {
   return n;
 }
 
-int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err) {
+int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **out, Err *err) {
   const CudaApi *api;
   int rc = cuda_load(&api, err);
   if (rc) return rc;
@@ -558,14 +559,12 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Backend **out, Err *err
   cu->nvrtc = vmaj * 100 + vmin;
   cu->cc = major * 10 + minor;
   snprintf(cu->describe, sizeof cu->describe, "cuda:%d (%s)", ordinal, cu->name);
-  if (cache_dir && *cache_dir) {
-    size_t n = strlen(cache_dir) + 1;
-    cu->cache_dir = PXL_MALLOC(n);
-    if (cu->cache_dir) memcpy(cu->cache_dir, cache_dir, n);
-  }
+  Err no_cache = {0};
+  if (cache_open(cache_dir, warn, &cu->cache, &no_cache))
+    warn_add(warn, "CUDA kernels are not cached: %s", no_cache.msg);
   char tunes[4400];
-  snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache_dir ? cu->cache_dir : "", cu->cc);
-  gpu_tuner_init(&cu->tuner, cu->cache_dir ? tunes : NULL, "PXL_CUDA_TILE_");
+  snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache ? cache_dir_in_use(cu->cache) : "", cu->cc);
+  gpu_tuner_init(&cu->tuner, cu->cache ? tunes : NULL, "PXL_CUDA_TILE_");
   cu->base.name = "cuda";
   cu->base.kernel = cuda_kernel;
   cu->base.reduce = cuda_reduce;

@@ -15,9 +15,9 @@
  *
  * Compiled code: an instance (program, entry, borders, size class) is remembered in
  * memory; the program binary is cached on disk under the key of the generated source,
- * the device name, the driver version and the build options (cache_dir/opencl-KEY.bin),
- * so a second process skips the driver's compiler. A binary the driver refuses is
- * rebuilt from source.
+ * the device and platform names, the driver version and the build options
+ * (opencl-KEY.bin, verified before the driver sees it: runtime/cache.h), so a second
+ * process skips the driver's compiler. A binary the driver refuses is rebuilt from source.
  *
  * Optional extensions: a device without cl_khr_fp64 builds with -DPXR_NO_F64 (the
  * prelude then has no double; f32 scalars and f32 reduction values travel as floats) and
@@ -40,6 +40,7 @@
 #include "codegen/c/gen_c.h"
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/backend.h"
+#include "runtime/cache.h"
 #include "runtime/gpu/gpu_cache.h"
 #include "runtime/gpu/fault.h"
 #include "runtime/opencl/ocl_api.h"
@@ -122,7 +123,7 @@ typedef struct {
   size_t pitch_align;    /* row pitch of device images: a multiple of this */
   char options[256];     /* clBuildProgram options */
   unsigned faults;       /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
-  char *cache_dir;       /* NULL: no disk cache */
+  Cache *cache;          /* NULL: no disk cache (runtime/cache.h) */
   OclModule *mods;
   GpuInstance *instances;
   Aux red, hist, res;    /* reduction partials, histogram bins, results */
@@ -301,44 +302,45 @@ static int build_failure(Ocl *cl, const Decl *D, cl_program prog, cl_int rc, con
 }
 
 /* The program's binary in the disk cache (a cache: failures only cost a rebuild). */
-static void store_binary(Ocl *cl, cl_program prog, const char *path) {
+static void store_binary(Ocl *cl, cl_program prog, const char *name, CacheId id) {
   size_t n = 0;
   if (cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) || !n) return;
   unsigned char *bin = PXL_MALLOC(n);
   unsigned char *bins[1] = {bin};
-  Err ignored = {0};
-  if (bin && !cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) &&
-      !file_make_dirs(cl->cache_dir, 0700, &ignored))
-    file_write_atomic(path, bin, n, FILE_PRIVATE, &ignored);
+  if (bin && !cl->api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL))
+    cache_put(cl->cache, name, id, bin, n);
   PXL_FREE(bin);
 }
 
-/* A built program for src: from the cached binary, else from source (then cached). */
+/* A built program for src: from the cached binary (entry opencl-KEY.bin, verified before
+ * the driver sees it: runtime/cache.h), else from source (then cached). */
 static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program *out, Err *err) {
   const OclApi *api = cl->api;
   if (cl->faults & FAULT_BUILD)
     return err_set(err, PXL_EBACKEND, "OpenCL build of %s failed on %s (PXL_FAULT_INJECT)", D->name, cl->name);
-  char path[4400] = "";
+  char name[64] = "";
   cl_int rc = CL_SUCCESS;
-  if (cl->cache_dir) {
-    uint64_t key = hash_bytes(HASH_INIT, src, len);
-    key = hash_str(hash_str(hash_str(hash_str(key, prologue), cl->name), cl->driver), cl->options);
-    snprintf(path, sizeof path, "%s/opencl-%016llx.bin", cl->cache_dir, (unsigned long long)key);
+  CacheId id = {0, hash_bytes(HASH_INIT, src, len)};
+  if (cl->cache) {
+    id.key = hash_bytes(hash_str(HASH_INIT, CACHE_FORMAT), &id.source, sizeof id.source);
+    id.key = hash_str(hash_str(hash_str(hash_str(id.key, prologue), cl->name), cl->platform_name), cl->driver);
+    id.key = hash_str(id.key, cl->options);
+    snprintf(name, sizeof name, "opencl-%016llx.bin", (unsigned long long)id.key);
     size_t n = 0;
     char *text = NULL;
-    Err ignored = {0};
-    file_read_all(path, 256u << 20, &text, &n, &ignored);
-    unsigned char *bin = (unsigned char *)text; /* n: binaries hold NULs */
-    cl_program prog = NULL;
-    cl_int status = 0;
-    if (bin && n)
-      prog = api->clCreateProgramWithBinary(cl->ctx, 1, &cl->dev, &n, (const unsigned char **)&bin, &status, &rc);
-    PXL_FREE(bin);
-    if (prog && !rc && !status && !api->clBuildProgram(prog, 1, &cl->dev, cl->options, NULL, NULL)) {
-      *out = prog;
-      return PXL_OK;
+    if (cache_get(cl->cache, name, id, &text, &n)) {
+      unsigned char *bin = (unsigned char *)text; /* n: binaries hold NULs */
+      cl_int status = 0;
+      cl_program prog = api->clCreateProgramWithBinary(cl->ctx, 1, &cl->dev, &n, (const unsigned char **)&bin,
+                                                       &status, &rc);
+      PXL_FREE(text);
+      if (prog && !rc && !status && !api->clBuildProgram(prog, 1, &cl->dev, cl->options, NULL, NULL)) {
+        *out = prog;
+        return PXL_OK;
+      }
+      if (prog) api->clReleaseProgram(prog);
+      cache_drop(cl->cache, name, "the OpenCL driver refused the binary"); /* rebuilt from source */
     }
-    if (prog) api->clReleaseProgram(prog); /* stale or foreign: rebuild from source */
   }
   const char *texts[2] = {prologue, src};
   size_t lens[2] = {sizeof prologue - 1, len};
@@ -350,7 +352,7 @@ static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program
     api->clReleaseProgram(prog);
     return code;
   }
-  if (path[0]) store_binary(cl, prog, path);
+  if (name[0]) store_binary(cl, prog, name, id);
   *out = prog;
   return PXL_OK;
 }
@@ -802,7 +804,7 @@ static void ocl_free(Backend *be) {
     if (bufs[i]) api->clReleaseMemObject(bufs[i]);
   if (cl->queue) api->clReleaseCommandQueue(cl->queue);
   if (cl->ctx) api->clReleaseContext(cl->ctx);
-  PXL_FREE(cl->cache_dir);
+  cache_free(cl->cache);
   PXL_FREE(cl);
 }
 
@@ -873,7 +875,7 @@ static int open_profile(Ocl *cl, Err *err) {
   return PXL_OK;
 }
 
-int backend_opencl_new(int platform, int device, const char *cache_dir, Backend **out, Err *err) {
+int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *warn, Backend **out, Err *err) {
   const OclApi *api;
   *out = NULL;
   int rc = ocl_load(&api, err);
@@ -897,15 +899,13 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Backend 
   }
   snprintf(cl->describe, sizeof cl->describe, "opencl:%d:%d (%s, %s)", cl->platform_index, cl->device_index, cl->name,
            cl->platform_name);
-  if (cache_dir && *cache_dir) {
-    size_t n = strlen(cache_dir) + 1;
-    cl->cache_dir = PXL_MALLOC(n);
-    if (cl->cache_dir) memcpy(cl->cache_dir, cache_dir, n);
-  }
+  Err no_cache = {0};
+  if (cache_open(cache_dir, warn, &cl->cache, &no_cache))
+    warn_add(warn, "OpenCL kernels are not cached: %s", no_cache.msg);
   char tunes[4400];
-  snprintf(tunes, sizeof tunes, "%s/opencl-tune-%016llx.txt", cl->cache_dir ? cl->cache_dir : "",
+  snprintf(tunes, sizeof tunes, "%s/opencl-tune-%016llx.txt", cl->cache ? cache_dir_in_use(cl->cache) : "",
            (unsigned long long)hash_str(HASH_INIT, cl->name));
-  gpu_tuner_init(&cl->tuner, cl->cache_dir ? tunes : NULL, "PXL_OPENCL_TILE_");
+  gpu_tuner_init(&cl->tuner, cl->cache ? tunes : NULL, "PXL_OPENCL_TILE_");
   cl->base.name = "opencl";
   cl->faults = fault_injected();
   cl->base.describe = ocl_describe;
