@@ -89,10 +89,14 @@ static const char HELP_MAIN[] =
     "Environment:\n"
     "  PXL_CACHE_DIR  directory for compiled kernels (default $XDG_CACHE_HOME/pxl,\n"
     "                 else ~/.cache/pxl); each kernel's generated C and compiler log\n"
-    "                 are kept there next to it\n"
+    "                 are kept there next to it. It must be yours and not writable by\n"
+    "                 others: else pxl warns and uses a private temporary directory\n"
+    "                 (docs/SECURITY.md)\n"
     "  PXL_CC         C compiler of the CPU backend (default: the one pxl was built\n"
     "                 with). Without a working compiler, --device auto falls back to\n"
-    "                 the interpreter and --device cpu fails (exit 4)\n";
+    "                 the interpreter (with a warning) and --device cpu fails (exit 4)\n"
+    "  PXL_CC_TIMEOUT seconds the C compiler may take for one kernel (default 120,\n"
+    "                 0: no limit); past it the compile is a failure (exit 4)\n";
 
 static const char HELP_RUN[] =
     "Usage: pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"

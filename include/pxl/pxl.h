@@ -96,7 +96,10 @@ const char *pxl_take_warnings(pxl_context *ctx);
  * unknown or malformed name. */
 int pxl_set_device(pxl_context *ctx, const char *device);
 /* Sets the directory for compiled kernels (default: $PXL_CACHE_DIR, else
- * $XDG_CACHE_HOME/pxl, else ~/.cache/pxl). The string is copied. */
+ * $XDG_CACHE_HOME/pxl, else ~/.cache/pxl, else a private temporary directory). The string
+ * is copied. A directory that is not the user's own, is writable by others or cannot be
+ * written is not used: runs compile into a private temporary directory instead, with a
+ * warning (pxl_take_warnings; docs/SECURITY.md). */
 int pxl_set_cache_dir(pxl_context *ctx, const char *dir);
 /* Number of threads the CPU backend uses (0 = all cores, the default). */
 int pxl_set_threads(pxl_context *ctx, int nthreads);
