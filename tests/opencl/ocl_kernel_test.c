@@ -18,16 +18,24 @@
  *                     the kernel's line 2 (-Dv0=1): the message names that .pxl line.
  *   profile FILE      PXL_OPENCL_PROFILE=FILE: a line per kernel launch (name, global
  *                     size, device time) and per reduction read-back.
+ *   borders DIR       images read only at (0, 0) that cover the output share one module
+ *                     across border modes (runtime/instance.c: stage_borders): five
+ *                     modes, one program binary in the fresh cache directory DIR, each
+ *                     result the interpreter's; an image smaller than the output keeps
+ *                     its mode (constant(200) and mirror read outside it), as the
+ *                     interpreter says.
  *
  * Kernels build with -cl-opt-disable unless PXL_OPENCL_OPTIONS says otherwise (PoCL
  * compiles faster; the results must not change). Prints "skipped: no OpenCL device
  * (REASON)" and exits 77 when there is none.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/check.h"
 #include "pxl/pxl.h"
@@ -313,13 +321,85 @@ static int profile(const char *file) {
   return 0;
 }
 
+/* Files named opencl-*.bin in dir (program binaries: one per module built). */
+static int count_binaries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    n += !strncmp(e->d_name, "opencl-", 7) && len > 4 && !strcmp(e->d_name + len - 4, ".bin");
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* add2 with images a and b, b read with border `mode`, on dev and on ref: equal images. */
+static void same_add2(pxl_context *dev, pxl_program *pd, pxl_context *ref, pxl_program *pr, pxl_image *a,
+                      pxl_image *b, const char *mode) {
+  pxl_run_result *res[2] = {NULL, NULL};
+  pxl_context *ctx[2] = {dev, ref};
+  pxl_program *prog[2] = {pd, pr};
+  for (int k = 0; k < 2; k++) {
+    pxl_args *args = pxl_args_new(ctx[k]);
+    int st = args ? pxl_args_image(args, "a", a) : PXL_ENOMEM;
+    if (!st) st = pxl_args_image(args, "b", b);
+    if (!st) st = pxl_args_border(args, "b", mode);
+    if (!st) st = pxl_run(ctx[k], prog[k], "add2", args, &res[k]);
+    CHECK(!st, "add2, b %dx%d : %s on %s: %s", pxl_image_width(b), pxl_image_height(b), mode, k ? "ref" : "OpenCL",
+          pxl_errmsg(ctx[k]));
+    pxl_args_free(args);
+  }
+  if (res[0] && res[1])
+    CHECK(same_image(pxl_result_image(res[0]), pxl_result_image(res[1])), "add2, b %dx%d : %s: the images differ",
+          pxl_image_width(b), pxl_image_height(b), mode);
+  pxl_result_free(res[0]);
+  pxl_result_free(res[1]);
+}
+
+static int borders(const char *dir) {
+  static const char src[] = "kernel u8 add2(image u8 a, image u8 b) { return a(0, 0) / 2 + b(0, 0) / 2; }\n";
+  static const char *modes[] = {"clamp", "mirror", "wrap", "constant(200)", "none"};
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) return 1;
+  int skip = 0;
+  pxl_context *probe = opencl_context(&skip);
+  if (!probe) return skip ? 77 : 1;
+  pxl_context_free(probe);
+  pxl_context *dev = pxl_context_new(), *ref = pxl_context_new();
+  CHECK(dev && ref && !pxl_set_cache_dir(dev, dir) && !pxl_set_device(dev, "opencl") && !pxl_set_device(ref, "ref"),
+        "contexts: %s", dev ? pxl_errmsg(dev) : "out of memory");
+  pxl_program *pd = compile(dev, src), *pr = compile(ref, src);
+  pxl_image *a = image(ref, PXL_U8), *b = image(ref, PXL_U8), *small = NULL;
+  if (pxl_image_create(ref, W - 5, H - 2, PXL_U8, 1, &small)) small = NULL;
+  for (int y = 0; small && y < H - 2; y++)
+    for (int x = 0; x < W - 5; x++) ((unsigned char *)pxl_image_data(small))[(size_t)y * pxl_image_pitch(small) + x] =
+        (unsigned char)random_u32();
+  if (pd && pr && a && b && small) {
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) same_add2(dev, pd, ref, pr, a, b, modes[i]);
+    int n = count_binaries(dir);
+    CHECK(n == 1, "add2 on images that cover the output in 5 border modes: %d program binaries in %s, want 1", n, dir);
+    same_add2(dev, pd, ref, pr, a, small, "constant(200)");
+    same_add2(dev, pd, ref, pr, a, small, "mirror");
+  }
+  pxl_image_free(a);
+  pxl_image_free(b);
+  pxl_image_free(small);
+  pxl_program_free(pd);
+  pxl_program_free(pr);
+  pxl_context_free(dev);
+  pxl_context_free(ref);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setenv("PXL_OPENCL_OPTIONS", "-cl-opt-disable", 0);
   int rc = 2;
   if (argc == 3 && !strcmp(argv[1], "no-fp64")) rc = no_fp64(argv[2]);
   else if (argc == 2 && !strcmp(argv[1], "build-error")) rc = build_error();
   else if (argc == 3 && !strcmp(argv[1], "profile")) rc = profile(argv[2]);
-  else printf("usage: ocl_kernel_test no-fp64 EXAMPLES_DIR | build-error | profile FILE\n");
+  else if (argc == 3 && !strcmp(argv[1], "borders")) rc = borders(argv[2]);
+  else printf("usage: ocl_kernel_test no-fp64 EXAMPLES_DIR | build-error | profile FILE | borders DIR\n");
   if (rc) return rc;
   printf("%s\n", failed ? "FAILED" : "ok");
   return failed ? 1 : 0;

@@ -1,13 +1,15 @@
 /*
- * cuda.c - the CUDA backend (see backend.h): stage instances generated as CUDA
- * (codegen/cuda), compiled with NVRTC to PTX for the device's compute capability, loaded
- * with the driver API and launched on the backend's stream.
+ * cuda.c - the CUDA backend (see backend.h): the CUDA driver of the GPU core
+ * (runtime/gpu/gpu_core.h, which runs kernels, reductions and histograms) and the rest
+ * of the backend. Stage instances are generated as CUDA (codegen/gpu), compiled with
+ * NVRTC to PTX for the device's compute capability, loaded with the driver API and
+ * launched on the backend's stream.
  *
  * Memory: images live in pitched device allocations (cuMemAllocPitch: rows padded to
  * what the device prefers); exec.c copies host images in and results out, so the stage
  * functions here only ever see device images, and kernels return without waiting.
  * Reductions and histograms are one launch each whose kernel writes the result straight
- * into a pinned host buffer (then one stream synchronisation).
+ * into a pinned host buffer, the core's result buffer (then one stream synchronisation).
  *
  * Pipelines on device images are recorded as CUDA graphs (stream capture) at their
  * second run with the same key (exec.c: run_key) and replayed from the third: one graph
@@ -22,43 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/gpu/gen_gpu.h"
 #include "runtime/cache.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/gpu/fault.h"
-#include "runtime/gpu/gpu_cache.h"
+#include "runtime/gpu/gpu_core.h"
 #include "runtime/backend.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hash.h"
-
-/* pxl_kargs of the generated code, byte for byte. */
-typedef struct {
-  void *data;
-  int32_t width, height;
-  int64_t pitch;
-} KImage;
-typedef union {
-  int64_t i;
-  double f;
-} KScalar;
-typedef struct {
-  KImage in[PXL_GPU_MAX_IMAGES];
-  KScalar sc[PXL_GPU_MAX_SCALARS];
-  KImage out;
-  void *aux;
-  void *res;
-  int64_t n;
-} KArgs;
-
-typedef struct CuModule CuModule;
-struct CuModule {
-  CuModule *next;
-  uint64_t key;
-  CUmodule mod;
-  CUfunction stage;
-  GpuLaunch launch;
-};
 
 /* A pipeline run seen before: its recording, or that it cannot be recorded. */
 typedef struct CuGraph CuGraph;
@@ -70,15 +43,8 @@ struct CuGraph {
 };
 #define MAX_GRAPHS 64 /* runs remembered; the oldest is dropped */
 
-/* A zero-initialised device buffer that kernels leave zero again (gen_gpu.h), and
- * pinned host memory for what the kernels hand back. */
 typedef struct {
-  CUdeviceptr p;
-  size_t size;
-} Aux;
-
-typedef struct {
-  Backend base;
+  GpuCore g;       /* first: kernels, reductions, histograms (gpu_core.h) */
   const CudaApi *api;
   CUdevice dev;
   CUcontext ctx;
@@ -88,14 +54,8 @@ typedef struct {
   int nvrtc;       /* NVRTC version, major * 100 + minor */
   char name[128], describe[180];
   Cache *cache;    /* NULL: no disk cache (runtime/cache.h) */
-  CuModule *mods;
-  GpuInstance *instances;
-  Aux red, hist;     /* reduction partials, histogram bins */
-  void *pinned;      /* results written by kernels */
-  size_t pinned_size;
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
   CUmemoryPool pool; /* pxl's own pool, keeping freed memory for reuse; NULL: the default */
-  GpuTuner tuner;    /* autotuner choices (gpu_cache.h), PXL_CUDA_TILE_ROWS / _BYTES */
   CuGraph *graphs;   /* recorded pipeline runs, newest first */
   bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
   unsigned faults;   /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
@@ -124,114 +84,79 @@ static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) 
   return rc;
 }
 
-static int load_module(Cuda *cu, const Decl *D, const Border *borders, const GpuTile *tile, CuModule **out,
-                       Err *err) {
-  StrBuf src = {0};
-  GpuLaunch launch;
-  int rc = gen_gpu_stage(&src, D, borders, GPU_CUDA, tile, &launch, err);
-  if (rc) {
-    sb_free(&src);
-    return rc;
-  }
-  uint64_t key = hash_bytes(HASH_INIT, src.s, src.len);
-  for (CuModule *m = cu->mods; m; m = m->next)
-    if (m->key == key) {
-      sb_free(&src);
-      *out = m;
-      return PXL_OK;
-    }
+/* ---- the driver of the GPU core (gpu_core.h) ---- */
+
+static void cuda_enter(GpuCore *g) {
+  Cuda *cu = (Cuda *)g;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+}
+
+/* PTX for src (get_ptx), loaded as a module with its entry point pxl_stage. */
+static int cuda_load_module(GpuCore *g, const Decl *D, const char *src, size_t len, void **prog, void **fn,
+                            Err *err) {
+  Cuda *cu = (Cuda *)g;
+  (void)D;
   char *ptx = NULL;
-  rc = get_ptx(cu, src.s, src.len, &ptx, err);
-  sb_free(&src);
+  int rc = get_ptx(cu, src, len, &ptx, err);
   if (rc) return rc;
-  CuModule *m = PXL_CALLOC(1, sizeof *m);
-  if (!m) {
-    PXL_FREE(ptx);
-    return err_set(err, PXL_ENOMEM, "out of memory");
-  }
-  CUresult r = cu->faults & FAULT_LOAD ? 200 /* CUDA_ERROR_INVALID_IMAGE */ : cu->api->cuModuleLoadData(&m->mod, ptx);
+  CUmodule mod = NULL;
+  CUfunction stage = NULL;
+  CUresult r = cu->faults & FAULT_LOAD ? 200 /* CUDA_ERROR_INVALID_IMAGE */ : cu->api->cuModuleLoadData(&mod, ptx);
   PXL_FREE(ptx);
-  if (!r) r = cu->api->cuModuleGetFunction(&m->stage, m->mod, "pxl_stage");
+  if (!r) r = cu->api->cuModuleGetFunction(&stage, mod, "pxl_stage");
   if (r) {
-    if (m->mod) cu->api->cuModuleUnload(m->mod);
-    PXL_FREE(m);
+    if (mod) cu->api->cuModuleUnload(mod);
     return cu_fail(cu, r, "module load", err);
   }
-  m->key = key;
-  m->launch = launch;
-  m->next = cu->mods;
-  cu->mods = m;
-  *out = m;
+  *prog = mod;
+  *fn = stage;
   return PXL_OK;
 }
 
-static int load_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err) {
-  CuModule *m = NULL;
-  int rc = load_module(be, D, borders, tile, &m, err);
-  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
-  return rc;
+static void cuda_unload(GpuCore *g, void *prog, void *fn) {
+  (void)fn;
+  ((Cuda *)g)->api->cuModuleUnload(prog);
 }
 
-static int get_instance(Cuda *cu, const Decl *D, const ImgArg *imgs, int w, int h, GpuInstance **out, Err *err) {
-  return gpu_instance_get(&cu->instances, &cu->tuner, "CUDA", D, imgs, w, h, load_cb, cu, out, err);
-}
-
-/* The scalars and images of a stage in KArgs. */
-static void kargs(const Decl *D, const ImgArg *imgs, const Lane *scalars, KArgs *a) {
-  memset(a, 0, sizeof *a);
-  for (int i = 0; i < D->nimages; i++) {
-    const struct pxl_image *img = imgs[i].img;
-    a->in[i] = (KImage){img->data, img->width, img->height, (int64_t)img->pitch};
-  }
-  for (int i = 0; i < D->nparams; i++) {
-    const Param *p = D->params[i];
-    if (p->is_image) continue;
-    if (scalar_is_float(p->type.s)) a->sc[p->scalar_index].f = scalars[p->scalar_index].f;
-    else a->sc[p->scalar_index].i = scalars[p->scalar_index].i;
-  }
-}
-
-static unsigned ceil_div(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
-
-/* Launches f over a w x h image as L says. */
-static int launch(Cuda *cu, CUfunction f, const GpuLaunch *L, int w, int h, KArgs *a, Err *err) {
-  unsigned gx = 1, gy = 1;
-  if (L->grid == GPU_GRID_TILES) {
-    gx = ceil_div(w, (int64_t)L->bx * L->px);
-    gy = ceil_div(h, (int64_t)L->by * L->py);
-  } else if (L->grid == GPU_GRID_ROWS) {
-    gx = (unsigned)(h < L->chunks ? h : L->chunks);
-  }
-  void *params[] = {a};
+static int cuda_launch(GpuCore *g, const GpuModule *m, size_t gx, size_t gy, const GpuArgs *a, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  const GpuLaunch *L = &m->launch;
+  void *params[] = {(void *)&a->a};
   CUresult r = cu->faults & FAULT_LAUNCH ? 719 /* CUDA_ERROR_LAUNCH_FAILED */
-                                         : cu->api->cuLaunchKernel(f, gx, gy, 1, L->bx, L->by ? L->by : 1, 1, 0,
-                                                                   cu->stream, params, NULL);
+                                         : cu->api->cuLaunchKernel(m->fn, (unsigned)gx, (unsigned)gy, 1, L->bx,
+                                                                   L->by ? L->by : 1, 1, 0, cu->stream, params, NULL);
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
-/* Aux buffer x of at least n bytes, zero-filled when (re)allocated. */
-static int need_aux(Cuda *cu, Aux *x, size_t n, Err *err) {
-  if (x->size >= n) return PXL_OK;
-  if (x->p) cu->api->cuMemFree_v2(x->p);
-  x->p = 0;
-  x->size = 0;
-  CUresult r = cu->api->cuMemAlloc_v2(&x->p, n);
-  if (!r) r = cu->api->cuMemsetD8_v2(x->p, 0, n);
+/* Aux buffers: device memory, zero-filled; the result buffer: pinned host memory that the
+ * kernels write directly. */
+static int cuda_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r;
+  if (b->result) {
+    if (b->p) cu->api->cuMemFreeHost(b->p);
+    b->p = NULL;
+    b->size = 0;
+    r = cu->api->cuMemAllocHost_v2(&b->p, n);
+  } else {
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)b->p;
+    if (p) cu->api->cuMemFree_v2(p);
+    b->p = NULL;
+    b->size = 0;
+    p = 0;
+    r = cu->api->cuMemAlloc_v2(&p, n);
+    b->p = (void *)(uintptr_t)p;
+    if (!r) r = cu->api->cuMemsetD8_v2(p, 0, n);
+  }
   if (r) return cu_fail(cu, r, "allocation", err);
-  x->size = n;
+  b->size = n;
   return PXL_OK;
 }
 
-/* The pinned result buffer, at least n bytes. */
-static int need_pinned(Cuda *cu, size_t n, Err *err) {
-  if (cu->pinned_size >= n) return PXL_OK;
-  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
-  cu->pinned = NULL;
-  cu->pinned_size = 0;
-  CUresult r = cu->api->cuMemAllocHost_v2(&cu->pinned, n);
-  if (r) return cu_fail(cu, r, "allocation", err);
-  cu->pinned_size = n;
-  return PXL_OK;
+static void cuda_release(GpuCore *g, GpuBuf *b) {
+  Cuda *cu = (Cuda *)g;
+  if (b->result) cu->api->cuMemFreeHost(b->p);
+  else cu->api->cuMemFree_v2((CUdeviceptr)(uintptr_t)b->p);
 }
 
 /* Waits for the stream: the kernels' results are then in the pinned buffer. */
@@ -240,24 +165,32 @@ static int wait(Cuda *cu, Err *err) {
   return r ? cu_fail(cu, r, "run", err) : PXL_OK;
 }
 
-/* A kernel run's arguments, for timing candidates. */
-typedef struct {
-  KArgs *a;
-  int w, h;
-} Run;
+/* Bins in an aux buffer come back through the pinned result buffer (the core made it at
+ * least n bytes), queued before the one wait. */
+static int cuda_fetch(GpuCore *g, GpuBuf *b, size_t n, bool rezero, void *dst, const char *name, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  (void)name;
+  if (!b->result) {
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)b->p;
+    CUresult r = cu->api->cuMemcpyDtoHAsync_v2(g->res.p, p, n, cu->stream);
+    if (!r && rezero) r = cu->api->cuMemsetD8Async(p, 0, n, cu->stream);
+    if (r) return cu_fail(cu, r, "copy", err);
+  }
+  int rc = wait(cu, err);
+  if (!rc) memcpy(dst, g->res.p, n);
+  return rc;
+}
 
 /* gpu_instance_tune's timing: 3 launches after a warm-up, between two events. */
-static int time_candidate(void *be, void *module, void *run, double *ms, Err *err) {
-  Cuda *cu = be;
-  CuModule *m = module;
-  Run *k = run;
+static int cuda_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, double *ms, Err *err) {
+  Cuda *cu = (Cuda *)g;
   CUevent e0 = NULL, e1 = NULL;
   float f = 0;
   CUresult r = cu->api->cuEventCreate(&e0, 0);
   if (!r) r = cu->api->cuEventCreate(&e1, 0);
-  int rc = r ? cu_fail(cu, r, "event", err) : launch(cu, m->stage, &m->launch, k->w, k->h, k->a, err);
+  int rc = r ? cu_fail(cu, r, "event", err) : gpu_core_launch(g, m, w, h, a, err);
   if (!rc && (r = cu->api->cuEventRecord(e0, cu->stream))) rc = cu_fail(cu, r, "event", err);
-  for (int i = 0; i < 3 && !rc; i++) rc = launch(cu, m->stage, &m->launch, k->w, k->h, k->a, err);
+  for (int i = 0; i < 3 && !rc; i++) rc = gpu_core_launch(g, m, w, h, a, err);
   if (!rc && (r = cu->api->cuEventRecord(e1, cu->stream))) rc = cu_fail(cu, r, "event", err);
   if (!rc && (r = cu->api->cuEventSynchronize(e1))) rc = cu_fail(cu, r, "run", err);
   if (!rc && (r = cu->api->cuEventElapsedTime(&f, e0, e1))) rc = cu_fail(cu, r, "event", err);
@@ -267,68 +200,18 @@ static int time_candidate(void *be, void *module, void *run, double *ms, Err *er
   return rc;
 }
 
-static int cuda_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
-                       Err *err) {
-  Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
-  GpuInstance *in;
-  int rc = get_instance(cu, D, imgs, out->width, out->height, &in, err);
-  if (rc) return rc;
-  KArgs a;
-  kargs(D, imgs, scalars, &a);
-  a.out = (KImage){out->data, out->width, out->height, (int64_t)out->pitch};
-  Run run = {&a, out->width, out->height};
-  if (in->tune && (rc = gpu_instance_tune(&cu->tuner, in, D, load_cb, time_candidate, cu, &run, err))) return rc;
-  CuModule *m = in->module;
-  return launch(cu, m->stage, &m->launch, out->width, out->height, &a, err);
-}
-
-static int cuda_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
-                       Err *err) {
-  Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
-  GpuInstance *in;
-  int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
-  CuModule *m = rc ? NULL : in->module;
-  if (!rc) rc = need_aux(cu, &cu->red, PXL_GPU_AUX_REDUCE, err);
-  if (!rc) rc = need_pinned(cu, 16, err);
-  if (rc) return rc;
-  KArgs a;
-  kargs(D, imgs, scalars, &a);
-  a.aux = (void *)(uintptr_t)cu->red.p;
-  a.res = cu->pinned;
-  rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
-  if (!rc) rc = wait(cu, err);
-  if (rc) return rc;
-  gpu_reduce_result(cu->pinned, D->type.s, res);
-  return PXL_OK;
-}
-
-static int cuda_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
-                          Err *err) {
-  Cuda *cu = (Cuda *)be;
-  cu->api->cuCtxSetCurrent(cu->ctx);
-  GpuInstance *in;
-  size_t n = (size_t)D->nbins * sizeof(Lane);
-  int rc = get_instance(cu, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
-  CuModule *m = rc ? NULL : in->module;
-  if (!rc) rc = need_aux(cu, &cu->hist, n + 16, err);
-  if (!rc) rc = need_pinned(cu, n, err);
-  if (rc) return rc;
-  KArgs a;
-  kargs(D, imgs, scalars, &a);
-  a.aux = (void *)(uintptr_t)cu->hist.p;
-  a.res = cu->pinned;
-  rc = launch(cu, m->stage, &m->launch, imgs[0].img->width, imgs[0].img->height, &a, err);
-  if (!rc && !m->launch.to_host) { /* bring the bins back, leave them zero */
-    CUresult r = cu->api->cuMemcpyDtoHAsync_v2(cu->pinned, cu->hist.p, n, cu->stream);
-    if (!r) r = cu->api->cuMemsetD8Async(cu->hist.p, 0, n, cu->stream);
-    if (r) rc = cu_fail(cu, r, "copy", err);
-  }
-  if (!rc) rc = wait(cu, err);
-  if (!rc) memcpy(bins, cu->pinned, n);
-  return rc;
-}
+static const GpuDriver cuda_driver = {
+    .name = "CUDA",
+    .dialect = GPU_CUDA,
+    .enter = cuda_enter,
+    .load = cuda_load_module,
+    .unload = cuda_unload,
+    .launch = cuda_launch,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .fetch = cuda_fetch,
+    .time = cuda_time,
+};
 
 /* ---- recorded pipeline runs (backend.h: replay) ---- */
 
@@ -490,16 +373,7 @@ static void cuda_free(Backend *be) {
     n = g->next;
     graph_free(cu, g);
   }
-  for (CuModule *m = cu->mods, *n; m; m = n) {
-    n = m->next;
-    cu->api->cuModuleUnload(m->mod);
-    PXL_FREE(m);
-  }
-  gpu_instances_free(cu->instances);
-  gpu_tuner_free(&cu->tuner);
-  if (cu->red.p) cu->api->cuMemFree_v2(cu->red.p);
-  if (cu->hist.p) cu->api->cuMemFree_v2(cu->hist.p);
-  if (cu->pinned) cu->api->cuMemFreeHost(cu->pinned);
+  gpu_core_free(&cu->g); /* modules, instances, tuner, aux and result buffers */
   cu->api->cuStreamDestroy_v2(cu->stream);
   if (cu->pool) cu->api->cuMemPoolDestroy(cu->pool); /* after the stream: its frees are done */
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);
@@ -564,22 +438,20 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **o
     warn_add(warn, "CUDA kernels are not cached: %s", no_cache.msg);
   char tunes[4400];
   snprintf(tunes, sizeof tunes, "%s/cuda-tune-sm%d.txt", cu->cache ? cache_dir_in_use(cu->cache) : "", cu->cc);
-  gpu_tuner_init(&cu->tuner, cu->cache ? tunes : NULL, "PXL_CUDA_TILE_");
-  cu->base.name = "cuda";
-  cu->base.kernel = cuda_kernel;
-  cu->base.reduce = cuda_reduce;
-  cu->base.histogram = cuda_histogram;
-  cu->base.free = cuda_free;
-  cu->base.image_new = cuda_image_new;
-  cu->base.copy = cuda_copy;
-  cu->base.sync = cuda_sync;
-  cu->base.replay = cuda_replay;
-  cu->base.record_end = cuda_record_end;
-  cu->base.recorded = cuda_recorded;
-  cu->base.describe = cuda_describe;
+  gpu_tuner_init(&cu->g.tuner, cu->cache ? tunes : NULL, "PXL_CUDA_TILE_");
+  gpu_core_init(&cu->g, &cuda_driver);
+  cu->g.base.name = "cuda";
+  cu->g.base.free = cuda_free;
+  cu->g.base.image_new = cuda_image_new;
+  cu->g.base.copy = cuda_copy;
+  cu->g.base.sync = cuda_sync;
+  cu->g.base.replay = cuda_replay;
+  cu->g.base.record_end = cuda_record_end;
+  cu->g.base.recorded = cuda_recorded;
+  cu->g.base.describe = cuda_describe;
   const char *graphs = getenv("PXL_CUDA_GRAPHS");
   cu->no_graphs = graphs && !strcmp(graphs, "0");
   cu->faults = fault_injected();
-  *out = &cu->base;
+  *out = &cu->g.base;
   return PXL_OK;
 }

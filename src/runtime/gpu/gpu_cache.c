@@ -105,55 +105,38 @@ static int size_class(int w, int h) {
   return c;
 }
 
-static bool same_borders(const Border *a, const Border *b, int n) {
-  for (int i = 0; i < n; i++)
-    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
-  return true;
-}
-
-int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs,
-                     int w, int h, GpuLoad load, void *be, GpuInstance **out, Err *err) {
+int gpu_instance_get(Instance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs, int w,
+                     int h, GpuLoad load, void *be, GpuInstance **out, Err *err) {
   Border borders[PXL_GPU_MAX_IMAGES];
   if (D->nimages > PXL_GPU_MAX_IMAGES)
     return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images", D->name, backend, PXL_GPU_MAX_IMAGES);
-  for (int i = 0; i < D->nimages; i++) borders[i] = imgs[i].border;
+  stage_borders(D, imgs, w, h, borders);
   int sclass = size_class(w, h);
-  for (GpuInstance *in = *list; in; in = in->next)
-    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages && in->sclass == sclass &&
-        same_borders(in->borders, borders, D->nimages)) {
-      *out = in;
-      return PXL_OK;
-    }
-  GpuInstance *in = PXL_CALLOC(1, sizeof *in);
+  Instance *found = instance_find(*list, D, borders, sclass);
+  if (found) {
+    *out = (GpuInstance *)found;
+    return PXL_OK;
+  }
+  GpuInstance *in = (GpuInstance *)instance_new(D, borders, sclass, sizeof *in);
   if (!in) return err_set(err, PXL_ENOMEM, "out of memory");
-  *in = (GpuInstance){.serial = D->serial, .index = D->index, .nb = D->nimages, .sclass = sclass};
-  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
   bool forced = tuner->forced.rows != 0;
   GpuTile tile = forced ? tuner->forced : (GpuTile){sclass ? 4 : 1, 4};
   GpuLoaded m;
   int rc = load(be, D, borders, &tile, &m, err);
-  if (!rc) in->module = m.module;
+  if (!rc) in->base.module = m.module;
   if (!rc && m.tiled && sclass && !forced) {
     in->tune_key = hash_bytes(m.key, &sclass, sizeof sclass);
     const GpuTile *known = find(tuner, in->tune_key);
-    if (known && !(rc = load(be, D, borders, known, &m, err))) in->module = m.module;
+    if (known && !(rc = load(be, D, borders, known, &m, err))) in->base.module = m.module;
     in->tune = !known;
   }
   if (rc) {
     PXL_FREE(in);
     return rc;
   }
-  in->next = *list;
-  *list = in;
+  instance_link(list, &in->base);
   *out = in;
   return PXL_OK;
-}
-
-void gpu_instances_free(GpuInstance *list) {
-  for (GpuInstance *in = list, *next; in; in = next) {
-    next = in->next;
-    PXL_FREE(in);
-  }
 }
 
 int gpu_instance_tune(GpuTuner *t, GpuInstance *in, const Decl *D, GpuLoad load, GpuTime time, void *be, void *run,
@@ -163,14 +146,14 @@ int gpu_instance_tune(GpuTuner *t, GpuInstance *in, const Decl *D, GpuLoad load,
   for (int i = 0; i < gpu_ntune_tiles; i++) {
     GpuLoaded m;
     Err ignored = {0};
-    if (load(be, D, in->borders, &gpu_tune_tiles[i], &m, &ignored)) continue;
+    if (load(be, D, in->base.borders, &gpu_tune_tiles[i], &m, &ignored)) continue;
     double ms = 0;
     int rc = time(be, m.module, run, &ms, err);
     if (rc) return rc;
     if (!best_tile || ms < best) {
       best = ms;
       best_tile = &gpu_tune_tiles[i];
-      in->module = m.module;
+      in->base.module = m.module;
     }
   }
   in->tune = false;

@@ -2,7 +2,9 @@
  * gpu_cache.h - what both GPU backends (runtime/cuda, runtime/opencl) keep between runs:
  * stage instances and the autotuner's choices.
  *
- * An instance is (program, entry, borders, size class) -> the backend's compiled module.
+ * An instance is (program, entry, borders, size class) -> the backend's compiled module,
+ * remembered in the memo of runtime/instance.h, borders normalised as there (an image
+ * read only at (0, 0) that covers the output shares one module across border modes).
  * The tiled kernel entry (N2P and the like) gives each thread `rows` output rows of 4 or
  * 8 bytes (GpuTile, codegen/gpu); the best shape depends on the device, the kernel and
  * the image size. For images of at least GPU_TUNE_MIN_PIXELS the first run of an
@@ -19,6 +21,7 @@
 
 #include "codegen/gpu/gen_gpu.h"
 #include "ir/value.h"
+#include "runtime/instance.h"
 
 #define GPU_TUNE_MIN_PIXELS (1 << 20)
 
@@ -39,16 +42,11 @@ void gpu_tuner_free(GpuTuner *t);
 /* Records a choice and rewrites the file (a cache: a failed write costs a later retune). */
 void gpu_tuner_store(GpuTuner *t, uint64_t key, GpuTile tile);
 
-typedef struct GpuInstance GpuInstance;
-struct GpuInstance {
-  GpuInstance *next;
-  uint64_t serial;
-  int index, nb, sclass;
-  Border borders[PXL_GPU_MAX_IMAGES];
-  void *module;      /* the backend's module */
+typedef struct {
+  Instance base;     /* the memo's record; base.module: the backend's module */
   bool tune;         /* to be chosen by timing at the next run (then gpu_tuner_store) */
   uint64_t tune_key;
-};
+} GpuInstance;
 
 /* A module as the backend loaded it (generated, compiled or found in its caches). */
 typedef struct {
@@ -58,12 +56,11 @@ typedef struct {
 } GpuLoaded;
 typedef int (*GpuLoad)(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err);
 
-/* The instance of D with imgs' borders at a w x h size, from *list or made with `load`
- * (then linked in): its module, the tuned one when known, or a note to tune. `backend`
- * names it in errors. */
-int gpu_instance_get(GpuInstance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs,
+/* The instance of D with imgs' borders (normalised: stage_borders) at a w x h size, from
+ * *list or made with `load` (then linked in): its module, the tuned one when known, or a
+ * note to tune. `backend` names it in errors. */
+int gpu_instance_get(Instance **list, GpuTuner *tuner, const char *backend, const Decl *D, const ImgArg *imgs,
                      int w, int h, GpuLoad load, void *be, GpuInstance **out, Err *err);
-void gpu_instances_free(GpuInstance *list);
 
 /* Times one candidate module on the run's arguments `run` (3 launches after a warm-up),
  * in ms; the launches write the run's output. */

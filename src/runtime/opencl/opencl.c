@@ -1,8 +1,9 @@
 /*
- * opencl.c - the OpenCL backend (see backend.h): stage instances generated as OpenCL C
- * 1.2 (codegen/gpu, dialect GPU_OPENCL), built by the device's driver and run on one
- * in-order command queue. It mirrors the CUDA backend (cuda.c); what differs is how
- * memory is named.
+ * opencl.c - the OpenCL backend (see backend.h): the OpenCL driver of the GPU core
+ * (runtime/gpu/gpu_core.h, which runs kernels, reductions and histograms, as for CUDA)
+ * and the rest of the backend. Stage instances are generated as OpenCL C 1.2
+ * (codegen/gpu, dialect GPU_OPENCL), built by the device's driver and run on one
+ * in-order command queue; what differs from CUDA is how memory is named.
  *
  * Memory: OpenCL kernel arguments cannot hold pointers, so a device image is a cl_mem
  * (struct pxl_image `buffer`) and its `data` is the byte offset of pixel (0, 0) in it (0
@@ -41,65 +42,18 @@
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/backend.h"
 #include "runtime/cache.h"
-#include "runtime/gpu/gpu_cache.h"
 #include "runtime/gpu/fault.h"
+#include "runtime/gpu/gpu_core.h"
 #include "runtime/opencl/ocl_api.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/strbuf.h"
 
-/* pxl_kargs of the generated code, byte for byte (the CUDA layout, with the image
- * `data` fields byte offsets in their buffers and aux/res unused). */
-typedef struct {
-  uint64_t data;
-  int32_t width, height;
-  int64_t pitch;
-} KImage;
-typedef union {
-  int64_t i;
-  double f;
-  float f32; /* f32 values on devices without fp64 (prelude.h: PXR_SCALAR_FLOAT) */
-} KScalar;
-typedef struct {
-  KImage in[PXL_GPU_MAX_IMAGES];
-  KScalar sc[PXL_GPU_MAX_SCALARS];
-  KImage out;
-  uint64_t aux;
-  uint64_t res;
-  int64_t n;
-} KArgs;
-
-/* Kernel argument numbers of the buffers (gen_gpu.h). */
-enum { ARG_OUT = PXL_GPU_MAX_IMAGES, ARG_AUX, ARG_RES, ARG_KARGS, NBUFFERS = ARG_KARGS };
-
-/* The arguments of one launch: the buffers (NULL: the dummy) and pxl_kargs; what it
- * is, for the profile. */
-typedef struct {
-  cl_mem buf[NBUFFERS];
-  KArgs a;
-  const char *kind, *name; /* "kernel", "reduce", "histogram" or "tune"; the stage */
-} Call;
-
-typedef struct OclModule OclModule;
-struct OclModule {
-  OclModule *next;
-  uint64_t key; /* hash of the generated source */
-  cl_program prog;
-  cl_kernel stage;
-  GpuLaunch launch;
-};
-
-/* A zero-initialised device buffer (kernels leave aux buffers zero again). */
-typedef struct {
-  cl_mem m;
-  size_t size;
-} Aux;
-
 /* A profiled command whose times are not read yet (they are once the queue has run it). */
 typedef struct {
   cl_event ev;
-  const char *kind;        /* as in Call */
+  const char *kind;        /* as in GpuArgs */
   char name[64];           /* a copy: the program may be freed before the queue runs */
   size_t global[2], local[2];
 } Pending;
@@ -107,7 +61,7 @@ typedef struct {
 #define MAX_PENDING 256 /* then wait for them: the profile costs memory, not a stall per launch */
 
 typedef struct {
-  Backend base;
+  GpuCore g;             /* first: kernels, reductions, histograms (gpu_core.h) */
   const OclApi *api;
   cl_platform_id platform;
   cl_device_id dev;
@@ -124,14 +78,11 @@ typedef struct {
   char options[256];     /* clBuildProgram options */
   unsigned faults;       /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
   Cache *cache;          /* NULL: no disk cache (runtime/cache.h) */
-  OclModule *mods;
-  GpuInstance *instances;
-  Aux red, hist, res;    /* reduction partials, histogram bins, results */
   cl_mem dummy;          /* bound to the buffer arguments a stage does not use */
-  /* autotuner choices (gpu_cache.h) in cache_dir/opencl-tune-HASH.txt (HASH: of the
-   * device name); PXL_OPENCL_TILE_ROWS / _BYTES force a shape. Timing is wall time
-   * around clFinish, which every implementation has (profiling queues are optional). */
-  GpuTuner tuner;
+  /* the core's autotuner choices (gpu_cache.h) are kept in cache_dir/opencl-tune-HASH.txt
+   * (HASH: of the device name); PXL_OPENCL_TILE_ROWS / _BYTES force a shape. Timing is
+   * wall time around clFinish, which every implementation has (profiling queues are
+   * optional). */
   FILE *profile;         /* PXL_OPENCL_PROFILE, or NULL: no events */
   Pending pending[MAX_PENDING];
   int npending;
@@ -361,8 +312,8 @@ static int build(Ocl *cl, const Decl *D, const char *src, size_t len, cl_program
 
 /* Without fp64 the float member of the generated code's scalar slot is a float
  * (prelude.h: PXR_SCALAR_FLOAT under PXR_NO_F64): f32 scalars are then passed as floats
- * (call_args), f32 reductions publish floats (read back by ocl_reduce) - the same values,
- * since the kernel converted them to and from float anyway. */
+ * (gpu_core.c, with GpuCore.f32_float set), f32 reductions publish floats (widened by
+ * the core) - the same values, since the kernel converted them to and from float anyway. */
 
 static bool ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -396,88 +347,6 @@ static int check_extensions(const Ocl *cl, const Decl *D, const char *src, Err *
                    stage_kind(D), D->name, D->kind == D_HISTOGRAM && D->weighted_float ? " bins" : "", cl->name);
   return PXL_OK;
 }
-
-static int load_module(Ocl *cl, const Decl *D, const Border *borders, const GpuTile *tile, OclModule **out,
-                       Err *err) {
-  StrBuf src = {0};
-  GpuLaunch launch;
-  int rc = gen_gpu_stage(&src, D, borders, GPU_OPENCL, tile, &launch, err);
-  if (!rc && src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
-  if (!rc) rc = check_extensions(cl, D, src.s, err);
-  if (rc) {
-    sb_free(&src);
-    return rc;
-  }
-  uint64_t key = hash_bytes(HASH_INIT, src.s, src.len);
-  for (OclModule *m = cl->mods; m; m = m->next)
-    if (m->key == key) {
-      sb_free(&src);
-      *out = m;
-      return PXL_OK;
-    }
-  cl_program prog = NULL;
-  rc = build(cl, D, src.s, src.len, &prog, err);
-  sb_free(&src);
-  if (rc) return rc;
-  cl_int r;
-  cl_kernel stage = NULL;
-  if (cl->faults & FAULT_LOAD) r = CL_INVALID_PROGRAM_EXECUTABLE;
-  else stage = cl->api->clCreateKernel(prog, "pxl_stage", &r);
-  OclModule *m = stage && !r ? PXL_CALLOC(1, sizeof *m) : NULL;
-  if (!m) {
-    if (stage) cl->api->clReleaseKernel(stage);
-    cl->api->clReleaseProgram(prog);
-    return stage && !r ? err_set(err, PXL_ENOMEM, "out of memory") : cl_fail(cl, r, "clCreateKernel", err);
-  }
-  *m = (OclModule){cl->mods, key, prog, stage, launch};
-  cl->mods = m;
-  *out = m;
-  return PXL_OK;
-}
-
-/* ---- instances (gpu_cache.h) ---- */
-
-static int load_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err) {
-  OclModule *m = NULL;
-  int rc = load_module(be, D, borders, tile, &m, err);
-  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
-  return rc;
-}
-
-static int get_instance(Ocl *cl, const Decl *D, const ImgArg *imgs, int w, int h, GpuInstance **out, Err *err) {
-  return gpu_instance_get(&cl->instances, &cl->tuner, "OpenCL", D, imgs, w, h, load_cb, cl, out, err);
-}
-
-/* ---- launching ---- */
-
-static KImage kimage(const struct pxl_image *img) {
-  return (KImage){(uint64_t)(uintptr_t)img->data, img->width, img->height, (int64_t)img->pitch};
-}
-
-/* The images and scalars of a stage in a Call (f32 scalars as floats without fp64:
- * PXR_SCALAR_FLOAT). */
-static int call_args(const Ocl *cl, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind, Call *c,
-                     Err *err) {
-  memset(c, 0, sizeof *c);
-  c->kind = kind;
-  c->name = D->name;
-  for (int i = 0; i < D->nimages; i++) {
-    const struct pxl_image *img = imgs[i].img;
-    if (!img->buffer) return err_set(err, PXL_EARG, "%s: image %d is not an OpenCL buffer", D->name, i);
-    c->buf[i] = img->buffer;
-    c->a.in[i] = kimage(img);
-  }
-  for (int i = 0; i < D->nparams; i++) {
-    const Param *p = D->params[i];
-    if (p->is_image) continue;
-    if (p->type.s == T_F32 && !cl->fp64) c->a.sc[p->scalar_index].f32 = (float)scalars[p->scalar_index].f;
-    else if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
-    else c->a.sc[p->scalar_index].i = scalars[p->scalar_index].i;
-  }
-  return PXL_OK;
-}
-
-static size_t ceil_div(int64_t a, int64_t b) { return (size_t)((a + b - 1) / b); }
 
 /* ---- profiling (PXL_OPENCL_PROFILE) ---- */
 
@@ -522,7 +391,7 @@ static void profile_flush(Ocl *cl) {
 }
 
 /* Keeps a launch's event until its times can be read. */
-static void profile_launch(Ocl *cl, cl_event ev, const Call *c, const size_t global[2], const size_t local[2]) {
+static void profile_launch(Ocl *cl, cl_event ev, const GpuArgs *c, const size_t global[2], const size_t local[2]) {
   if (cl->npending == MAX_PENDING) { /* wait for the oldest ones rather than grow */
     cl_event evs[MAX_PENDING];
     for (int i = 0; i < cl->npending; i++) evs[i] = cl->pending[i].ev;
@@ -535,34 +404,6 @@ static void profile_launch(Ocl *cl, cl_event ev, const Call *c, const size_t glo
   snprintf(p->name, sizeof p->name, "%s", c->name ? c->name : "?");
   memcpy(p->global, global, sizeof p->global);
   memcpy(p->local, local, sizeof p->local);
-}
-
-/* Enqueues m's kernel over a w x h image as its GpuLaunch says: the grid of cuda.c's
- * launch(), in work-groups of bx x by. */
-static int launch(Ocl *cl, const OclModule *m, int w, int h, const Call *c, Err *err) {
-  const GpuLaunch *L = &m->launch;
-  size_t gx = 1, gy = 1, bx = L->bx, by = L->by ? L->by : 1;
-  if (L->grid == GPU_GRID_TILES) {
-    gx = ceil_div(w, (int64_t)L->bx * L->px);
-    gy = ceil_div(h, (int64_t)L->by * L->py);
-  } else if (L->grid == GPU_GRID_ROWS) {
-    gx = (size_t)(h < L->chunks ? h : L->chunks);
-  }
-  if (bx * by > cl->max_group)
-    return err_set(err, PXL_EDEVICE, "work-groups of %zux%zu exceed the %zu work-items of %s", bx, by, cl->max_group,
-                   cl->name);
-  cl_int r = CL_SUCCESS;
-  for (int i = 0; i < NBUFFERS && !r; i++)
-    r = cl->api->clSetKernelArg(m->stage, (cl_uint)i, sizeof(cl_mem), c->buf[i] ? &c->buf[i] : &cl->dummy);
-  if (!r) r = cl->api->clSetKernelArg(m->stage, ARG_KARGS, sizeof c->a, &c->a);
-  if (r) return cl_fail(cl, r, "clSetKernelArg", err);
-  size_t global[2] = {gx * bx, gy * by}, local[2] = {bx, by};
-  cl_event ev = NULL;
-  r = cl->faults & FAULT_LAUNCH ? CL_INVALID_KERNEL
-                                : cl->api->clEnqueueNDRangeKernel(cl->queue, m->stage, 2, NULL, global, local, 0, NULL,
-                                                                  cl->profile ? &ev : NULL);
-  if (ev) profile_launch(cl, ev, c, global, local);
-  return r ? cl_fail(cl, r, "kernel launch", err) : PXL_OK;
 }
 
 /* A blocking read of n result bytes of buffer m (profiled as a "read" of stage name). */
@@ -582,111 +423,120 @@ static int read_result(Ocl *cl, cl_mem m, size_t n, void *dst, const char *name,
   return r ? cl_fail(cl, r, "run", err) : PXL_OK;
 }
 
-/* Aux buffer x of at least n bytes, zero-filled when (re)allocated. */
-static int need_aux(Ocl *cl, Aux *x, size_t n, Err *err) {
-  if (x->size >= n) return PXL_OK;
-  if (x->m) cl->api->clReleaseMemObject(x->m); /* freed when queued kernels are done */
-  x->size = 0;
-  cl_int r;
-  x->m = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, n, NULL, &r);
-  static const unsigned char zero = 0;
-  if (x->m && !r) r = cl->api->clEnqueueFillBuffer(cl->queue, x->m, &zero, 1, 0, n, 0, NULL, NULL);
-  if (r || !x->m) return cl_fail(cl, r, "allocation", err);
-  x->size = n;
-  return PXL_OK;
-}
-
 static int finish(Ocl *cl, Err *err) {
   cl_int r = cl->api->clFinish(cl->queue);
   if (cl->npending) profile_flush(cl);
   return r ? cl_fail(cl, r, "run", err) : PXL_OK;
 }
 
-/* A kernel run's arguments, for timing candidates. */
-typedef struct {
-  const Call *c;
-  int w, h;
-} Run;
+/* ---- the driver of the GPU core (gpu_core.h) ---- */
+
+static int ocl_check(GpuCore *g, const Decl *D, const char *src, Err *err) {
+  return check_extensions((const Ocl *)g, D, src, err);
+}
+
+/* A program for src (build: the binary cache, else the driver's compiler) and its
+ * kernel pxl_stage. */
+static int ocl_load_module(GpuCore *g, const Decl *D, const char *src, size_t len, void **prog_out, void **fn, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  cl_program prog = NULL;
+  int rc = build(cl, D, src, len, &prog, err);
+  if (rc) return rc;
+  cl_int r;
+  cl_kernel stage = NULL;
+  if (cl->faults & FAULT_LOAD) r = CL_INVALID_PROGRAM_EXECUTABLE;
+  else stage = cl->api->clCreateKernel(prog, "pxl_stage", &r);
+  if (!stage || r) {
+    if (stage) cl->api->clReleaseKernel(stage);
+    cl->api->clReleaseProgram(prog);
+    return cl_fail(cl, r, "clCreateKernel", err);
+  }
+  *prog_out = prog;
+  *fn = stage;
+  return PXL_OK;
+}
+
+static void ocl_unload(GpuCore *g, void *prog, void *fn) {
+  Ocl *cl = (Ocl *)g;
+  cl->api->clReleaseKernel(fn);
+  cl->api->clReleaseProgram(prog);
+}
+
+/* Enqueues m's kernel over gx x gy work-groups of bx x by: the buffers as arguments
+ * 0..10 (the dummy where there is none), pxl_kargs as 11. */
+static int ocl_launch(GpuCore *g, const GpuModule *m, size_t gx, size_t gy, const GpuArgs *c, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  const GpuLaunch *L = &m->launch;
+  size_t bx = L->bx, by = L->by ? L->by : 1;
+  if (bx * by > cl->max_group)
+    return err_set(err, PXL_EDEVICE, "work-groups of %zux%zu exceed the %zu work-items of %s", bx, by, cl->max_group,
+                   cl->name);
+  cl_int r = CL_SUCCESS;
+  for (int i = 0; i < GPU_NBUFFERS && !r; i++)
+    r = cl->api->clSetKernelArg(m->fn, (cl_uint)i, sizeof(cl_mem), c->buf[i] ? (const void *)&c->buf[i] : &cl->dummy);
+  if (!r) r = cl->api->clSetKernelArg(m->fn, GPU_ARG_KARGS, sizeof c->a, &c->a);
+  if (r) return cl_fail(cl, r, "clSetKernelArg", err);
+  size_t global[2] = {gx * bx, gy * by}, local[2] = {bx, by};
+  cl_event ev = NULL;
+  r = cl->faults & FAULT_LAUNCH ? CL_INVALID_KERNEL
+                                : cl->api->clEnqueueNDRangeKernel(cl->queue, m->fn, 2, NULL, global, local, 0, NULL,
+                                                                  cl->profile ? &ev : NULL);
+  if (ev) profile_launch(cl, ev, c, global, local);
+  return r ? cl_fail(cl, r, "kernel launch", err) : PXL_OK;
+}
+
+/* Aux and result buffers alike: device buffers, zero-filled. */
+static int ocl_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  if (b->p) cl->api->clReleaseMemObject(b->p); /* freed when queued kernels are done */
+  b->size = 0;
+  cl_int r;
+  cl_mem m = cl->api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, n, NULL, &r);
+  b->p = m;
+  static const unsigned char zero = 0;
+  if (m && !r) r = cl->api->clEnqueueFillBuffer(cl->queue, m, &zero, 1, 0, n, 0, NULL, NULL);
+  if (r || !m) return cl_fail(cl, r, "allocation", err);
+  b->size = n;
+  return PXL_OK;
+}
+
+static void ocl_release(GpuCore *g, GpuBuf *b) { ((Ocl *)g)->api->clReleaseMemObject(b->p); }
+
+/* One blocking read (the in-order queue has then run the kernels before it); bins
+ * handed back in aux are zeroed by a fill queued after it. */
+static int ocl_fetch(GpuCore *g, GpuBuf *b, size_t n, bool rezero, void *dst, const char *name, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  int rc = read_result(cl, b->p, n, dst, name, err);
+  if (!rezero) return rc;
+  static const unsigned char zero = 0;
+  cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueFillBuffer(cl->queue, b->p, &zero, 1, 0, n, 0, NULL, NULL);
+  return r ? cl_fail(cl, r, "run", err) : rc;
+}
 
 /* gpu_instance_tune's timing: 3 launches after a warm-up, wall time around clFinish. */
-static int time_candidate(void *be, void *module, void *run, double *ms, Err *err) {
-  Ocl *cl = be;
-  Run *k = run;
-  int rc = launch(cl, module, k->w, k->h, k->c, err);
+static int ocl_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *c, double *ms, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  int rc = gpu_core_launch(g, m, w, h, c, err);
   if (!rc) rc = finish(cl, err);
   double t0 = now_ms();
-  for (int i = 0; i < 3 && !rc; i++) rc = launch(cl, module, k->w, k->h, k->c, err);
+  for (int i = 0; i < 3 && !rc; i++) rc = gpu_core_launch(g, m, w, h, c, err);
   if (!rc) rc = finish(cl, err);
   *ms = now_ms() - t0;
   return rc;
 }
 
-static int ocl_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
-                      Err *err) {
-  Ocl *cl = (Ocl *)be;
-  GpuInstance *in;
-  Call c;
-  int rc = get_instance(cl, D, imgs, out->width, out->height, &in, err);
-  if (!rc) rc = call_args(cl, D, imgs, scalars, "tune", &c, err);
-  if (rc) return rc;
-  c.buf[ARG_OUT] = out->buffer;
-  c.a.out = kimage(out);
-  Run run = {&c, out->width, out->height};
-  if (in->tune && (rc = gpu_instance_tune(&cl->tuner, in, D, load_cb, time_candidate, cl, &run, err))) return rc;
-  c.kind = "kernel";
-  return launch(cl, in->module, out->width, out->height, &c, err);
-}
-
-static int ocl_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
-                      Err *err) {
-  Ocl *cl = (Ocl *)be;
-  GpuInstance *in;
-  Call c;
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  int rc = get_instance(cl, D, imgs, w, h, &in, err);
-  if (!rc) rc = call_args(cl, D, imgs, scalars, "reduce", &c, err);
-  if (!rc) rc = need_aux(cl, &cl->red, PXL_GPU_AUX_REDUCE, err);
-  if (!rc) rc = need_aux(cl, &cl->res, 16, err);
-  if (rc) return rc;
-  c.buf[ARG_AUX] = cl->red.m;
-  c.buf[ARG_RES] = cl->res.m;
-  rc = launch(cl, in->module, w, h, &c, err);
-  unsigned char out[16];
-  if (!rc) rc = read_result(cl, cl->res.m, sizeof out, out, D->name, err);
-  if (rc) return rc;
-  if (D->type.s == T_F32 && !cl->fp64) { /* a float in the slot (PXR_SCALAR_FLOAT): widen it as Lane holds it */
-    float f;
-    memcpy(&f, out, sizeof f);
-    double d = f;
-    memcpy(out, &d, sizeof d);
-  }
-  gpu_reduce_result(out, D->type.s, res);
-  return PXL_OK;
-}
-
-static int ocl_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
-                         Err *err) {
-  Ocl *cl = (Ocl *)be;
-  GpuInstance *in;
-  Call c;
-  size_t n = (size_t)D->nbins * sizeof(Lane);
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  int rc = get_instance(cl, D, imgs, w, h, &in, err);
-  if (!rc) rc = call_args(cl, D, imgs, scalars, "histogram", &c, err);
-  if (!rc) rc = need_aux(cl, &cl->hist, n + 16, err);
-  if (!rc) rc = need_aux(cl, &cl->res, n, err);
-  if (rc) return rc;
-  c.buf[ARG_AUX] = cl->hist.m;
-  c.buf[ARG_RES] = cl->res.m;
-  rc = launch(cl, in->module, w, h, &c, err);
-  if (rc) return rc;
-  static const unsigned char zero = 0;
-  if (((OclModule *)in->module)->launch.to_host) return read_result(cl, cl->res.m, n, bins, D->name, err);
-  /* the bins are in aux: bring them back, leave them zero */
-  rc = read_result(cl, cl->hist.m, n, bins, D->name, err);
-  cl_int r = rc ? CL_SUCCESS : cl->api->clEnqueueFillBuffer(cl->queue, cl->hist.m, &zero, 1, 0, n, 0, NULL, NULL);
-  return r ? cl_fail(cl, r, "run", err) : rc;
-}
+static const GpuDriver ocl_driver = {
+    .name = "OpenCL",
+    .dialect = GPU_OPENCL,
+    .check = ocl_check,
+    .load = ocl_load_module,
+    .unload = ocl_unload,
+    .launch = ocl_launch,
+    .alloc = ocl_alloc,
+    .release = ocl_release,
+    .fetch = ocl_fetch,
+    .time = ocl_time,
+};
 
 /* ---- device images ---- */
 
@@ -791,17 +641,8 @@ static void ocl_free(Backend *be) {
   if (cl->queue) api->clFinish(cl->queue);
   profile_flush(cl);
   if (cl->profile) fclose(cl->profile);
-  for (OclModule *m = cl->mods, *n; m; m = n) {
-    n = m->next;
-    api->clReleaseKernel(m->stage);
-    api->clReleaseProgram(m->prog);
-    PXL_FREE(m);
-  }
-  gpu_instances_free(cl->instances);
-  gpu_tuner_free(&cl->tuner);
-  cl_mem bufs[] = {cl->red.m, cl->hist.m, cl->res.m, cl->dummy};
-  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-    if (bufs[i]) api->clReleaseMemObject(bufs[i]);
+  gpu_core_free(&cl->g); /* modules, instances, tuner, aux and result buffers */
+  if (cl->dummy) api->clReleaseMemObject(cl->dummy);
   if (cl->queue) api->clReleaseCommandQueue(cl->queue);
   if (cl->ctx) api->clReleaseContext(cl->ctx);
   cache_free(cl->cache);
@@ -882,10 +723,12 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *wa
   if (rc) return rc;
   Ocl *cl = PXL_CALLOC(1, sizeof *cl);
   if (!cl) return err_set(err, PXL_ENOMEM, "out of memory");
+  gpu_core_init(&cl->g, &ocl_driver);
   cl->api = api;
   snprintf(cl->name, sizeof cl->name, "the OpenCL device");
   rc = pick_device(api, platform, device, &cl->platform, &cl->dev, &cl->platform_index, &cl->device_index, err);
   if (!rc) rc = query_device(cl, err);
+  cl->g.f32_float = !cl->fp64;
   if (!rc) rc = open_profile(cl, err);
   cl_int r = CL_SUCCESS;
   if (!rc) cl->ctx = api->clCreateContext(NULL, 1, &cl->dev, NULL, NULL, &r);
@@ -894,7 +737,7 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *wa
   if (!rc && !r) cl->dummy = api->clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE, 256, NULL, &r);
   if (!rc && (r || !cl->ctx || !cl->queue || !cl->dummy)) rc = cl_fail(cl, r, "initialisation", err);
   if (rc) {
-    ocl_free(&cl->base);
+    ocl_free(&cl->g.base);
     return rc;
   }
   snprintf(cl->describe, sizeof cl->describe, "opencl:%d:%d (%s, %s)", cl->platform_index, cl->device_index, cl->name,
@@ -905,18 +748,15 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *wa
   char tunes[4400];
   snprintf(tunes, sizeof tunes, "%s/opencl-tune-%016llx.txt", cl->cache ? cache_dir_in_use(cl->cache) : "",
            (unsigned long long)hash_str(HASH_INIT, cl->name));
-  gpu_tuner_init(&cl->tuner, cl->cache ? tunes : NULL, "PXL_OPENCL_TILE_");
-  cl->base.name = "opencl";
+  gpu_tuner_init(&cl->g.tuner, cl->cache ? tunes : NULL, "PXL_OPENCL_TILE_");
+  cl->g.base.name = "opencl";
   cl->faults = fault_injected();
-  cl->base.describe = ocl_describe;
-  cl->base.buffer_images = true;
-  cl->base.kernel = ocl_kernel;
-  cl->base.reduce = ocl_reduce;
-  cl->base.histogram = ocl_histogram;
-  cl->base.free = ocl_free;
-  cl->base.image_new = ocl_image_new;
-  cl->base.copy = ocl_copy;
-  cl->base.sync = ocl_sync;
-  *out = &cl->base;
+  cl->g.base.describe = ocl_describe;
+  cl->g.base.buffer_images = true;
+  cl->g.base.free = ocl_free;
+  cl->g.base.image_new = ocl_image_new;
+  cl->g.base.copy = ocl_copy;
+  cl->g.base.sync = ocl_sync;
+  *out = &cl->g.base;
   return PXL_OK;
 }

@@ -1,0 +1,222 @@
+/*
+ * gpu_core.c - see gpu_core.h.
+ */
+#include "runtime/gpu/gpu_core.h"
+
+#include <string.h>
+
+#include "util/alloc.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
+
+/* ---- modules and instances ---- */
+
+/* The module of D with these borders and tile shape: from memory, else generated, built
+ * and loaded by the driver. */
+static int load_module(GpuCore *g, const Decl *D, const Border *borders, const GpuTile *tile, GpuModule **out,
+                       Err *err) {
+  const GpuDriver *drv = g->drv;
+  StrBuf src = {0};
+  GpuLaunch launch;
+  int rc = gen_gpu_stage(&src, D, borders, drv->dialect, tile, &launch, err);
+  if (!rc && src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
+  if (!rc && drv->check) rc = drv->check(g, D, src.s, err);
+  if (rc) {
+    sb_free(&src);
+    return rc;
+  }
+  uint64_t key = hash_bytes(HASH_INIT, src.s, src.len);
+  for (GpuModule *m = g->mods; m; m = m->next)
+    if (m->key == key) {
+      sb_free(&src);
+      *out = m;
+      return PXL_OK;
+    }
+  void *prog = NULL, *fn = NULL;
+  rc = drv->load(g, D, src.s, src.len, &prog, &fn, err);
+  sb_free(&src);
+  if (rc) return rc;
+  GpuModule *m = PXL_CALLOC(1, sizeof *m);
+  if (!m) {
+    drv->unload(g, prog, fn);
+    return err_set(err, PXL_ENOMEM, "out of memory");
+  }
+  *m = (GpuModule){g->mods, key, prog, fn, launch};
+  g->mods = m;
+  *out = m;
+  return PXL_OK;
+}
+
+static int load_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out, Err *err) {
+  GpuModule *m = NULL;
+  int rc = load_module(be, D, borders, tile, &m, err);
+  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
+  return rc;
+}
+
+static int get_instance(GpuCore *g, const Decl *D, const ImgArg *imgs, int w, int h, GpuInstance **out, Err *err) {
+  return gpu_instance_get(&g->instances, &g->tuner, g->drv->name, D, imgs, w, h, load_cb, g, out, err);
+}
+
+/* A kernel run's arguments, for timing candidates. */
+typedef struct {
+  const GpuArgs *c;
+  int w, h;
+} Run;
+
+static int time_cb(void *be, void *module, void *run, double *ms, Err *err) {
+  GpuCore *g = be;
+  const Run *k = run;
+  return g->drv->time(g, module, k->w, k->h, k->c, ms, err);
+}
+
+/* ---- arguments and launches ---- */
+
+static GpuKImage kimage(const struct pxl_image *img) {
+  return (GpuKImage){(uint64_t)(uintptr_t)img->data, img->width, img->height, (int64_t)img->pitch};
+}
+
+/* The images and scalars of a stage in c (f32 scalars as floats where f32_float:
+ * PXR_SCALAR_FLOAT); a buffer dialect's images must be buffers. */
+static int pack(const GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind, GpuArgs *c,
+                Err *err) {
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->name = D->name;
+  for (int i = 0; i < D->nimages; i++) {
+    const struct pxl_image *img = imgs[i].img;
+    if (g->base.buffer_images && !img->buffer)
+      return err_set(err, PXL_EARG, "%s: image %d is not an %s buffer", D->name, i, g->drv->name);
+    c->buf[i] = img->buffer;
+    c->a.in[i] = kimage(img);
+  }
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (p->is_image) continue;
+    if (p->type.s == T_F32 && g->f32_float) c->a.sc[p->scalar_index].f32 = (float)scalars[p->scalar_index].f;
+    else if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
+    else c->a.sc[p->scalar_index].i = scalars[p->scalar_index].i;
+  }
+  return PXL_OK;
+}
+
+/* Passes aux and the result buffer: as buffer arguments, or as addresses in pxl_kargs. */
+static void bind(const GpuCore *g, GpuArgs *c, const GpuBuf *aux) {
+  if (g->base.buffer_images) {
+    c->buf[GPU_ARG_AUX] = aux->p;
+    c->buf[GPU_ARG_RES] = g->res.p;
+  } else {
+    c->a.aux = (uint64_t)(uintptr_t)aux->p;
+    c->a.res = (uint64_t)(uintptr_t)g->res.p;
+  }
+}
+
+/* Buffer b of at least n bytes (aux buffers zero-filled when (re)allocated). */
+static int need(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
+  return b->size >= n ? PXL_OK : g->drv->alloc(g, b, n, err);
+}
+
+static size_t ceil_div(int64_t a, int64_t b) { return (size_t)((a + b - 1) / b); }
+
+int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, Err *err) {
+  const GpuLaunch *L = &m->launch;
+  size_t gx = 1, gy = 1;
+  if (L->grid == GPU_GRID_TILES) {
+    gx = ceil_div(w, (int64_t)L->bx * L->px);
+    gy = ceil_div(h, (int64_t)L->by * L->py);
+  } else if (L->grid == GPU_GRID_ROWS) {
+    gx = (size_t)(h < L->chunks ? h : L->chunks);
+  }
+  return g->drv->launch(g, m, gx, gy, a, err);
+}
+
+/* ---- the Backend's entry points ---- */
+
+static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                       Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  if (g->drv->enter) g->drv->enter(g);
+  GpuInstance *in;
+  GpuArgs c;
+  int rc = get_instance(g, D, imgs, out->width, out->height, &in, err);
+  if (!rc) rc = pack(g, D, imgs, scalars, "tune", &c, err);
+  if (rc) return rc;
+  c.buf[GPU_ARG_OUT] = out->buffer;
+  c.a.out = kimage(out);
+  Run run = {&c, out->width, out->height};
+  if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_cb, time_cb, g, &run, err))) return rc;
+  c.kind = "kernel";
+  return gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
+}
+
+static int core_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
+                       Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  if (g->drv->enter) g->drv->enter(g);
+  GpuInstance *in;
+  GpuArgs c;
+  int w = imgs[0].img->width, h = imgs[0].img->height;
+  int rc = get_instance(g, D, imgs, w, h, &in, err);
+  if (!rc) rc = pack(g, D, imgs, scalars, "reduce", &c, err);
+  if (!rc) rc = need(g, &g->red, PXL_GPU_AUX_REDUCE, err);
+  if (!rc) rc = need(g, &g->res, 16, err);
+  if (rc) return rc;
+  bind(g, &c, &g->red);
+  rc = gpu_core_launch(g, in->base.module, w, h, &c, err);
+  unsigned char out[16];
+  if (!rc) rc = g->drv->fetch(g, &g->res, sizeof out, false, out, D->name, err);
+  if (rc) return rc;
+  if (D->type.s == T_F32 && g->f32_float) { /* a float in the slot (PXR_SCALAR_FLOAT): widen it as Lane holds it */
+    float f;
+    memcpy(&f, out, sizeof f);
+    double d = f;
+    memcpy(out, &d, sizeof d);
+  }
+  gpu_reduce_result(out, D->type.s, res);
+  return PXL_OK;
+}
+
+static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
+                          Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  if (g->drv->enter) g->drv->enter(g);
+  GpuInstance *in;
+  GpuArgs c;
+  size_t n = (size_t)D->nbins * sizeof(Lane);
+  int w = imgs[0].img->width, h = imgs[0].img->height;
+  int rc = get_instance(g, D, imgs, w, h, &in, err);
+  if (!rc) rc = pack(g, D, imgs, scalars, "histogram", &c, err);
+  if (!rc) rc = need(g, &g->hist, n + 16, err);
+  if (!rc) rc = need(g, &g->res, n, err);
+  if (rc) return rc;
+  bind(g, &c, &g->hist);
+  const GpuModule *m = in->base.module;
+  rc = gpu_core_launch(g, m, w, h, &c, err);
+  if (rc) return rc;
+  /* the kernel wrote the bins to res, or left them in aux: bring them back, leave them zero */
+  if (m->launch.to_host) return g->drv->fetch(g, &g->res, n, false, bins, D->name, err);
+  return g->drv->fetch(g, &g->hist, n, true, bins, D->name, err);
+}
+
+void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
+  g->drv = drv;
+  g->res.result = true;
+  g->base.kernel = core_kernel;
+  g->base.reduce = core_reduce;
+  g->base.histogram = core_histogram;
+}
+
+void gpu_core_free(GpuCore *g) {
+  for (GpuModule *m = g->mods, *n; m; m = n) {
+    n = m->next;
+    g->drv->unload(g, m->prog, m->fn);
+    PXL_FREE(m);
+  }
+  g->mods = NULL;
+  instance_list_free(g->instances);
+  g->instances = NULL;
+  gpu_tuner_free(&g->tuner);
+  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    if (bufs[i]->p) g->drv->release(g, bufs[i]);
+}
