@@ -152,6 +152,57 @@ static void cuda_faults(const char *dir, const char *cache) {
   unsetenv("PXL_FAULT_INJECT");
 }
 
+/* Kernel a(0,0)/2 + b(0,0)/2 where b is smaller than the output: b is read outside itself
+ * (relative reads use the output's coordinates), so its border mode matters even though
+ * it is read only at (0, 0). Every border mode on every backend here must equal the
+ * interpreter (the CPU backend clamped: it gave every mode one module). */
+static void smaller_second_image(const char *cache) {
+  static const char *const modes[] = {"clamp", "mirror", "mirror101", "wrap", "constant(200)"};
+  static const char *const devices[] = {"cpu", "opencl", "cuda"};
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_program *prog;
+  int rc = pxl_program_from_string(ctx, "add2.pxl",
+                                   "kernel u8 add2(image u8 a, image u8 b) { return a(0, 0) / 2 + b(0, 0) / 2; }\n",
+                                   &prog);
+  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
+  pxl_image *a, *b;
+  pxl_image_create(ctx, 9, 8, PXL_U8, 1, &a);
+  pxl_image_create(ctx, 4, 3, PXL_U8, 1, &b);
+  for (int y = 0; y < 8; y++)
+    for (int x = 0; x < 9; x++) ((uint8_t *)pxl_image_data(a) + y * pxl_image_pitch(a))[x] = (uint8_t)random_u64();
+  for (int y = 0; y < 3; y++)
+    for (int x = 0; x < 4; x++) ((uint8_t *)pxl_image_data(b) + y * pxl_image_pitch(b))[x] = (uint8_t)random_u64();
+  for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+    pxl_image *want = NULL;
+    for (int d = -1; d < (int)(sizeof devices / sizeof *devices); d++) {
+      pxl_set_device(ctx, d < 0 ? "ref" : devices[d]);
+      pxl_args *args = pxl_args_new(ctx);
+      pxl_args_image(args, "a", a);
+      pxl_args_image(args, "b", b);
+      pxl_args_border(args, "b", modes[m]);
+      pxl_run_result *res = NULL;
+      rc = pxl_run(ctx, prog, "add2", args, &res);
+      pxl_args_free(args);
+      if (rc == PXL_EDEVICE && d >= 0 && strcmp(devices[d], "cpu")) { /* absent GPU */
+        pxl_result_free(res);
+        continue;
+      }
+      CHECK(rc == PXL_OK, "%s on %s: %s", modes[m], d < 0 ? "ref" : devices[d], pxl_errmsg(ctx));
+      if (rc == PXL_OK && d < 0) want = pxl_result_take_image(res);
+      else if (rc == PXL_OK && want)
+        CHECK(same_pixels(pxl_result_image(res), want), "border %s of a smaller image: %s differs from ref", modes[m],
+              devices[d]);
+      pxl_result_free(res);
+    }
+    pxl_image_free(want);
+  }
+  pxl_image_free(a);
+  pxl_image_free(b);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: api_test EXAMPLES_DIR CACHE_DIR\n");
@@ -160,6 +211,7 @@ int main(int argc, char **argv) {
   device_strings();
   compiler_failure(argv[1], argv[2]);
   cuda_faults(argv[1], argv[2]);
+  smaller_second_image(argv[2]);
   printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
   return failed != 0;
 }

@@ -49,6 +49,7 @@
 #include "interp/interp.h"
 #include "runtime/backend.h"
 #include "runtime/cache.h"
+#include "runtime/instance.h"
 #include "util/alloc.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -87,17 +88,6 @@ struct Module {
   void *fn;
 };
 
-/* A stage instance already resolved: skips generating and hashing its source again. */
-typedef struct Instance Instance;
-struct Instance {
-  Instance *next;
-  uint64_t serial; /* program */
-  int index;       /* declaration in it */
-  int nb;
-  Border borders[8];
-  void *fn;
-};
-
 typedef struct {
   Backend base;
   char *want_dir;  /* the cache directory asked for, or NULL: the default */
@@ -105,7 +95,7 @@ typedef struct {
   Cache *cache;    /* opened at the first module not in memory */
   int nthreads;
   Module *modules;
-  Instance *instances;
+  Instance *instances; /* resolved stage instances (runtime/instance.h): module = entry point */
 } Cpu;
 
 static const char *compiler(void) {
@@ -329,23 +319,12 @@ static int run_compiler(const char *src, const char *so, const char *log, Err *e
   return err_set(err, PXL_EBACKEND, "the C compiler failed on generated code %s (log: %s):\n%s", src, log, msg);
 }
 
-static bool same_borders(const Border *a, const Border *b, int n) {
-  for (int i = 0; i < n; i++)
-    if (a[i].kind != b[i].kind || (a[i].kind == B_CONSTANT && a[i].value != b[i].value)) return false;
-  return true;
-}
-
 /* Records that (D, borders) resolved to fn. Out of memory only loses the shortcut. */
 static void remember(Cpu *cpu, const Decl *D, const Border *borders, void *fn) {
-  Instance *in = PXL_CALLOC(1, sizeof *in);
+  Instance *in = instance_new(D, borders, 0, sizeof *in);
   if (!in) return;
-  in->serial = D->serial;
-  in->index = D->index;
-  in->nb = D->nimages;
-  memcpy(in->borders, borders, sizeof(Border) * (size_t)D->nimages);
-  in->fn = fn;
-  in->next = cpu->instances;
-  cpu->instances = in;
+  in->module = fn;
+  instance_link(&cpu->instances, in);
 }
 
 /* dlopens path as a pxl module of this version: *h and its entry point *fn, or false
@@ -406,24 +385,19 @@ static int build(Cpu *cpu, const char *name, CacheId id, const StrBuf *src, void
   return rc;
 }
 
-/* Finds or builds the module for instance (D, borders); returns its entry point. */
-static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, void **fn, Err *err) {
+/* Finds or builds the module for the instance of D that runs imgs over a w x h
+ * iteration space iw x ih (the output; reductions and histograms: the first image); returns its
+ * entry point. */
+static int get_stage(Cpu *cpu, const Decl *D, const ImgArg *imgs, int iw, int ih, void **fn, Err *err) {
   Border borders[64];
   if (D->nimages > 64) return err_set(err, PXL_EARG, "%s: too many image parameters", D->name);
-  for (int i = 0; i < D->nimages; i++) {
-    /* an image read only at (0, 0) never reads outside: its border cannot matter, so
-     * every mode shares one module */
-    const Access *ac = &D->access[i];
-    bool inside = !ac->read_abs && !ac->gather && !ac->x0 && !ac->x1 && !ac->y0 && !ac->y1;
-    borders[i] = inside ? (Border){B_CLAMP, 0} : imgs[i].border;
+  stage_borders(D, imgs, iw, ih, borders); /* one module for every mode where the mode cannot matter */
+  bool memo = D->nimages <= INSTANCE_MAX_IMAGES;
+  Instance *in = memo ? instance_find(cpu->instances, D, borders, 0) : NULL;
+  if (in) {
+    *fn = in->module;
+    return PXL_OK;
   }
-  bool memo = D->nimages <= 8;
-  for (Instance *in = cpu->instances; memo && in; in = in->next)
-    if (in->serial == D->serial && in->index == D->index && in->nb == D->nimages &&
-        same_borders(in->borders, borders, D->nimages)) {
-      *fn = in->fn;
-      return PXL_OK;
-    }
   StrBuf src = {0};
   uint64_t tools = 0;
   int rc = gen_c_stage(&src, D, borders, "pxl_stage", err);
@@ -489,7 +463,7 @@ static int cpu_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
                       Err *err) {
   Cpu *cpu = (Cpu *)be;
   void *fn;
-  int rc = get_stage(cpu, D, imgs, &fn, err);
+  int rc = get_stage(cpu, D, imgs, out->width, out->height, &fn, err);
   if (rc) return rc;
   CImage ci[64], co;
   CScalar cs[32];
@@ -502,7 +476,7 @@ static int cpu_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
 static int cpu_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err) {
   Cpu *cpu = (Cpu *)be;
   void *fn;
-  int rc = get_stage(cpu, D, imgs, &fn, err);
+  int rc = get_stage(cpu, D, imgs, imgs[0].img->width, imgs[0].img->height, &fn, err);
   if (rc) return rc;
   CImage ci[64];
   CScalar cs[32], r;
@@ -520,7 +494,7 @@ static int cpu_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
 static int cpu_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err) {
   Cpu *cpu = (Cpu *)be;
   void *fn;
-  int rc = get_stage(cpu, D, imgs, &fn, err);
+  int rc = get_stage(cpu, D, imgs, imgs[0].img->width, imgs[0].img->height, &fn, err);
   if (rc) return rc;
   CImage ci[64];
   CScalar cs[32];
@@ -532,10 +506,7 @@ static int cpu_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const L
 
 static void cpu_free(Backend *be) {
   Cpu *cpu = (Cpu *)be;
-  for (Instance *in = cpu->instances, *n; in; in = n) {
-    n = in->next;
-    PXL_FREE(in);
-  }
+  instance_list_free(cpu->instances);
   for (Module *m = cpu->modules, *n; m; m = n) {
     n = m->next;
     dlclose(m->handle);
