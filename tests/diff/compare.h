@@ -23,7 +23,7 @@
 /* |ref - got| <= tolerance * max(1, |ref|, |got|): relative above 1, absolute below. */
 #define PIXEL_TOLERANCE 1e-5
 #define REDUCTION_TOLERANCE_F32 2e-3
-#define REDUCTION_TOLERANCE_F64 1e-12
+#define REDUCTION_TOLERANCE_F64 1e-10
 
 /* Whether got is within a relative tol of ref (absolute below magnitude 1); NaN matches
  * only NaN, an infinity only the same infinity. */
