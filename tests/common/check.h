@@ -24,7 +24,7 @@ static int failed;
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
 /* The next 64 random bits (xorshift64). */
-static uint64_t random_u64(void) {
+static inline uint64_t random_u64(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return rng;
 }

@@ -3,20 +3,38 @@
  *
  * For every entry point of the given .pxl files, every border mode and a set of awkward
  * image sizes, runs the entry on random images with the interpreter ("ref") and with the
- * backend under test, and compares: bit for bit for integer results and kernel outputs
- * (float kernels too: the generated code does the same single-precision operations in
- * the same order), within a relative 1e-4 for floating-point reductions, whose partial
- * sums are combined in a different order. Pipelines whose source contains the word
- * BORDER are run once per border mode with BORDER replaced.
+ * backend under test, and compares: bit for bit for integer results, kernel outputs and
+ * histogram bins (float kernels too on the CPU: the generated code does the same
+ * single-precision operations in the same order; float-weighted bins too: every backend
+ * adds them in the interpreter's row-major order), and with the tolerances of compare.h
+ * for float pixels on GPUs and float reductions. Pipelines whose source contains the
+ * word BORDER are run once per border mode with BORDER replaced.
+ *
+ * Then photo-like inputs (photo_cases): a crop of the sample photographs (--samples DIR:
+ * shapes.png for one channel, scene.jpg for more), smooth gradients, large flat areas,
+ * few distinct values, at the sizes of real images and small odd ones, each border mode
+ * in turn. Each of these runs PHOTO_RUNS times on the backend, every run compared with
+ * the one interpreter result: random bytes spread every count over all bins and every
+ * value over the range, while photographs pile thousands of pixels into a few bins and
+ * rows, which is where races and lost updates show (hist256 on a GPU once came out
+ * wrong, differently in every run, on photographs only).
  *
  * DEVICE "cuda-resident" ("opencl-resident") runs on CUDA (OpenCL) with every input in device memory (uploaded into
  * a view of a wider device image, every other case at x offset 1 so that rows start
  * unaligned) and the result left there (compared after pxl_image_to_host).
  *
- * usage: diff_test DEVICE [--quick] [--shard I/N] FILE.pxl...   (PXL_TEST_QUICK=1 also means
- * --quick; --shard runs the border modes b with b % N == I, pipelines of the source in
- * shard 0: N tests together cover the file)
- * Prints one line per failure and a summary "N passed, M failed".
+ * GPU devices skip (exit 77) only when the backend reports the device absent when it is
+ * created (tests/common/gpu_device.h); a backend that opens but fails (a probe kernel
+ * that does not build, load or launch) fails the test.
+ *
+ * usage: diff_test DEVICE [--quick] [--verbose] [--shard I/N] [--inputs random|photo|all]
+ *                  [--samples DIR] FILE.pxl...
+ * (PXL_TEST_QUICK=1 also means --quick; --shard runs the border modes b with b % N == I,
+ * pipelines of the source in shard 0: N tests together cover the file; --inputs: only
+ * the random or only the photo-like cases; --samples: where shapes.png and scene.jpg
+ * are, by default the source tree's samples/; --verbose names each case before it runs)
+ * Prints one line per failure, the largest float deviation accepted, and a summary
+ * "N passed, M failed".
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,10 +42,12 @@
 #include <string.h>
 
 #include "api/api_internal.h"
-#include "ir/value.h"
-#include "image/image.h"
-#include "pxl/pxl.h"
+#include "common/gpu_device.h"
 #include "common/read_file.h"
+#include "diff/compare.h"
+#include "image/image.h"
+#include "ir/value.h"
+#include "pxl/pxl.h"
 
 static const char *const borders[] = {"clamp", "mirror", "mirror101", "wrap", "constant(7)", "none"};
 enum { NBORDERS = sizeof borders / sizeof *borders };
@@ -39,11 +59,35 @@ typedef struct {
 static const Size sizes_full[] = {{1, 1}, {1, 17}, {17, 1}, {3, 5}, {64, 64}, {257, 129}, {1023, 767}};
 static const Size sizes_quick[] = {{1, 1}, {3, 5}, {257, 129}};
 
+/* Input images: random bits, or one of the photo-like patterns. */
+typedef enum { IN_RANDOM, IN_SAMPLE, IN_GRADIENT, IN_FLAT, IN_LEVELS } Input;
+static const char *const input_names[] = {"random", "sample photo", "gradient", "flat areas", "few levels"};
+
+/* The photo-like cases: each runs with border mode borders[index % NBORDERS]. Quick
+ * mode (the sanitizer builds, device images) keeps the ones marked. 1023x767 once, for
+ * the photograph: the random cases have that size in every border mode already. */
+typedef struct {
+  Input in;
+  Size s;
+  bool quick;
+} PhotoCase;
+static const PhotoCase photo_cases[] = {
+    {IN_SAMPLE, {384, 303}, true},  {IN_GRADIENT, {1, 1}, true},    {IN_FLAT, {7, 5}, true},
+    {IN_LEVELS, {512, 512}, false}, {IN_SAMPLE, {512, 512}, false}, {IN_GRADIENT, {384, 303}, false},
+    {IN_FLAT, {384, 303}, false},   {IN_LEVELS, {7, 5}, false},     {IN_GRADIENT, {512, 512}, false},
+    {IN_FLAT, {512, 512}, false},   {IN_LEVELS, {384, 303}, false}, {IN_SAMPLE, {1023, 767}, false},
+};
+enum { NPHOTO = sizeof photo_cases / sizeof *photo_cases, PHOTO_RUNS = 3 };
+
 static int passed, failed;
+static double worst_pixel, worst_f32_sum, worst_f64_sum; /* largest float deviations accepted */
 
 static const char *device;
 static bool resident; /* inputs and outputs in device memory */
+static bool quick;
+static bool verbose; /* --verbose: each case named before it runs (which one crashed) */
 static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N == I */
+static pxl_image *sample_gray, *sample_rgb; /* --samples: shapes.png, scene.jpg */
 
 static bool in_shard(int b) { return b % nshards == shard; }
 static int cases;     /* run so far (alternates the offset of resident inputs) */
@@ -53,9 +97,11 @@ static int cases;     /* run so far (alternates the offset of resident inputs) *
 static pxl_image *device_copy(pxl_context *dev, pxl_image *img, pxl_image **base, char *why, size_t n) {
   int w = pxl_image_width(img), h = pxl_image_height(img), off = cases % 2;
   pxl_image *view = NULL;
-  if (pxl_image_create_device(dev, w + 1, h, pxl_image_type(img), pxl_image_channels(img), base) ||
-      pxl_image_view(dev, *base, off, 0, w, h, &view) || pxl_image_copy(dev, img, view)) {
-    snprintf(why, n, "device copy: %s", pxl_errmsg(dev));
+  int rc = pxl_image_create_device(dev, w + 1, h, pxl_image_type(img), pxl_image_channels(img), base);
+  if (!rc) rc = pxl_image_view(dev, *base, off, 0, w, h, &view);
+  if (!rc) rc = pxl_image_copy(dev, img, view);
+  if (rc) {
+    snprintf(why, n, "device copy (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
     pxl_image_free(view);
     return NULL;
   }
@@ -92,11 +138,66 @@ static void fill_random(pxl_image *img) {
   }
 }
 
-static bool close_enough(double a, double b);
+/* Mirror-tiles coordinate v over n (0 1 .. n-1 n-1 .. 0 0 1 ..): a photograph larger
+ * than the sample stays continuous. */
+static int mirror_tile(int v, int n) {
+  v %= 2 * n;
+  return v < n ? v : 2 * n - 1 - v;
+}
+
+/* The 0..255 level of pattern `in` at (x, y), channel ch, of a w x h image with c
+ * channels; `k` (the image's parameter index) shifts the pattern so that two inputs
+ * differ. */
+static int pattern_level(Input in, int x, int y, int ch, int c, int w, int h, int k) {
+  switch (in) {
+  case IN_SAMPLE: {
+    const pxl_image *s = c == 1 ? sample_gray : sample_rgb;
+    int sc = pxl_image_channels(s);
+    int sx = mirror_tile(x + 37 * k, pxl_image_width(s)), sy = mirror_tile(y + 11 * k, pxl_image_height(s));
+    const uint8_t *row = (const uint8_t *)pxl_image_data((pxl_image *)s) + (size_t)sy * pxl_image_pitch(s);
+    return ch < sc ? row[(size_t)sx * sc + ch] : 255; /* alpha: opaque */
+  }
+  case IN_GRADIENT: /* smooth ramps, one direction per channel */
+    return ch % 2 ? (y + k) * 255 / (h > 1 ? h - 1 : 1) % 256 : (x * 3 + y + k * 40) * 255 / (3 * w + h) % 256;
+  case IN_FLAT: { /* a few large regions of one value each: thousands of equal pixels */
+    int v = 128 + ch + k;
+    if (x < w / 2 && y < h / 2) v = 0;
+    else if (x >= w / 2 && y < h / 3) v = 255;
+    long dx = 4L * x - 3L * w, dy = 4L * y - 3L * h, r = (w < h ? w : h);
+    if (dx * dx + dy * dy < r * r) v = 17;
+    return v;
+  }
+  default: /* IN_LEVELS: a posterised ramp of four values */
+    return (((x * 4) / (w > 0 ? w : 1) + (y * 4) / (h > 0 ? h : 1) + ch + k) % 4) * 85;
+  }
+}
+
+/* Fills img with a photo-like pattern, levels mapped onto the pixel type's range as a
+ * camera's would be (floats keep 0..255). */
+static void fill_pattern(pxl_image *img, Input in, int k) {
+  int w = pxl_image_width(img), h = pxl_image_height(img), c = pxl_image_channels(img);
+  pxl_type t = pxl_image_type(img);
+  for (int y = 0; y < h; y++) {
+    char *row = (char *)pxl_image_data(img) + (size_t)y * pxl_image_pitch(img);
+    for (int x = 0; x < w; x++)
+      for (int ch = 0; ch < c; ch++) {
+        int v = pattern_level(in, x, y, ch, c, w, h, k), i = x * c + ch;
+        switch (t) {
+        case PXL_U8: ((uint8_t *)row)[i] = (uint8_t)v; break;
+        case PXL_I16: ((int16_t *)row)[i] = (int16_t)(v * 128 - 16384); break;
+        case PXL_U16: ((uint16_t *)row)[i] = (uint16_t)(v * 257); break;
+        case PXL_I32: ((int32_t *)row)[i] = v * 8421504 - 1073741824; break;
+        case PXL_U32: ((uint32_t *)row)[i] = (uint32_t)v * 16843009u; break;
+        case PXL_F32: ((float *)row)[i] = (float)v; break;
+        default: ((double *)row)[i] = v; break;
+        }
+      }
+  }
+}
 
 /* Bit for bit, except float pixels on devices whose math library is not glibc's (GPU
  * sin/exp/log/pow/atan2 differ from the CPU's in the last bits): there, each element
- * within a relative 1e-5 (documented in docs/LANGUAGE.md). */
+ * close_enough within PIXEL_TOLERANCE (documented in docs/LANGUAGE.md). */
 static bool images_equal(const pxl_image *a, const pxl_image *b, char *why, size_t n) {
   if (pxl_image_width(a) != pxl_image_width(b) || pxl_image_height(a) != pxl_image_height(b)) {
     snprintf(why, n, "sizes differ");
@@ -114,10 +215,11 @@ static bool images_equal(const pxl_image *a, const pxl_image *b, char *why, size
       for (size_t i = 0; i < elems; i++) {
         double va = t == PXL_F32 ? ((const float *)ra)[i] : ((const double *)ra)[i];
         double vb = t == PXL_F32 ? ((const float *)rb)[i] : ((const double *)rb)[i];
-        if (!close_enough(va, vb) && fabs(va - vb) > 1e-5 * fmax(1, fmax(fabs(va), fabs(vb)))) {
+        if (!close_enough(va, vb, PIXEL_TOLERANCE)) {
           snprintf(why, n, "row %d, element %zu: ref %.9g, device %.9g", y, i, va, vb);
           return false;
         }
+        worst_pixel = fmax(worst_pixel, deviation(va, vb));
       }
       continue;
     }
@@ -129,12 +231,6 @@ static bool images_equal(const pxl_image *a, const pxl_image *b, char *why, size
   return true;
 }
 
-static bool close_enough(double a, double b) {
-  if (isnan(a) && isnan(b)) return true;
-  if (a == b) return true;
-  return fabs(a - b) <= 1e-4 * fmax(fabs(a), fabs(b));
-}
-
 /* Scalar argument values: by parameter name where examples need a meaningful one. */
 static double scalar_value(const Param *p) {
   if (!strcmp(p->name, "t")) return scalar_is_float(p->type.s) ? 60 : 40;
@@ -144,22 +240,89 @@ static double scalar_value(const Param *p) {
   return (double)(r % 11);
 }
 
-static void report(bool ok, const char *file, const char *entry, const char *border, Size s, const char *why) {
+/* Counts a case; prints a failure with what identifies it. */
+static void report(bool ok, const char *file, const char *entry, const char *border, Size s, Input in, int run,
+                   int runs, const char *why) {
   if (ok) {
     passed++;
     return;
   }
   failed++;
-  printf("FAIL %s %s border=%s size=%dx%d device=%s: %s\n", file, entry, border, s.w, s.h, device, why);
+  char runs_text[32] = "";
+  if (runs > 1) snprintf(runs_text, sizeof runs_text, " run %d/%d", run + 1, runs);
+  printf("FAIL %s %s border=%s size=%dx%d input=%s%s device=%s: %s\n", file, entry, border, s.w, s.h,
+         input_names[in], runs_text, device, why);
   fflush(stdout);
 }
 
-/* Runs one entry with both devices and compares. */
+/* Compares the device's result rd with the interpreter's rr; the reason in why. */
+static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, pxl_run_result *rd, char *why,
+                          size_t n) {
+  if (pxl_result_kind_of(rr) != pxl_result_kind_of(rd)) {
+    snprintf(why, n, "the results are of different kinds");
+    return false;
+  }
+  bool ok = true;
+  switch (pxl_result_kind_of(rr)) {
+  case PXL_RESULT_IMAGE: {
+    pxl_image *got = pxl_result_image(rd), *back = NULL;
+    if (resident && !pxl_image_on_device(got)) {
+      snprintf(why, n, "the result of a run on device images is not in device memory");
+      return false;
+    }
+    int rc = resident ? pxl_image_to_host(dev, got, &back) : PXL_OK;
+    if (rc) {
+      snprintf(why, n, "download (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
+      return false;
+    }
+    ok = images_equal(pxl_result_image(rr), resident ? back : got, why, n);
+    pxl_image_free(back);
+    break;
+  }
+  case PXL_RESULT_SCALAR: {
+    pxl_scalar_result a, b;
+    pxl_result_scalar(rr, &a);
+    pxl_result_scalar(rd, &b);
+    bool f32 = D->type.s == T_F32;
+    double tol = f32 ? REDUCTION_TOLERANCE_F32 : REDUCTION_TOLERANCE_F64;
+    ok = a.is_float == b.is_float && (a.is_float ? close_enough(a.value, b.value, tol) : a.ivalue == b.ivalue);
+    ok = ok && a.x == b.x && a.y == b.y;
+    double *worst = f32 ? &worst_f32_sum : &worst_f64_sum;
+    if (ok && a.is_float) *worst = fmax(*worst, deviation(a.value, b.value));
+    if (!ok)
+      snprintf(why, n, "ref %.17g (%lld) at (%d,%d), device %.17g (%lld) at (%d,%d)", a.value, (long long)a.ivalue,
+               a.x, a.y, b.value, (long long)b.ivalue, b.x, b.y);
+    break;
+  }
+  case PXL_RESULT_HISTOGRAM: {
+    int na, nb, fa, fb;
+    const double *ba = pxl_result_bins(rr, &na, &fa), *bb = pxl_result_bins(rd, &nb, &fb);
+    ok = na == nb && fa == fb;
+    if (!ok) snprintf(why, n, "ref has %d %s bins, device %d %s bins", na, fa ? "float" : "count", nb,
+                      fb ? "float" : "count");
+    /* float-weighted bins too bit for bit: every backend adds in row-major order */
+    for (int i = 0; ok && i < na; i++) {
+      ok = same_value(ba[i], bb[i]);
+      if (!ok) snprintf(why, n, "bin %d: ref %.17g, device %.17g", i, ba[i], bb[i]);
+    }
+    break;
+  }
+  }
+  return ok;
+}
+
+/* Runs one entry on the interpreter once and on the device `runs` times, and compares
+ * every device run with the interpreter's result. */
 static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_program *pd, const Decl *D,
-                     const char *file, const char *border, Size s) {
-  pxl_image *imgs[16] = {0}, *dimgs[16] = {0}, *dbase[16] = {0}, *back = NULL;
+                     const char *file, const char *border, Size s, Input in, int runs) {
+  pxl_image *imgs[16] = {0}, *dimgs[16] = {0}, *dbase[16] = {0};
   pxl_args *ar = pxl_args_new(ref), *ad = pxl_args_new(dev);
+  const char *shown = border ? border : "(source)";
   cases++;
+  if (verbose) {
+    printf("case %s %s border=%s size=%dx%d input=%s\n", file, D->name, shown, s.w, s.h, input_names[in]);
+    fflush(stdout);
+  }
   char why[600] = "";
   bool ok = true;
   for (int i = 0; i < D->nparams && ok; i++) {
@@ -171,7 +334,8 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
         ok = false;
         break;
       }
-      fill_random(img);
+      if (in == IN_RANDOM) fill_random(img);
+      else fill_pattern(img, in, p->img_index);
       imgs[p->img_index] = img;
       pxl_args_image(ar, p->name, img);
       if (resident && !(dimgs[p->img_index] = device_copy(dev, img, &dbase[p->img_index], why, sizeof why))) {
@@ -189,62 +353,28 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
       pxl_args_scalar(ad, p->name, v);
     }
   }
-  pxl_run_result *rr = NULL, *rd = NULL;
-  if (ok && pxl_run(ref, pr, D->name, ar, &rr)) {
-    /* an invalid size (size() of a tiny image) must fail the same way on both */
+  pxl_run_result *rr = NULL;
+  int ref_rc = ok ? pxl_run(ref, pr, D->name, ar, &rr) : PXL_OK;
+  if (!ok) report(false, file, D->name, shown, s, in, 0, 1, why);
+  for (int run = 0; ok && run < runs; run++) {
+    pxl_run_result *rd = NULL;
     int rc = pxl_run(dev, pd, D->name, ad, &rd);
-    if (!rc) snprintf(why, sizeof why, "ref failed (%s) but the device succeeded", pxl_errmsg(ref));
-    ok = rc != 0;
-    rr = NULL;
-  } else if (ok && pxl_run(dev, pd, D->name, ad, &rd)) {
-    snprintf(why, sizeof why, "device failed: %s", pxl_errmsg(dev));
-    ok = false;
-  } else if (ok) {
-    switch (pxl_result_kind_of(rr)) {
-    case PXL_RESULT_IMAGE: {
-      pxl_image *got = pxl_result_image(rd);
-      if (resident && !pxl_image_on_device(got)) {
-        snprintf(why, sizeof why, "the result of a run on device images is not in device memory");
-        ok = false;
-        break;
-      }
-      if (resident && pxl_image_to_host(dev, got, &back)) {
-        snprintf(why, sizeof why, "download: %s", pxl_errmsg(dev));
-        ok = false;
-        break;
-      }
-      ok = images_equal(pxl_result_image(rr), resident ? back : got, why, sizeof why);
-      break;
+    bool same;
+    if (ref_rc) { /* an invalid size (size() of a tiny image) must fail on both */
+      same = rc != PXL_OK;
+      if (!same) snprintf(why, sizeof why, "ref failed (%s) but the device succeeded", pxl_errmsg(ref));
+    } else if (rc) {
+      same = false;
+      snprintf(why, sizeof why, "device failed (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
+    } else {
+      same = results_equal(dev, D, rr, rd, why, sizeof why);
     }
-    case PXL_RESULT_SCALAR: {
-      pxl_scalar_result a, b;
-      pxl_result_scalar(rr, &a);
-      pxl_result_scalar(rd, &b);
-      ok = a.is_float ? close_enough(a.value, b.value) : a.ivalue == b.ivalue;
-      ok = ok && a.x == b.x && a.y == b.y;
-      if (!ok)
-        snprintf(why, sizeof why, "ref %.17g (%lld) at (%d,%d), device %.17g (%lld) at (%d,%d)", a.value,
-                 (long long)a.ivalue, a.x, a.y, b.value, (long long)b.ivalue, b.x, b.y);
-      break;
-    }
-    case PXL_RESULT_HISTOGRAM: {
-      int na, nb, fa, fb;
-      const double *ba = pxl_result_bins(rr, &na, &fa), *bb = pxl_result_bins(rd, &nb, &fb);
-      ok = na == nb;
-      for (int i = 0; ok && i < na; i++) {
-        ok = fa ? close_enough(ba[i], bb[i]) : ba[i] == bb[i];
-        if (!ok) snprintf(why, sizeof why, "bin %d: ref %.17g, device %.17g", i, ba[i], bb[i]);
-      }
-      break;
-    }
-    }
+    report(same, file, D->name, shown, s, in, run, runs, why);
+    pxl_result_free(rd);
   }
-  report(ok, file, D->name, border ? border : "(source)", s, why);
   pxl_result_free(rr);
-  pxl_result_free(rd);
   pxl_args_free(ar);
   pxl_args_free(ad);
-  pxl_image_free(back);
   for (int i = 0; i < 16; i++) {
     pxl_image_free(imgs[i]);
     pxl_image_free(dimgs[i]);
@@ -270,7 +400,7 @@ static char *substitute(const char *src, const char *mode) {
 }
 
 static void run_program(pxl_context *ref, pxl_context *dev, const char *file, const char *src, const char *mode,
-                        const Size *sizes, int nsizes) {
+                        const Size *sizes, int nsizes, bool photos) {
   char name[512];
   snprintf(name, sizeof name, "%s%s%s", file, mode ? ":" : "", mode ? mode : "");
   pxl_program *pr, *pd;
@@ -290,71 +420,130 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     const Decl *D = P->decls[d];
     for (int si = 0; si < nsizes; si++) {
       if (D->kind == D_PIPELINE || mode) {
-        if (D->kind == D_PIPELINE && (mode || in_shard(0))) run_case(ref, dev, pr, pd, D, file, mode, sizes[si]);
+        if (D->kind == D_PIPELINE && (mode || in_shard(0)))
+          run_case(ref, dev, pr, pd, D, file, mode, sizes[si], IN_RANDOM, 1);
         continue;
       }
       for (int b = 0; b < NBORDERS; b++)
-        if (in_shard(b)) run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si]);
+        if (in_shard(b)) run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si], IN_RANDOM, 1);
+    }
+    for (int i = 0; photos && i < NPHOTO; i++) {
+      const PhotoCase *c = &photo_cases[i];
+      const char *border = borders[i % NBORDERS];
+      if (quick && !c->quick) continue;
+      if (D->kind == D_PIPELINE) { /* a BORDER pipeline in the program of its border mode */
+        if (mode ? !strcmp(mode, border) : in_shard(0)) run_case(ref, dev, pr, pd, D, file, mode, c->s, c->in, PHOTO_RUNS);
+      } else if (!mode && in_shard(i % NBORDERS)) {
+        run_case(ref, dev, pr, pd, D, file, border, c->s, c->in, PHOTO_RUNS);
+      }
     }
   }
   pxl_program_free(pr);
   pxl_program_free(pd);
 }
 
-int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: diff_test DEVICE [--quick] [--shard I/N] FILE.pxl...\n");
-    return 2;
+/* Runs a 1x1 copy kernel on the device: any failure of a backend that opened (the
+ * build, the module load, the launch, the read-back) fails the test. 0 when it ran. */
+static int probe_device(pxl_context *dev) {
+  pxl_program *probe = NULL;
+  pxl_image *img = NULL;
+  pxl_args *args = pxl_args_new(dev);
+  pxl_run_result *res = NULL;
+  int rc = args ? PXL_OK : PXL_ENOMEM;
+  if (!rc) rc = pxl_program_from_string(dev, "probe", "kernel u8 k(image u8 in) { return in(0, 0) + 1; }", &probe);
+  if (!rc) rc = pxl_image_create(dev, 1, 1, PXL_U8, 1, &img);
+  if (!rc) {
+    *(uint8_t *)pxl_image_data(img) = 41;
+    pxl_args_image(args, "in", img);
+    rc = pxl_run(dev, probe, NULL, args, &res);
   }
+  if (rc) {
+    printf("FAIL: the device opened but a probe kernel did not run (%s): %s\n", pxl_status_name(rc), pxl_errmsg(dev));
+  } else if (*(uint8_t *)pxl_image_data(pxl_result_image(res)) != 42) {
+    printf("FAIL: the probe kernel gave %d instead of 42\n", *(uint8_t *)pxl_image_data(pxl_result_image(res)));
+    rc = PXL_ERROR;
+  }
+  pxl_result_free(res);
+  pxl_image_free(img);
+  pxl_program_free(probe);
+  pxl_args_free(args);
+  return rc;
+}
+
+/* Loads the sample photographs (gray shapes.png, RGB scene.jpg) from dir. */
+static bool load_samples(pxl_context *ctx, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/shapes.png", dir);
+  int rc = pxl_image_load(ctx, path, &sample_gray);
+  if (!rc && (pxl_image_type(sample_gray) != PXL_U8 || pxl_image_channels(sample_gray) != 1))
+    snprintf(path, sizeof path, "%s/shapes.png is not a u8 gray image", dir), rc = PXL_EFORMAT;
+  if (!rc) snprintf(path, sizeof path, "%s/scene.jpg", dir), rc = pxl_image_load(ctx, path, &sample_rgb);
+  if (!rc && (pxl_image_type(sample_rgb) != PXL_U8 || pxl_image_channels(sample_rgb) != 3))
+    snprintf(path, sizeof path, "%s/scene.jpg is not a u8 RGB image", dir), rc = PXL_EFORMAT;
+  if (rc) printf("FAIL: sample photographs: %s: %s\n", path, pxl_errmsg(ctx));
+  return !rc;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: diff_test DEVICE [--quick] [--verbose] [--shard I/N] [--inputs random|photo|all] "
+                  "[--samples DIR] FILE.pxl...\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return usage();
   device = argv[1];
   char base_device[64];
   snprintf(base_device, sizeof base_device, "%s", device);
   char *dash = strstr(base_device, "-resident");
   resident = dash && !dash[9];
   if (resident) *dash = 0;
+  const char *q = getenv("PXL_TEST_QUICK"), *inputs = "all", *samples = PXL_SAMPLES_DIR;
+  quick = q && *q && strcmp(q, "0");
   int first = 2;
-  const Size *sizes = sizes_full;
-  int nsizes = sizeof sizes_full / sizeof *sizes_full;
-  const char *q = getenv("PXL_TEST_QUICK");
-  if (!strcmp(argv[2], "--quick") || (q && *q && strcmp(q, "0"))) {
-    sizes = sizes_quick;
-    nsizes = sizeof sizes_quick / sizeof *sizes_quick;
-    if (!strcmp(argv[2], "--quick")) first = 3;
-  }
-  if (first < argc - 1 && !strcmp(argv[first], "--shard")) { /* split a slow file over ctest jobs */
-    if (sscanf(argv[first + 1], "%d/%d", &shard, &nshards) != 2 || nshards < 1 || shard < 0 || shard >= nshards) {
-      fprintf(stderr, "diff_test: bad --shard '%s' (I/N)\n", argv[first + 1]);
-      return 2;
+  for (; first < argc && !strncmp(argv[first], "--", 2); first++) {
+    const char *opt = argv[first], *val = first + 1 < argc ? argv[first + 1] : NULL;
+    if (!strcmp(opt, "--quick") || !strcmp(opt, "--verbose")) {
+      *(opt[2] == 'q' ? &quick : &verbose) = true;
+      continue;
     }
-    first += 2;
+    if (!val) return usage();
+    first++;
+    if (!strcmp(opt, "--shard")) { /* split a slow file over ctest jobs */
+      if (sscanf(val, "%d/%d", &shard, &nshards) != 2 || nshards < 1 || shard < 0 || shard >= nshards) {
+        fprintf(stderr, "diff_test: bad --shard '%s' (I/N)\n", val);
+        return 2;
+      }
+    } else if (!strcmp(opt, "--inputs") && (!strcmp(val, "random") || !strcmp(val, "photo") || !strcmp(val, "all"))) {
+      inputs = val;
+    } else if (!strcmp(opt, "--samples")) {
+      samples = val;
+    } else {
+      return usage();
+    }
   }
+  if (first >= argc) return usage();
+  const Size *sizes = quick ? sizes_quick : sizes_full;
+  int nsizes = quick ? (int)(sizeof sizes_quick / sizeof *sizes_quick) : (int)(sizeof sizes_full / sizeof *sizes_full);
+  bool photos = strcmp(inputs, "random");
+  if (!strcmp(inputs, "photo")) nsizes = 0;
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
-  if (pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
-    fprintf(stderr, "diff_test: %s\n", pxl_errmsg(dev));
+  if (!ref || !dev || pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
+    fprintf(stderr, "diff_test: %s\n", dev ? pxl_errmsg(dev) : "out of memory");
     return 2;
   }
-  bool opencl = !strncmp(device, "opencl", 6);
-  if (!strncmp(device, "cuda", 4) || opencl) { /* GPU tests say so when they cannot run */
-    pxl_program *probe;
-    pxl_image *img;
-    pxl_args *args = pxl_args_new(dev);
-    pxl_run_result *res = NULL;
-    int rc = pxl_program_from_string(dev, "probe", "kernel u8 k(image u8 in) { return in(0, 0); }", &probe);
-    if (!rc) rc = pxl_image_create(dev, 1, 1, PXL_U8, 1, &img);
-    if (!rc) {
-      pxl_args_image(args, "in", img);
-      rc = pxl_run(dev, probe, NULL, args, &res);
-      pxl_result_free(res);
-      pxl_image_free(img);
-      pxl_program_free(probe);
-    }
-    pxl_args_free(args);
-    if (rc == PXL_EDEVICE) {
-      printf("skipped: no %s device (%s)\n", opencl ? "OpenCL" : "CUDA", pxl_errmsg(dev));
-      pxl_context_free(ref);
-      pxl_context_free(dev);
-      return 77;
-    }
+  int rc = PXL_OK;
+  if (!strncmp(device, "cuda", 4) || !strncmp(device, "opencl", 6)) {
+    rc = gpu_device_check(base_device); /* skipped only where the device is absent */
+    if (rc == GPU_OPEN) rc = probe_device(dev) ? 1 : 0;
+  }
+  if (!rc && photos && !load_samples(ref, samples)) rc = 1;
+  if (rc) {
+    pxl_image_free(sample_gray);
+    pxl_image_free(sample_rgb);
+    pxl_context_free(ref);
+    pxl_context_free(dev);
+    return rc == GPU_SKIP ? 77 : 1;
   }
   for (int i = first; i < argc; i++) {
     char *src = read_file(argv[i]);
@@ -368,20 +557,29 @@ int main(int argc, char **argv) {
       for (int b = 0; b < NBORDERS; b++) {
         if (!in_shard(b)) continue;
         char *s = substitute(src, borders[b]);
-        run_program(ref, dev, base, s, borders[b], sizes, nsizes);
+        run_program(ref, dev, base, s, borders[b], sizes, nsizes, photos);
         free(s);
       }
       /* the kernels of such a file also run with every border directly */
       char *s = substitute(src, "clamp");
-      run_program(ref, dev, base, s, NULL, sizes, nsizes);
+      run_program(ref, dev, base, s, NULL, sizes, nsizes, photos);
       free(s);
     } else {
-      run_program(ref, dev, base, src, NULL, sizes, nsizes);
+      run_program(ref, dev, base, src, NULL, sizes, nsizes, photos);
     }
     free(src);
   }
+  pxl_image_free(sample_gray);
+  pxl_image_free(sample_rgb);
   pxl_context_free(ref);
   pxl_context_free(dev);
+  printf("largest float deviations accepted: pixels %.3g (tolerance %g), f32 reductions %.3g (%g), f64 "
+         "reductions %.3g (%g)\n",
+         worst_pixel, PIXEL_TOLERANCE, worst_f32_sum, REDUCTION_TOLERANCE_F32, worst_f64_sum, REDUCTION_TOLERANCE_F64);
+  if (!passed && !failed) { /* a test that checks nothing must not pass */
+    printf("FAIL: no case ran\n");
+    failed++;
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

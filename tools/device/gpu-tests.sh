@@ -10,7 +10,19 @@
 #   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda|opencl"; "none" for none)
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
+#   PXL_GPU_ALLOW_SKIP  1: a skipped test is not a failure (default: on a GPU machine every
+#                  CUDA and OpenCL test must run; a skip means a device that was not found)
+# Exits non-zero when the build, a test, a skip, a sanitizer run or a benchmark failed;
+# each step's status is taken from the command itself, never through a pipe.
 set -u
+status=0
+# fail WHAT: records a failure, printed at the end
+fail() {
+  echo "gpu-tests: FAILED: $1"
+  failures="${failures:-}  $1
+"
+  status=1
+}
 OUT=${OUT:-/tmp/pxl-gpu}
 export OUT
 mkdir -p "$OUT" /tmp/deps
@@ -28,9 +40,15 @@ cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_B
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
-  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1
-  echo "ctest rc=$?" >> "$OUT/ctest.log"
-  grep -E "tests passed|rc=|FAIL" "$OUT/ctest.log" | head -40
+  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j 8 --no-tests=error --output-on-failure \
+    > "$OUT/ctest.log" 2>&1
+  rc=$?
+  echo "ctest rc=$rc" >> "$OUT/ctest.log"
+  grep -E "tests passed|rc=|FAIL|Skipped|Not Run" "$OUT/ctest.log" | head -60
+  [ $rc -eq 0 ] || fail "ctest (rc=$rc)"
+  if [ "${PXL_GPU_ALLOW_SKIP:-0}" != 1 ] && grep -q -E "\(Skipped\)|\*\*\*Skipped|Not Run" "$OUT/ctest.log"; then
+    fail "tests were skipped on a GPU machine (no device found?)"
+  fi
 fi
 if [ "${PXL_SANITIZE:-0}" = 1 ]; then
   # compute-sanitizer memcheck and racecheck over the quick differential cases with device
@@ -42,16 +60,30 @@ if [ "${PXL_SANITIZE:-0}" = 1 ]; then
     '"$S"' --tool $0 --error-exitcode 9 /tmp/b/tests/diff/diff_test cuda-resident --quick "$1" > "$L" 2>&1;
     echo "$0 $(basename $1): rc=$? $(grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|passed" "$L" | tr "\n" " ")"' > "$OUT/sanitizer.txt"
   sort "$OUT/sanitizer.txt"
+  n=$(grep -c "" "$OUT/sanitizer.txt")
+  [ "$n" -gt 0 ] || fail "compute-sanitizer ran nothing"
+  ! grep -q -v ": rc=0 " "$OUT/sanitizer.txt" || fail "compute-sanitizer reported errors"
 fi
 if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
   /tmp/b/bench/bench_backends --devices cuda,opencl --sizes 8192 --reps 5 > "$OUT/bench_backends.txt" 2>&1
-  echo "bench_backends rc=$?"
+  rc=$?
+  echo "bench_backends rc=$rc"
   cat "$OUT/bench_backends.txt"
+  [ $rc -eq 0 ] || fail "bench_backends (rc=$rc)"
   if [ -x /tmp/b/bench/bench_cuda ]; then
     /tmp/b/bench/bench_cuda ${BENCH_ARGS:-} > "$OUT/bench_cuda.txt" 2> "$OUT/bench_cuda.err"
-    echo "bench rc=$?"
+    rc=$?
+    echo "bench rc=$rc"
     cat "$OUT/bench_cuda.txt" "$OUT/bench_cuda.err"
+    [ $rc -eq 0 ] || fail "bench_cuda (rc=$rc)"
   else
     echo "bench_cuda was not built:"; grep -i "bench_cuda" "$OUT/build.log"
+    fail "bench_cuda was not built"
   fi
 fi
+if [ $status -ne 0 ]; then
+  printf 'gpu-tests: failed:\n%s' "$failures"
+else
+  echo "gpu-tests: all passed"
+fi
+exit $status
