@@ -1,7 +1,7 @@
 /*
  * gpu_device.h - for GPU test programs: the one rule for skipping. A test may skip
  * (exit 77, "skipped: no CUDA device (REASON)") only when the backend reports the device
- * absent when it is created - PXL_EDEVICE from backend_cuda_new / backend_opencl_new: no
+ * absent when it is created - PXL_EDEVICE from its row of the backend table: no
  * driver, library or device. Every other status there (PXL_EFAULT: a device that is
  * present but failing, a broken driver, PXL_ENOMEM, ...), and every failure after the
  * backend was created (a launch, a module load, a kernel build, a download), is a
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "pxl/pxl.h"
-#include "runtime/host/backend.h"
+#include "runtime/backend.h"
 
 enum { GPU_OPEN = 0, GPU_BROKEN = 1, GPU_SKIP = 77 };
 
@@ -30,11 +30,16 @@ enum { GPU_OPEN = 0, GPU_BROKEN = 1, GPU_SKIP = 77 };
  * "FAIL: ... STATUS: REASON" for any other failure. */
 static int gpu_device_check(const char *device) {
   bool cuda = !strncmp(device, "cuda", 4);
-  int ordinal = 0;
-  if (cuda && device[4] == ':') ordinal = atoi(device + 5);
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(device, "-"), device); /* "cuda-resident" -> "cuda" */
+  int kind_row, nums[2];
   Backend *be = NULL;
   Err e = {0};
-  int rc = cuda ? backend_cuda_new(ordinal, NULL, &be, &e) : backend_opencl_new(-1, -1, NULL, &be, &e);
+  int rc = backend_parse(name, &kind_row, nums, &e);
+  if (!rc) {
+    BackendEnv env = {"", 0, NULL};
+    rc = backend_kinds[kind_row].open(nums, &env, &be, &e);
+  }
   if (!rc) {
     be->free(be);
     return GPU_OPEN;

@@ -441,7 +441,10 @@ static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   int C = D->type.lanes, PX, PY;
   tile_shape(D, tile, &PX, &PY);
   int rb = PX * bytes_of(D->type);
-  bool vec = pow2(rb) && rb <= 16 && rb > 1;
+  /* a row of one element needs no vector view: its store is the same 4-byte store, and PoCL 3.1
+   * (LLVM 15) with its optimiser on miscompiled the one-element union, storing rows past H
+   * (seen as heap corruption with i32 and f32 windows, caught by diff_opencl_optimised) */
+  bool vec = pow2(rb) && rb <= 16 && rb > 1 && PX * C > 1;
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = true};
   kernel_open(g, OT);
