@@ -37,7 +37,8 @@ done
 export OCL_ICD_VENDORS=/tmp/icd
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_BENCH:-OFF} \
-  -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so > "$OUT/build.log" 2>&1 &&
+  -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so \
+  -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
   ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j 8 --no-tests=error --output-on-failure \

@@ -72,6 +72,8 @@ static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
  * architecture and NVRTC's version, which is all PTX depends on (the driver compiles PTX
  * to machine code at load time, with a cache of its own). */
 static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) {
+  if (cu->faults & FAULT_BUILD) /* before the cache: a build that fails fails every time */
+    return err_set(err, PXL_EBACKEND, "NVRTC failed on generated CUDA (PXL_FAULT_INJECT)");
   CacheId id = {0, hash_bytes(HASH_INIT, src, len)};
   id.key = hash_bytes(hash_str(HASH_INIT, CACHE_FORMAT), &id.source, sizeof id.source);
   id.key = hash_bytes(hash_bytes(id.key, &cu->cc, sizeof cu->cc), &cu->nvrtc, sizeof cu->nvrtc);
