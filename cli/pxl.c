@@ -549,7 +549,7 @@ static void print_csv(FILE *f, const double *bins, int n, int is_float) {
 /* Writes the CSV to path with the library's atomic writer (pxl_write_file): on failure
  * nothing is left behind and an existing file is untouched. Returns RC_OK, or an exit
  * code after printing the error. */
-static int write_csv_atomic(const char *path, const double *bins, int n, int is_float) {
+static int write_csv_atomic(pxl_context *ctx, const char *path, const double *bins, int n, int is_float) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -563,14 +563,9 @@ static int write_csv_atomic(const char *path, const double *bins, int n, int is_
     error("%s: out of memory", path);
     return RC_RUN;
   }
-  char msg[2048];
-  int st = pxl_write_file(path, text, len, msg, sizeof msg);
+  int st = pxl_write_file(ctx, path, text, len);
   free(text);
-  if (st) {
-    error("%s", *msg ? msg : status_text(st));
-    return exit_code(st);
-  }
-  return RC_OK;
+  return st ? fail(ctx, st, NULL) : RC_OK;
 }
 
 /* Compiles path into *prog; prints the diagnostics and returns the exit code on failure. */
@@ -820,7 +815,7 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
     int n = 0, is_float = 0;
     const double *bins = pxl_result_bins(res, &n, &is_float);
     if (!bins && n > 0) return fail(ctx, PXL_ERROR, NULL);
-    if (is_csv) return write_csv_atomic(o->out, bins, n, is_float);
+    if (is_csv) return write_csv_atomic(ctx, o->out, bins, n, is_float);
     if (o->out)
       fprintf(stderr,
               "pxl: note: --out '%s' ignored: '%s' is a histogram, printed below as CSV "

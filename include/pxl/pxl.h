@@ -164,11 +164,10 @@ int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
 /* ---- files ---- */
 
 /* Writes n bytes to path the way pxl writes every file: into a temporary file in the
- * same directory ("PATH.tmpXXXXXX"), flushed, synced and renamed over path; a replaced
- * file keeps its permissions. PXL_EIO on failure, with the reason in msg (msgcap bytes;
- * msg may be NULL), nothing left behind and path untouched. Needs no context, so that
- * a program can use it before or without one. */
-int pxl_write_file(const char *path, const void *data, size_t n, char *msg, size_t msgcap);
+ * same directory ("PATH.tmpXXXXXX"), flushed, synced and renamed over path; a new file
+ * gets 0666 less the umask, a replaced one keeps its permissions. PXL_EIO on failure
+ * (message naming path and the reason), nothing left behind and path untouched. */
+int pxl_write_file(pxl_context *ctx, const char *path, const void *data, size_t n);
 /* Removes the temporary files of the writes in progress in this process (image saves,
  * pxl_write_file, cache entries). Async-signal-safe: call it from a SIGINT/SIGTERM
  * handler, then let the signal take its default action, so an interrupted program

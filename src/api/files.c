@@ -6,14 +6,14 @@
  */
 #include <stdio.h>
 
-#include "pxl/pxl.h"
+#include "api/handles.h"
 #include "util/file.h"
 
-int pxl_write_file(const char *path, const void *data, size_t n, char *msg, size_t msgcap) {
+int pxl_write_file(pxl_context *ctx, const char *path, const void *data, size_t n) {
+  api_clear(ctx);
+  if (!path || (!data && n)) return api_fail(ctx, PXL_EARG, "no file name or data to write");
   Err e = {0};
-  int st = file_write_atomic(path, data, n, FILE_SHARED, &e);
-  if (msg && msgcap) snprintf(msg, msgcap, "%s", st ? e.msg : "");
-  return st;
+  return file_write_atomic(path, data, n, FILE_SHARED, &e) ? api_fail_err(ctx, &e) : PXL_OK;
 }
 
 void pxl_remove_partial_files(void) { file_remove_partial(); }

@@ -462,6 +462,16 @@ mkdir -p gen
 px compile prog.pxl -o gen/prog
 assert "pxl compile writes BASE.c and BASE.h and names them" '[ $rc -eq 0 ] && [ -s gen/prog.c ] && [ -s gen/prog.h ] && has out.txt "gen/prog.c" && has out.txt "gen/prog.h"'
 
+# outputs honour the umask as any new file does (main made compiled C 0600, images 0644)
+(umask 027 && "$PXL" compile prog.pxl -o gen/um027 >out.txt 2>err.txt && \
+  "$PXL" run prog.pxl --in img.pgm --out gen/um027.pgm --device ref >>out.txt 2>>err.txt)
+rc=$?
+last="umask 027; pxl compile prog.pxl -o gen/um027; pxl run ... --out gen/um027.pgm"
+assert "with umask 027, pxl compile writes 0640 files and pxl run a 0640 image" '[ $rc -eq 0 ] && [ "$(stat -c %a gen/um027.c)" = 640 ] && [ "$(stat -c %a gen/um027.h)" = 640 ] && [ "$(stat -c %a gen/um027.pgm)" = 640 ]'
+(umask 077 && "$PXL" compile prog.pxl -o gen/um077 >out.txt 2>err.txt)
+rc=$?
+assert "with umask 077, pxl compile writes 0600 files" '[ $rc -eq 0 ] && [ "$(stat -c %a gen/um077.c)" = 600 ] && [ "$(stat -c %a gen/um077.h)" = 600 ]'
+
 if command -v cc >/dev/null 2>&1; then
   cc -std=c11 -c -Igen gen/prog.c -o gen/prog.o >out.txt 2>err.txt
   rc=$?
