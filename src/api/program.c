@@ -147,24 +147,20 @@ const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog) {
   return explain_program(prog->prog);
 }
 
-static int write_text_atomic(pxl_context *ctx, const char *path, const char *text, size_t n) {
-  Err e = {0};
-  return file_write_atomic(path, text, n, FILE_SHARED, &e) ? api_fail_err(ctx, &e) : PXL_OK;
-}
-
 int pxl_program_write_c(pxl_context *ctx, pxl_program *prog, const char *base) {
   api_clear(ctx);
   if (!prog || !base || !*base) return api_fail(ctx, PXL_EARG, "no program or output name");
   const char *slash = strrchr(base, '/');
   char cpath[4200], hpath[4200];
-  snprintf(cpath, sizeof cpath, "%s.c", base);
-  snprintf(hpath, sizeof hpath, "%s.h", base);
+  if (snprintf(cpath, sizeof cpath, "%s.c", base) >= (int)sizeof cpath ||
+      snprintf(hpath, sizeof hpath, "%s.h", base) >= (int)sizeof hpath) /* never a shortened name */
+    return api_fail(ctx, PXL_EARG, "output name '%.60s...' is too long", base);
   StrBuf c = {0}, h = {0};
   Err e = {0};
   int rc = gen_c_program(prog->prog, slash ? slash + 1 : base, &c, &h, &e);
   if (rc) rc = api_fail_err(ctx, &e);
-  if (!rc) rc = write_text_atomic(ctx, hpath, h.s, h.len);
-  if (!rc) rc = write_text_atomic(ctx, cpath, c.s, c.len);
+  if (!rc) rc = pxl_write_file(ctx, hpath, h.s, h.len);
+  if (!rc) rc = pxl_write_file(ctx, cpath, c.s, c.len);
   sb_free(&c);
   sb_free(&h);
   return rc;
