@@ -169,7 +169,9 @@ int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
  * (message naming path and the reason), nothing left behind and path untouched. */
 int pxl_write_file(pxl_context *ctx, const char *path, const void *data, size_t n);
 /* Removes the temporary files of the writes in progress in this process (image saves,
- * pxl_write_file, cache entries). Async-signal-safe: call it from a SIGINT/SIGTERM
+ * pxl_write_file, cache entries, a C compiler's output) and kills the C compilers it is
+ * running (they run in process groups of their own, which a terminal's Ctrl-C does not
+ * reach). Async-signal-safe: call it from a SIGINT/SIGTERM
  * handler, then let the signal take its default action, so an interrupted program
  * leaves no partial file. */
 void pxl_remove_partial_files(void);

@@ -44,7 +44,31 @@ static void slot_release(int i) {
   if (i >= 0) __atomic_store_n((int *)&slots[i].state, SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+/* Child process groups that write files, for file_remove_partial (0: free slot). */
+static volatile sig_atomic_t children[8];
+
+int file_child_add(int pgid) {
+  for (int i = 0; i < (int)(sizeof children / sizeof *children); i++) {
+    int expect = 0;
+    if (__atomic_compare_exchange_n((int *)&children[i], &expect, pgid, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      return i;
+  }
+  return -1;
+}
+
+void file_child_forget(int slot) {
+  if (slot >= 0) __atomic_store_n((int *)&children[slot], 0, __ATOMIC_RELEASE);
+}
+
+int file_partial_add(const char *path) { return slot_claim(path); }
+
+void file_partial_forget(int slot) { slot_release(slot); }
+
 void file_remove_partial(void) {
+  for (int i = 0; i < (int)(sizeof children / sizeof *children); i++) { /* first: they may still write */
+    int pgid = __atomic_load_n((int *)&children[i], __ATOMIC_ACQUIRE);
+    if (pgid > 0) kill(-pgid, SIGKILL);
+  }
   for (int i = 0; i < NSLOTS; i++)
     if (__atomic_load_n((int *)&slots[i].state, __ATOMIC_ACQUIRE) == SLOT_ACTIVE) unlink(slots[i].path);
 }

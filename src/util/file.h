@@ -42,9 +42,19 @@ void file_atomic_abort(AtomicFile *af);
 /* Writes n bytes to path atomically (open, write, commit). */
 int file_write_atomic(const char *path, const void *data, size_t n, FileMode mode, Err *err);
 
-/* Removes the temporary files of the writes in progress. Async-signal-safe: for a
- * SIGINT/SIGTERM handler, which then re-raises the signal. */
+/* Removes the temporary files of the writes in progress and ends the child processes
+ * that produce files (registered below). Async-signal-safe: for a SIGINT/SIGTERM handler,
+ * which then re-raises the signal. */
 void file_remove_partial(void);
+/* Registers a temporary file written outside the atomic writer (a compiler's output) for
+ * file_remove_partial; returns a slot for file_partial_forget, or -1 when the table is
+ * full (the file is then only not removed by a signal). */
+int file_partial_add(const char *path);
+void file_partial_forget(int slot);
+/* Registers a child process group (a C compiler started in its own group, which a
+ * terminal's Ctrl-C does not reach) for file_remove_partial to kill; -1 when full. */
+int file_child_add(int pgid);
+void file_child_forget(int slot);
 
 /* Reads path into a NUL-terminated heap buffer *out (PXL_FREE) of *n bytes (n may be
  * NULL). PXL_EIO when missing, unreadable or a directory; PXL_ETOOBIG naming the limit

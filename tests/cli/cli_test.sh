@@ -430,6 +430,37 @@ rm -f big.png
 px run noise.pxl --param n=8000 --out big.png --device cpu --time-limit 1
 assert "--time-limit expiring during a save exits 124 and leaves no partial file" '[ $rc -eq 124 ] && has err.txt "time limit of 1 s exceeded" && [ -z "$(tmp_files)" ] && [ ! -e big.png ]'
 
+# SIGTERM while the CPU backend's C compiler runs: the compiler (in a process group of its
+# own, which a terminal's signal would not reach) and its partial output go with pxl
+mkdir -p slowcc.cache
+cat >slowcc.sh <<'EOS'
+#!/bin/sh
+# a C compiler that writes part of its output, records its pid and then takes a minute
+out=""
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+[ -n "$out" ] || { echo "slowcc 1.0"; exit 0; }
+echo partial >"$out"
+echo $$ >"$SLOWCC_PID"
+exec sleep 60
+EOS
+chmod +x slowcc.sh
+rm -f slowcc.pid
+SLOWCC_PID=$PWD/slowcc.pid PXL_CC=$PWD/slowcc.sh PXL_CACHE_DIR=$PWD/slowcc.cache \
+  "$PXL" run prog.pxl box3 --in img.pgm --out slow.pgm --device cpu >out.txt 2>err.txt &
+pid=$!
+k=0
+while [ $k -lt 200 ] && [ ! -s slowcc.pid ]; do sleep 0.05; k=$((k + 1)); done
+kill -s TERM $pid
+wait $pid
+rc=$?
+sleep 0.2
+cc_pid=$(cat slowcc.pid 2>/dev/null)
+# running: listed and not a zombie (a killed child of the dead pxl waits for its reaper)
+running() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+last="pxl run prog.pxl box3 with PXL_CC=slowcc.sh (SIGTERM while it compiles)"
+assert "SIGTERM while the C compiler runs: pxl dies of it, the compiler is killed, its partial output removed" '[ -n "$cc_pid" ] && [ $rc -eq 143 ] && ! running "$cc_pid" && [ -z "$(ls slowcc.cache | grep -v "\.c$\|\.log$")" ] && [ ! -e slow.pgm ]'
+[ -n "$cc_pid" ] && kill "$cc_pid" 2>/dev/null
+
 # ---- reductions and histograms ----
 
 px run total.pxl --in img.pgm

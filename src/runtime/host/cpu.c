@@ -138,6 +138,7 @@ static int run_limited(const char *const *argv, const char *log, StrBuf *out, do
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid;
   int rc = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
+  int child = rc ? -1 : file_child_add((int)pid); /* a signal that ends pxl ends the compiler too */
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   if (pipefd[1] >= 0) close(pipefd[1]);
@@ -188,6 +189,7 @@ static int run_limited(const char *const *argv, const char *log, StrBuf *out, do
       }
     }
   }
+  file_child_forget(child);
   if (rd >= 0) close(rd);
   if (pidfd >= 0) close(pidfd);
   return 0;
@@ -366,6 +368,7 @@ static int build(Cpu *cpu, const char *name, CacheId id, const StrBuf *src, void
     rc = cache_write(cpu->cache, cname, src->s, src->len, err);
     if (rc) return rc;
   }
+  int partial = file_partial_add(out); /* removed if a signal ends pxl while it compiles */
   rc = run_compiler(cfile, out, log, err);
   char *bytes = NULL;
   size_t n = 0;
@@ -382,6 +385,7 @@ static int build(Cpu *cpu, const char *name, CacheId id, const StrBuf *src, void
   if (!rc) cache_put(cpu->cache, name, id, bytes, n);
   PXL_FREE(bytes);
   unlink(out);
+  file_partial_forget(partial);
   return rc;
 }
 
