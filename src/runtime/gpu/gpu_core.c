@@ -149,20 +149,28 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   return gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
 }
 
+/* What a reduction or histogram run needs before its launch: the instance over the first
+ * image, the arguments, the auxiliary buffer aux (aux_size bytes) and the result buffer
+ * (res_size bytes), bound to the arguments. */
+static int prepare_fold(GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind,
+                        GpuBuf *aux, size_t aux_size, size_t res_size, GpuInstance **in, GpuArgs *c, Err *err) {
+  if (g->drv->enter) g->drv->enter(g);
+  int rc = get_instance(g, D, imgs, imgs[0].img->width, imgs[0].img->height, in, err);
+  if (!rc) rc = pack(g, D, imgs, scalars, kind, c, err);
+  if (!rc) rc = need(g, aux, aux_size, err);
+  if (!rc) rc = need(g, &g->res, res_size, err);
+  if (!rc) bind(g, c, aux);
+  return rc;
+}
+
 static int core_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res,
                        Err *err) {
   GpuCore *g = (GpuCore *)be;
-  if (g->drv->enter) g->drv->enter(g);
   GpuInstance *in;
   GpuArgs c;
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  int rc = get_instance(g, D, imgs, w, h, &in, err);
-  if (!rc) rc = pack(g, D, imgs, scalars, "reduce", &c, err);
-  if (!rc) rc = need(g, &g->red, PXL_GPU_AUX_REDUCE, err);
-  if (!rc) rc = need(g, &g->res, 16, err);
+  int rc = prepare_fold(g, D, imgs, scalars, "reduce", &g->red, PXL_GPU_AUX_REDUCE, 16, &in, &c, err);
   if (rc) return rc;
-  bind(g, &c, &g->red);
-  rc = gpu_core_launch(g, in->base.module, w, h, &c, err);
+  rc = gpu_core_launch(g, in->base.module, imgs[0].img->width, imgs[0].img->height, &c, err);
   unsigned char out[16];
   if (!rc) rc = g->drv->fetch(g, &g->res, sizeof out, false, out, D->name, err);
   if (rc) return rc;
@@ -179,19 +187,13 @@ static int core_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
 static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
                           Err *err) {
   GpuCore *g = (GpuCore *)be;
-  if (g->drv->enter) g->drv->enter(g);
   GpuInstance *in;
   GpuArgs c;
   size_t n = (size_t)D->nbins * sizeof(Lane);
-  int w = imgs[0].img->width, h = imgs[0].img->height;
-  int rc = get_instance(g, D, imgs, w, h, &in, err);
-  if (!rc) rc = pack(g, D, imgs, scalars, "histogram", &c, err);
-  if (!rc) rc = need(g, &g->hist, n + 16, err);
-  if (!rc) rc = need(g, &g->res, n, err);
+  int rc = prepare_fold(g, D, imgs, scalars, "histogram", &g->hist, n + 16, n, &in, &c, err);
   if (rc) return rc;
-  bind(g, &c, &g->hist);
   const GpuModule *m = in->base.module;
-  rc = gpu_core_launch(g, m, w, h, &c, err);
+  rc = gpu_core_launch(g, m, imgs[0].img->width, imgs[0].img->height, &c, err);
   if (rc) return rc;
   /* the kernel wrote the bins to res, or left them in aux: bring them back, leave them zero */
   if (m->launch.to_host) return g->drv->fetch(g, &g->res, n, false, bins, D->name, err);
