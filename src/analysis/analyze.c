@@ -98,6 +98,16 @@ static Interval interval_raw(An *A, Node *n) {
   case ND_NEG:
     x = interval_of(A, n->a);
     return x.known ? iv(-x.hi, -x.lo) : UNKNOWN;
+  case ND_INDEX: /* a table's elements, and 0 where the index may fall outside it */
+    if (!n->var->is_const || scalar_is_float(n->type.s)) return UNKNOWN;
+    y = interval_of(A, n->a);
+    x = y.known && y.lo >= 0 && y.hi < n->var->len ? UNKNOWN : iv(0, 0);
+    for (int64_t i = y.known && y.lo >= 0 ? y.lo : 0; i < n->var->len && (!y.known || i <= y.hi); i++) {
+      int64_t v = n->var->elems[i]->ival;
+      if (!small(v)) return UNKNOWN;
+      x = x.known ? iv(v < x.lo ? v : x.lo, v > x.hi ? v : x.hi) : iv(v, v);
+    }
+    return x;
   case ND_ADD: case ND_SUB: case ND_MUL:
     x = interval_of(A, n->a);
     y = interval_of(A, n->b);
@@ -214,7 +224,7 @@ static void note_read(An *A, Node *n) {
 static void count_assigns(An *A, Node *s, bool in_step) {
   for (; s; s = s->next) {
     switch (s->kind) {
-    case ND_ASSIGN: case ND_LANESET:
+    case ND_ASSIGN: case ND_LANESET: case ND_ISET:
       if (s->var) (in_step ? A->steps : A->assigns)[s->var->slot]++;
       break;
     case ND_BLOCK: count_assigns(A, s->body, false); break;
@@ -253,6 +263,14 @@ static void walk_expr(An *A, Node *n, double w) {
   case ND_COND: case ND_LOGAND: case ND_LOGOR:
     A->m->branches += w;
     break;
+  case ND_FCALL: { /* the function's own counts, per call (analysed before its callers) */
+    const Metrics *fm = &n->func->metrics;
+    A->m->arith += w * fm->arith;
+    A->m->flops += w * fm->flops;
+    A->m->branches += w * fm->branches;
+    if (!fm->exact) A->m->exact = false;
+    break;
+  }
   default:
     break;
   }
@@ -310,6 +328,7 @@ static void walk_stmts(An *A, Node *s, double w) {
     case ND_BLOCK: walk_stmts(A, s->body, w); break;
     case ND_DECL:
       A->expr(A, s->a, w);
+      for (int i = 0; i < s->nargs; i++) A->expr(A, s->args[i], w); /* an array's initialiser */
       if (s->var && s->a && A->assigns[s->var->slot] == 0 && A->steps[s->var->slot] == 0)
         A->vars[s->var->slot] = interval_of(A, s->a);
       if (A->values) sep_decl(A, s);
@@ -317,7 +336,7 @@ static void walk_stmts(An *A, Node *s, double w) {
     case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT:
       A->expr(A, s->a, w);
       break;
-    case ND_BIN:
+    case ND_BIN: case ND_ISET:
       A->expr(A, s->a, w);
       A->expr(A, s->b, w);
       break;
@@ -613,8 +632,47 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   return true;
 }
 
+/* A user function: its metrics per call (callers add them) and the conversions in its
+ * body that cannot saturate. Callees first, each once (access marks it done). */
+static bool analyze_func(Decl *F, Arena *arena);
+
+static bool analyze_calls(const Node *n, Arena *arena) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_FCALL && !n->func->access && !analyze_func(n->func, arena)) return false;
+    if (!analyze_calls(n->a, arena) || !analyze_calls(n->b, arena) || !analyze_calls(n->c, arena) ||
+        !analyze_calls(n->init, arena) || !analyze_calls(n->step, arena) || !analyze_calls(n->body, arena))
+      return false;
+    for (int i = 0; i < n->nargs; i++)
+      if (!analyze_calls(n->args[i], arena)) return false;
+  }
+  return true;
+}
+
+static bool analyze_func(Decl *F, Arena *arena) {
+  F->access = arena_alloc(arena, sizeof(Access));
+  if (!F->access || !analyze_calls(F->body, arena)) return false;
+  An A = {.D = F, .a = arena, .m = &F->metrics, .expr = walk_expr};
+  A.vars = arena_alloc(arena, sizeof(Interval) * (size_t)(F->nslots + 1));
+  A.assigns = arena_alloc(arena, sizeof(int) * (size_t)(F->nslots + 1));
+  A.steps = arena_alloc(arena, sizeof(int) * (size_t)(F->nslots + 1));
+  if (!A.vars || !A.assigns || !A.steps) return false;
+  F->metrics.exact = true;
+  count_assigns(&A, F->body, false);
+  walk_stmts(&A, F->body, 1);
+  Metrics scratch = F->metrics;
+  A.m = &scratch;
+  A.expr = mark_expr;
+  A.values = true;
+  for (int i = 0; i < PXL_MAX_SEP_ACC; i++) A.sep_init[i] = UNKNOWN;
+  walk_stmts(&A, F->body, 1);
+  F->skel = SK_P2P;
+  return true;
+}
+
 bool analyze_program(Program *p, Diag *d) {
   (void)d;
+  for (int i = 0; i < p->nfuncs; i++)
+    if (!p->funcs[i]->access && !analyze_func(p->funcs[i], p->arena)) return false;
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     if (D->kind == D_PIPELINE) {

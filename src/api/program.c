@@ -124,6 +124,7 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
   case D_REDUCE: n += (size_t)snprintf(buf, sizeof buf, "reduce %s %s(", type_str(D->type, t), D->name); break;
   case D_HISTOGRAM: n += (size_t)snprintf(buf, sizeof buf, "histogram[%d] %s(", D->nbins, D->name); break;
   case D_PIPELINE: n += (size_t)snprintf(buf, sizeof buf, "pipeline %s(", D->name); break;
+  case D_FUNC: return NULL; /* functions are not entry points */
   }
   for (int j = 0; j < D->nparams && n < sizeof buf - 128; j++) {
     const Param *p = D->params[j];

@@ -309,6 +309,39 @@ static Node *check_call(Checker *C, Node *n) {
   return n;
 }
 
+static Node *conv_store(Checker *C, Node *n, Type t, const char *what);
+
+/* A call of a user function: resolved by name, arguments converted to the parameters'
+ * types as at an assignment. */
+static Node *check_fcall(Checker *C, Node *n) {
+  const char *name = n->func->name;
+  Decl *f = program_find_func(C->prog, name);
+  for (int i = 0; i < n->nargs; i++) n->args[i] = check_expr(C, n->args[i]);
+  if (!f) {
+    Decl *e = program_find(C->prog, name);
+    if (e)
+      diag_error(C->d, n->loc, "'%s' is a %s, not a function; pipelines call kernels", name,
+                 e->kind == D_KERNEL ? "kernel" : e->kind == D_REDUCE ? "reduction" : e->kind == D_HISTOGRAM ? "histogram" : "pipeline");
+    else
+      diag_error(C->d, n->loc, "unknown function '%s'", name);
+    return err_out(n);
+  }
+  n->func = f;
+  if (f->bad) return err_out(n); /* its own errors were reported */
+  if (n->nargs != f->nparams) {
+    diag_error(C->d, n->loc, "%s() takes %d argument%s, got %d", name, f->nparams, f->nparams == 1 ? "" : "s",
+               n->nargs);
+    return err_out(n);
+  }
+  for (int i = 0; i < n->nargs; i++) {
+    if (is_err(n->args[i])) return err_out(n);
+    n->args[i] = conv_store(C, n->args[i], f->params[i]->type, "argument");
+    if (is_err(n->args[i])) return err_out(n);
+  }
+  n->type = f->type;
+  return n;
+}
+
 static Node *check_expr(Checker *C, Node *n) {
   if (is_err(n)) return n;
   switch (n->kind) {
@@ -424,6 +457,14 @@ static Node *check_expr(Checker *C, Node *n) {
   }
   case ND_CALL:
     return check_call(C, n);
+  case ND_INDEX:
+    n->a = check_expr(C, n->a);
+    if (!need_scalar(C, n->a, "an array index") || !need_int(C, n->a, "an array index")) return err_out(n);
+    n->a = conv(C, n->a, type_scalar(T_I64));
+    n->type = n->var->type;
+    return n;
+  case ND_FCALL:
+    return check_fcall(C, n);
   default:
     if (n->kind >= ND_ADD && n->kind <= ND_LOGOR) return check_binary(C, n);
     diag_error(C->d, n->loc, "internal: unexpected %s in an expression", node_name(n->kind));
@@ -436,7 +477,10 @@ static Node *conv_store(Checker *C, Node *n, Type t, const char *what) {
   if (is_err(n)) return n;
   if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
     if (!strcmp(what, "return"))
-      diag_error(C->d, n->loc, "cannot return a %s value from a %s kernel", tstr(n->type), tstr(t));
+      diag_error(C->d, n->loc, "cannot return a %s value from a %s %s", tstr(n->type), tstr(t),
+                 C->decl->kind == D_FUNC ? "function" : "kernel");
+    else if (!strcmp(what, "argument"))
+      diag_error(C->d, n->loc, "cannot pass a %s value for a %s parameter", tstr(n->type), tstr(t));
     else if (!strcmp(what, "assign"))
       diag_error(C->d, n->loc, "cannot assign a %s value to a %s variable", tstr(n->type), tstr(t));
     else
@@ -456,6 +500,15 @@ static void check_stmt(Checker *C, Node *s) {
     break;
   case ND_DECL:
     if (s->a && s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "initialise");
+    for (int i = 0; i < s->nargs && s->var; i++) /* an array's initialiser */
+      s->args[i] = conv_store(C, check_expr(C, s->args[i]), s->var->type, "initialise");
+    break;
+  case ND_ISET:
+    if (!s->var) break;
+    s->a = check_expr(C, s->a);
+    if (need_scalar(C, s->a, "an array index") && need_int(C, s->a, "an array index"))
+      s->a = conv(C, s->a, type_scalar(T_I64));
+    s->b = conv_store(C, check_expr(C, s->b), s->var->type, "assign");
     break;
   case ND_ASSIGN:
     if (s->var) s->a = conv_store(C, check_expr(C, s->a), s->var->type, "assign");
@@ -484,7 +537,7 @@ static void check_stmt(Checker *C, Node *s) {
     check_stmts(C, s->b);
     break;
   case ND_RETURN:
-    if (C->decl->kind != D_KERNEL) break; /* reported by the parser */
+    if (C->decl->kind != D_KERNEL && C->decl->kind != D_FUNC) break; /* reported by the parser */
     s->a = conv_store(C, check_expr(C, s->a), C->decl->type, "return");
     break;
   case ND_BIN: {
@@ -671,9 +724,75 @@ static void check_pipeline(Checker *C, Decl *D) {
     diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
 }
 
+/* The elements of a table: number literals of its element type (missing ones 0). */
+static void check_table(Checker *C, Var *v) {
+  for (int i = 0; i < v->len; i++) {
+    Node *e = v->elems[i];
+    if (!e) {
+      e = mk(C, ND_NUM, type_scalar(T_I32), v->loc);
+      v->elems[i] = conv(C, e, v->type);
+      continue;
+    }
+    e = conv(C, check_expr(C, e), v->type);
+    if (!is_err(e) && e->kind != ND_NUM) {
+      diag_error(C->d, e->loc, "the elements of const array '%s' must be numbers", v->name);
+      e->flags |= NF_ERROR;
+    }
+    v->elems[i] = e;
+  }
+}
+
+/* Depth-first search of the call graph from the calls in n; state per function (by
+ * Decl.index): 0 not seen, 1 on the current path, 2 finished. True when a call leads
+ * back to a function on the path: recursion. */
+static bool has_cycle(Node *n, char *state) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_FCALL && n->func && n->func->body) {
+      Decl *g = n->func;
+      if (state[g->index] == 1) return true;
+      if (state[g->index] == 0) {
+        state[g->index] = 1;
+        if (has_cycle(g->body, state)) return true;
+        state[g->index] = 2;
+      }
+    }
+    if (has_cycle(n->a, state) || has_cycle(n->b, state) || has_cycle(n->c, state) || has_cycle(n->init, state) ||
+        has_cycle(n->step, state) || has_cycle(n->body, state))
+      return true;
+    for (int i = 0; i < n->nargs; i++)
+      if (has_cycle(n->args[i], state)) return true;
+  }
+  return false;
+}
+
+static void check_func(Checker *C, Decl *F) {
+  if (F->type.s == T_VOID) return;
+  check_stmts(C, F->body);
+  if (F->body && !always_returns(F->body->body))
+    diag_error(C->d, F->body->loc, "function '%s' can end without returning a value", F->name);
+}
+
 bool check_program(Program *p, Diag *d) {
   Checker C = {.prog = p, .a = p->arena, .d = d};
   int errs = d->nerrors;
+  for (int i = 0; i < p->ntables; i++) check_table(&C, p->tables[i]);
+  for (int i = 0; i < p->nfuncs; i++) {
+    C.decl = p->funcs[i];
+    p->funcs[i]->index = i;
+    if (!p->funcs[i]->bad) check_func(&C, p->funcs[i]);
+  }
+  if (d->nerrors == errs && p->nfuncs) { /* every call resolved: no recursion, direct or through others */
+    char *state = arena_alloc(p->arena, (size_t)p->nfuncs);
+    for (int i = 0; state && i < p->nfuncs; i++) {
+      memset(state, 0, (size_t)p->nfuncs);
+      state[i] = 1;
+      if (has_cycle(p->funcs[i]->body, state)) {
+        diag_error(d, p->funcs[i]->loc, "function '%s' calls itself (directly or through other functions); "
+                   "pxl functions are inlined and cannot recurse", p->funcs[i]->name);
+        break;
+      }
+    }
+  }
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     C.decl = D;
@@ -683,6 +802,7 @@ bool check_program(Program *p, Diag *d) {
     case D_REDUCE: check_reduce(&C, D); break;
     case D_HISTOGRAM: check_kernel(&C, D); check_histogram(&C, D); break;
     case D_PIPELINE: check_pipeline(&C, D); break;
+    case D_FUNC: break; /* functions live in Program.funcs */
     }
     if (d->nerrors > DIAG_MAX_ERRORS) break;
   }

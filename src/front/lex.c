@@ -16,8 +16,8 @@
 /* The longest identifier (docs/LANGUAGE.md, Limits). */
 #define MAX_IDENT_LEN 63
 
-static const char *const keywords[] = {"kernel", "reduce", "histogram", "pipeline", "image",
-                                       "if",     "else",   "for",       "return",   "size"};
+static const char *const keywords[] = {"kernel", "reduce", "histogram", "pipeline", "image", "if",
+                                       "else",   "for",    "return",    "size",     "const"};
 
 /* Longest first, so that "<<=" wins over "<<" and "<". */
 static const char *const puncts[] = {"<<=", ">>=", "->", "==", "!=", "<=", ">=", "&&", "||", "<<",

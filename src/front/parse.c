@@ -33,6 +33,12 @@
 #define MAX_NEST 64
 #define MAX_EXPR_DEPTH 64
 #define MAX_CALL_DEPTH 1000
+/* Arrays (docs/LANGUAGE.md, Arrays and tables): a local array lives in registers or
+ * private memory of every thread, so it is small; tables go to constant memory on GPUs,
+ * 64 KiB on CUDA, of which the tables of one program may take half. */
+#define MAX_ARRAY_LEN 1024
+#define MAX_TABLE_LEN 4096
+#define MAX_TABLE_BYTES 32768
 
 typedef struct Scope Scope;
 struct Scope {
@@ -49,12 +55,15 @@ typedef struct {
   Token *end;     /* the TK_EOF token */
   Decl *decl;     /* declaration being parsed */
   Scope *scope;   /* innermost binding first */
+  Scope *globals; /* file-scope tables, all parsed before the declarations */
   int depth;      /* expression depth (MAX_EXPR_DEPTH) */
   int call_depth; /* pipeline calls (MAX_CALL_DEPTH) */
   int nest;       /* statement levels (MAX_NEST) */
   bool body_next; /* the next statement is the body of an if, else or for */
   bool too_deep;  /* "nested too deeply" reported: the rest of the statement is skipped */
   bool in_pipeline;
+  bool in_func;   /* parsing a user function: no coordinates, no images */
+  int table_bytes; /* bytes of the program's tables so far (MAX_TABLE_BYTES) */
 } Parser;
 
 /* ---- helpers ---- */
@@ -131,8 +140,16 @@ static const char *ident(Parser *P, const char *what) {
   return s;
 }
 
+static bool at_type_tok(const Token *t);
+
+/* A function header: type IDENT "(" (a statement cannot start so). */
+static bool at_func_header(Parser *P) {
+  return at_type_tok(P->tok) && P->tok + 2 <= P->end && P->tok[1].kind == TK_IDENT &&
+         P->tok[2].kind == TK_PUNCT && !strcmp(P->tok[2].text, "(");
+}
+
 static bool is_decl_keyword(Parser *P) {
-  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline");
+  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline") || at_func_header(P);
 }
 
 /* Skips the rest of a statement: to just after the next ';' outside braces or the '}'
@@ -175,6 +192,8 @@ static int builtin_lookup(const char *s) {
 
 static Var *lookup_var(Parser *P, const char *name) {
   for (Scope *s = P->scope; s; s = s->up)
+    if (!strcmp(s->name, name)) return s->var;
+  for (Scope *s = P->globals; s; s = s->up) /* file-scope tables */
     if (!strcmp(s->name, name)) return s->var;
   return NULL;
 }
@@ -242,10 +261,150 @@ static bool at_type_tok(const Token *t) {
 
 static bool at_type(Parser *P) { return at_type_tok(P->tok); }
 
-/* ---- expressions ---- */
 
 static Node *expr(Parser *P);
 static Node *assign_expr(Parser *P);
+
+/* ---- arrays and tables ---- */
+
+/* Records a const array in Program.tables and gives it its id. */
+static bool add_table(Parser *P, Var *v) {
+  Program *p = P->prog;
+  if ((p->ntables & (p->ntables - 1)) == 0) { /* 0, 1, 2, 4 ...: grow to the next power of two */
+    Var **nt = alloc(P, sizeof(Var *) * (size_t)(p->ntables ? p->ntables * 2 : 1));
+    if (!nt) return false;
+    if (p->ntables) memcpy(nt, p->tables, sizeof(Var *) * (size_t)p->ntables);
+    p->tables = nt;
+  }
+  v->table = p->ntables;
+  p->tables[p->ntables++] = v;
+  return true;
+}
+
+/* "[" INT? "]": an array's length, or 0 for "[]" (taken from the initialiser); -1 on error. */
+static int array_len(Parser *P, int max) {
+  Loc loc = P->tok->loc;
+  expect(P, "[");
+  if (accept(P, "]")) return 0;
+  if (P->tok->kind != TK_INT) {
+    char b[64];
+    diag_error(P->d, P->tok->loc, "expected the number of elements before %s", tok_desc(P->tok, b));
+    while (!is(P, "]") && !is(P, ";") && P->tok->kind != TK_EOF) advance(P);
+    accept(P, "]");
+    return -1;
+  }
+  uint64_t n = P->tok->ival;
+  advance(P);
+  expect(P, "]");
+  if (n < 1 || n > (uint64_t)max) {
+    diag_error(P->d, loc, "an array has 1 to %d elements here, not %llu", max, (unsigned long long)n);
+    return -1;
+  }
+  return (int)n;
+}
+
+/* "{" expr ("," expr)* ","? "}": an array's initialiser; returns the count, -1 on error. */
+static int array_init(Parser *P, Node ***out, int max) {
+  Loc loc = P->tok->loc;
+  if (!expect(P, "{")) return -1;
+  int n = 0, cap = 0;
+  Node **v = NULL;
+  while (!is(P, "}") && P->tok->kind != TK_EOF) {
+    Node *e = assign_expr(P);
+    if (n == max) {
+      diag_error(P->d, e->loc, "too many elements (at most %d)", max);
+      while (!is(P, "}") && !is(P, ";") && P->tok->kind != TK_EOF) advance(P);
+      break;
+    }
+    if (n == cap) {
+      int nc = cap ? cap * 2 : 8;
+      Node **nv = alloc(P, sizeof(Node *) * (size_t)nc);
+      if (!nv) return -1;
+      if (n) memcpy(nv, v, sizeof(Node *) * (size_t)n);
+      v = nv;
+      cap = nc;
+    }
+    v[n++] = e;
+    if (!accept(P, ",")) break;
+  }
+  if (!expect(P, "}")) return -1;
+  if (n == 0) {
+    diag_error(P->d, loc, "an array initialiser needs at least one element");
+    return -1;
+  }
+  *out = v;
+  return n;
+}
+
+/* After "const": `T name[N?] = { numbers };` (a table) or, in a body, `T name = e` (a
+ * read-only variable). File-scope tables are bound in P->globals, local ones in scope. */
+static Node *const_decl(Parser *P, bool file_scope) {
+  Loc loc = P->tok->loc;
+  Type t;
+  if (!parse_type(P, &t)) return error_node(P, loc);
+  Loc vloc = P->tok->loc;
+  const char *name = ident(P, "a constant's name");
+  if (!name) return error_node(P, loc);
+  if (!is(P, "[")) {
+    if (file_scope) {
+      diag_error(P->d, vloc, "a file-scope constant must be an array: const %s %s[] = { ... };", scalar_name(t.s),
+                 name);
+      return error_node(P, loc);
+    }
+    if (!expect(P, "=")) return error_node(P, loc);
+    Node *n = new_node(P, ND_DECL, vloc);
+    n->a = expr(P);
+    n->var = declare_var(P, name, t, vloc);
+    if (n->var) n->var->is_const = true;
+    return n;
+  }
+  if (t.lanes != 1) diag_error(P->d, loc, "table elements must have one channel");
+  int len = array_len(P, MAX_TABLE_LEN);
+  Node **elems = NULL;
+  if (!expect(P, "=")) return error_node(P, loc);
+  int n = array_init(P, &elems, MAX_TABLE_LEN);
+  if (len < 0 || n < 0) return error_node(P, loc);
+  if (len && n > len) {
+    diag_error(P->d, elems[len]->loc, "too many elements for %s[%d]", name, len);
+    return error_node(P, loc);
+  }
+  if (!len) len = n;
+  P->table_bytes += len * scalar_size(t.s);
+  if (P->table_bytes > MAX_TABLE_BYTES) {
+    diag_error(P->d, vloc, "the tables of a program take at most %d bytes (constant memory of GPUs)",
+               MAX_TABLE_BYTES);
+    return error_node(P, loc);
+  }
+  Var *v;
+  if (file_scope) {
+    reserved_name(P, name, vloc);
+    for (Scope *s = P->globals; s; s = s->up)
+      if (!strcmp(s->name, name)) diag_error(P->d, vloc, "'%s' is already defined", name);
+    v = alloc(P, sizeof *v);
+    Scope *s = alloc(P, sizeof *s);
+    if (!v || !s || P->a->failed) return error_node(P, loc);
+    v->name = name;
+    v->type = t;
+    v->loc = vloc;
+    s->name = name;
+    s->var = v;
+    s->up = P->globals;
+    P->globals = s;
+  } else {
+    v = declare_var(P, name, t, vloc);
+    if (!v) return error_node(P, loc);
+  }
+  v->slot = -1;
+  v->len = len;
+  v->is_const = true;
+  v->elems = alloc(P, sizeof(Node *) * (size_t)len);
+  if (!v->elems || !add_table(P, v)) return error_node(P, loc);
+  memcpy(v->elems, elems, sizeof(Node *) * (size_t)n); /* the rest stay NULL: zeros */
+  return NULL; /* a table is no statement */
+}
+
+/* ---- expressions ---- */
+
 static NodeKind compound_op(const char *s);
 
 static Node *binary(Parser *P, NodeKind k, Node *a, Node *b, Loc loc) {
@@ -396,19 +555,20 @@ static Node *primary(Parser *P) {
       return r;
     }
     int bi = builtin_lookup(name);
-    if (bi < 0) { /* skip the arguments, parentheses balanced: their errors would be noise */
-      diag_error(P->d, loc, "unknown function '%s'", name);
-      int depth = 0;
-      while (P->tok->kind != TK_EOF) {
-        if (is(P, "(")) depth++;
-        if (is(P, ")") && --depth <= 0) {
-          advance(P);
-          break;
-        }
-        if (is(P, ";") || is(P, "{") || is(P, "}")) break;
-        advance(P);
-      }
-      return error_node(P, loc);
+    if (bi < 0) { /* a user function, resolved by check.c (it may be defined later) */
+      Node **args;
+      int n = call_args(P, &args);
+      if (n < 0) return error_node(P, loc);
+      Decl *ph = alloc(P, sizeof *ph); /* placeholder carrying the name */
+      if (!ph) return error_node(P, loc);
+      ph->name = name;
+      ph->kind = D_FUNC;
+      ph->loc = loc;
+      Node *r = new_node(P, ND_FCALL, loc);
+      r->func = ph;
+      r->args = args;
+      r->nargs = n;
+      return r;
     }
     Node **args;
     int n = call_args(P, &args);
@@ -427,9 +587,26 @@ static Node *primary(Parser *P) {
 
   Var *v = lookup_var(P, name);
   Node *r;
-  if (v) {
+  if (v && v->len) { /* an array: a[i] */
+    if (!is(P, "[")) {
+      diag_error(P->d, loc, "array '%s' must be indexed: %s[i]", name, name);
+      return error_node(P, loc);
+    }
+    advance(P);
+    r = new_node(P, ND_INDEX, loc);
+    r->var = v;
+    r->a = expr(P);
+    expect(P, "]");
+  } else if (v) {
     r = new_node(P, ND_VAR, loc);
     r->var = v;
+    if (is(P, "[")) {
+      diag_error(P->d, P->tok->loc, "'%s' is not an array", name);
+      return error_node(P, loc);
+    }
+  } else if (is_coord_name(name) && P->in_func) {
+    diag_error(P->d, loc, "a function sees only its parameters; pass '%s' as an argument", name);
+    return error_node(P, loc);
   } else if (is_coord_name(name) && !P->in_pipeline) {
     r = new_node(P, ND_COORD, loc);
     r->ival = !strcmp(name, "x") ? 0 : !strcmp(name, "y") ? 1 : !strcmp(name, "width") ? 2 : 3;
@@ -627,9 +804,27 @@ static Node *simple_stmt(Parser *P) {
       const char *name = ident(P, "a variable name");
       if (!name) return head ? head : error_node(P, loc);
       Node *init = NULL;
-      if (accept(P, "=")) init = expr(P); /* the name is in scope only after its initialiser */
       Node *n = new_node(P, ND_DECL, vloc);
-      n->var = declare_var(P, name, t, vloc);
+      if (is(P, "[")) { /* a local array: T a[N] or T a[N] = { e, ... } */
+        int len = array_len(P, MAX_ARRAY_LEN);
+        if (accept(P, "=")) n->nargs = array_init(P, &n->args, MAX_ARRAY_LEN);
+        if (len < 0 || n->nargs < 0) return error_node(P, loc);
+        if (len && n->nargs > len) {
+          diag_error(P->d, n->args[len]->loc, "too many elements for %s[%d]", name, len);
+          return error_node(P, loc);
+        }
+        if (!len && !n->nargs) {
+          diag_error(P->d, vloc, "array '%s' needs a length or an initialiser", name);
+          return error_node(P, loc);
+        }
+        n->var = declare_var(P, name, t, vloc);
+        if (!n->var) return error_node(P, loc);
+        n->var->len = len ? len : n->nargs;
+        P->decl->nslots += n->var->len - 1; /* one slot per element */
+      } else {
+        if (accept(P, "=")) init = expr(P); /* the name is in scope only after its initialiser */
+        n->var = declare_var(P, name, t, vloc);
+      }
       n->a = init;
       *tail = n;
       tail = &n->next;
@@ -662,8 +857,19 @@ static Node *simple_stmt(Parser *P) {
   }
   if (v->param) {
     diag_error(P->d, loc, "cannot assign to parameter '%s' (parameters are read-only)", name);
+  } else if (v->is_const) {
+    diag_error(P->d, loc, "cannot assign to constant '%s'", name);
   }
   advance(P);
+  Node *index = NULL;
+  if (v->len) { /* an element: a[i] = e */
+    if (!expect(P, "[")) return error_node(P, loc);
+    index = expr(P);
+    if (!expect(P, "]")) return error_node(P, loc);
+  } else if (is(P, "[")) {
+    diag_error(P->d, P->tok->loc, "'%s' is not an array", name);
+    return error_node(P, loc);
+  }
   int lane = -1;
   if (accept(P, ".")) {
     Loc mloc = P->tok->loc;
@@ -683,8 +889,9 @@ static Node *simple_stmt(Parser *P) {
     Node *one = new_node(P, ND_NUM, oploc);
     one->type = type_scalar(T_I32);
     one->ival = 1;
-    Node *cur = new_node(P, ND_VAR, loc);
+    Node *cur = new_node(P, index ? ND_INDEX : ND_VAR, loc);
     cur->var = v;
+    cur->a = index;
     if (lane >= 0) {
       Node *l = new_node(P, ND_LANE, loc);
       l->a = cur;
@@ -697,8 +904,9 @@ static Node *simple_stmt(Parser *P) {
   } else if (P->tok->kind == TK_PUNCT && compound_op(P->tok->text) != ND_COUNT) {
     NodeKind k = compound_op(P->tok->text);
     advance(P);
-    Node *cur = new_node(P, ND_VAR, loc);
+    Node *cur = new_node(P, index ? ND_INDEX : ND_VAR, loc);
     cur->var = v;
+    cur->a = index;
     if (lane >= 0) {
       Node *l = new_node(P, ND_LANE, loc);
       l->a = cur;
@@ -710,6 +918,17 @@ static Node *simple_stmt(Parser *P) {
     char b[64];
     diag_error(P->d, oploc, "expected an assignment operator before %s", tok_desc(P->tok, b));
     return error_node(P, loc);
+  }
+  if (index) {
+    if (lane >= 0) {
+      diag_error(P->d, loc, "assign a whole element of '%s', not one component", name);
+      return error_node(P, loc);
+    }
+    Node *n = new_node(P, ND_ISET, loc);
+    n->var = v;
+    n->a = index;
+    n->b = rhs;
+    return n;
   }
   Node *n = new_node(P, lane >= 0 ? ND_LANESET : ND_ASSIGN, loc);
   n->var = v;
@@ -809,6 +1028,9 @@ static Node *stmt(Parser *P) {
     expect(P, ";");
   } else if (accept(P, ";")) {
     r = NULL;
+  } else if (accept(P, "const")) {
+    r = const_decl(P, false);
+    if (P->d->nerrors == errs) expect(P, ";");
   } else {
     r = simple_stmt(P);
     /* After an error in the statement, sync_stmt below finds its end. A ';' missing at
@@ -881,6 +1103,10 @@ static void params(Parser *P) {
       p->loc = loc;
       p->border.kind = B_CLAMP;
       p->img_index = p->scalar_index = -1;
+      if (P->in_func && is(P, "image")) {
+        diag_error(P->d, loc, "a function takes values, not images; read the pixels in the kernel and pass them");
+        break;
+      }
       if (accept(P, "image")) {
         p->is_image = true;
         if (!parse_type(P, &p->type)) break;
@@ -894,7 +1120,7 @@ static void params(Parser *P) {
         }
       } else {
         if (!parse_type(P, &p->type)) break;
-        if (p->type.lanes != 1) diag_error(P->d, loc, "scalar parameters must have one channel");
+        if (p->type.lanes != 1 && !P->in_func) diag_error(P->d, loc, "scalar parameters must have one channel");
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
         reserved_name(P, p->name, P->tok[-1].loc);
@@ -1020,6 +1246,23 @@ static Decl *histogram_decl(Parser *P, Loc loc) {
   D->name = ident(P, "a histogram name");
   params(P);
   D->body = block(P);
+  return D;
+}
+
+/* function = type IDENT "(" (type IDENT ("," type IDENT)*)? ")" block
+ * Its parameters are local variables initialised from the arguments. */
+static Decl *func_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_FUNC, loc);
+  parse_type(P, &D->type);
+  Loc nloc = P->tok->loc;
+  D->name = ident(P, "a function name");
+  if (D->name) reserved_name(P, D->name, nloc);
+  P->in_func = true;
+  params(P);
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->var) D->params[i]->var->param = NULL; /* a copy the body may change */
+  D->body = block(P);
+  P->in_func = false;
   return D;
 }
 
@@ -1187,6 +1430,55 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
   return D;
 }
 
+static void add_func(Parser *P, Decl *D) {
+  Program *p = P->prog;
+  if ((p->nfuncs & (p->nfuncs - 1)) == 0) { /* grow at powers of two */
+    Decl **nf = alloc(P, sizeof(Decl *) * (size_t)(p->nfuncs ? p->nfuncs * 2 : 1));
+    if (!nf) return;
+    if (p->nfuncs) memcpy(nf, p->funcs, sizeof(Decl *) * (size_t)p->nfuncs);
+    p->funcs = nf;
+  }
+  p->funcs[p->nfuncs++] = D;
+}
+
+/* Skips a file-scope const declaration (parsed by the first pass): to its ';'. */
+static void skip_const(Parser *P) {
+  int depth = 0;
+  while (P->tok->kind != TK_EOF) {
+    if (is(P, "{")) depth++;
+    if (is(P, "}")) depth--;
+    if (depth <= 0 && is(P, ";")) {
+      advance(P);
+      return;
+    }
+    if (depth <= 0 && (is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline"))) return;
+    advance(P);
+  }
+}
+
+/* First pass: the file-scope tables, so that declarations may use those defined after them. */
+static void parse_tables(Parser *P) {
+  Token *start = P->tok;
+  int depth = 0;
+  Decl none = {.kind = D_KERNEL};
+  P->decl = &none;
+  while (P->tok->kind != TK_EOF && !P->a->failed && P->d->nerrors <= DIAG_MAX_ERRORS) {
+    if (is(P, "{")) depth++;
+    if (is(P, "}") && depth > 0) depth--;
+    if (depth == 0 && accept(P, "const")) {
+      int errs = P->d->nerrors;
+      P->scope = NULL;
+      const_decl(P, true);
+      if (P->d->nerrors == errs) expect(P, ";");
+      if (P->d->nerrors > errs) skip_const(P);
+      continue;
+    }
+    advance(P);
+  }
+  P->tok = start;
+  P->decl = NULL;
+}
+
 static void add_decl(Parser *P, Decl *D, int *cap) {
   Program *p = P->prog;
   if (p->ndecls == *cap) {
@@ -1204,6 +1496,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
   Parser P = {.prog = prog, .a = prog->arena, .d = d, .tok = toks, .end = &toks[ntoks - 1]};
   int cap = 0;
   int start_errs = d->nerrors;
+  parse_tables(&P);
   while (P.tok->kind != TK_EOF && !P.a->failed) { /* after out-of-memory nothing is kept */
     Loc loc = P.tok->loc;
     int errs = d->nerrors;
@@ -1218,14 +1511,24 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       D = histogram_decl(&P, loc);
     else if (accept(&P, "pipeline"))
       D = pipeline_decl(&P, loc);
-    else {
+    else if (at_func_header(&P))
+      D = func_decl(&P, loc);
+    else if (accept(&P, "const")) {
+      skip_const(&P); /* a table, parsed by parse_tables */
+      continue;
+    } else {
       char b[64];
-      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram' or 'pipeline' before %s", tok_desc(P.tok, b));
+      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'pipeline', 'const' or a function before %s",
+                 tok_desc(P.tok, b));
     }
     if (D) D->bad = d->nerrors > errs;
     if (D && D->name) {
-      if (program_find(prog, D->name)) diag_error(d, loc, "'%s' is already defined", D->name);
-      add_decl(&P, D, &cap);
+      if (program_find(prog, D->name) || program_find_func(prog, D->name))
+        diag_error(d, loc, "'%s' is already defined", D->name);
+      for (Scope *s = P.globals; s; s = s->up)
+        if (!strcmp(s->name, D->name)) diag_error(d, loc, "'%s' is already defined (a table)", D->name);
+      if (D->kind == D_FUNC) add_func(&P, D);
+      else add_decl(&P, D, &cap);
     }
     if (d->nerrors > errs) { /* resynchronise on the next declaration keyword */
       if (!is_decl_keyword(&P)) advance(&P);

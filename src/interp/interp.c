@@ -22,6 +22,8 @@ typedef struct {
   int x, y, w, h;   /* output coordinates and size */
   Val ret;          /* value of the last return */
   Lane *bins;       /* histogram */
+  bool *oom;        /* set when a function call could not get its frame */
+  bool oom_flag;    /* what oom points at in an entry's frame */
 } Frame;
 
 /* ---- conversions and arithmetic on lanes ---- */
@@ -334,6 +336,48 @@ static Lane eval_s(Frame *F, const Node *n) {
   return eval(F, n).l[0];
 }
 
+static bool exec(Frame *F, const Node *s);
+
+/* Element i of array v, or 0 (every lane) outside it. */
+static Val array_get(Frame *F, const Var *v, int64_t i) {
+  Val r;
+  memset(&r, 0, sizeof r);
+  if (i < 0 || i >= v->len) return r;
+  if (v->is_const) {
+    const Node *e = v->elems[i];
+    if (scalar_is_float(v->type.s)) r.l[0].f = e->fval;
+    else r.l[0].i = e->ival;
+    return r;
+  }
+  return F->slots[v->slot + i];
+}
+
+/* A call of a user function: the arguments (already of the parameters' types) become
+ * its parameters' slots; the body runs in a frame of its own. Functions do not recurse,
+ * so the depth of calls is bounded by the number of functions. */
+static Val call_func(Frame *F, const Node *n) {
+  const Decl *f = n->func;
+  Val local[16];
+  Val *slots = local;
+  Val r;
+  memset(&r, 0, sizeof r);
+  if (f->nslots > 16) {
+    slots = PXL_CALLOC((size_t)f->nslots, sizeof(Val));
+    if (!slots) {
+      if (F->oom) *F->oom = true;
+      return r;
+    }
+  } else {
+    memset(local, 0, sizeof local);
+  }
+  for (int i = 0; i < n->nargs; i++) slots[f->params[i]->var->slot] = eval(F, n->args[i]);
+  Frame G = {.D = f, .slots = slots, .oom = F->oom};
+  exec(&G, f->body);
+  r = G.ret;
+  if (slots != local) PXL_FREE(slots);
+  return r;
+}
+
 static Val eval(Frame *F, const Node *n) {
   Val r;
   memset(&r, 0, sizeof r);
@@ -408,6 +452,10 @@ static Val eval(Frame *F, const Node *n) {
   }
   case ND_COND:
     return truthy(eval(F, n->a).l[0], n->a->type.s) ? eval(F, n->b) : eval(F, n->c);
+  case ND_INDEX:
+    return array_get(F, n->var, eval(F, n->a).l[0].i);
+  case ND_FCALL:
+    return call_func(F, n);
   case ND_CALL: {
     Val a[3];
     for (int i = 0; i < n->nargs; i++) a[i] = eval(F, n->args[i]);
@@ -438,6 +486,15 @@ static bool exec(Frame *F, const Node *s) {
       if (exec(F, s->body)) return true;
       break;
     case ND_DECL:
+      if (s->var->len) { /* an array: its initialiser, the rest 0 */
+        for (int i = 0; i < s->var->len; i++) {
+          Val v = {0};
+          if (i < s->nargs) v = eval(F, s->args[i]);
+          F->slots[s->var->slot + i] = v;
+        }
+        break;
+      }
+      /* fall through */
     case ND_ASSIGN:
       if (s->var->type.lanes == 1) {
         Lane v = {0};
@@ -452,6 +509,12 @@ static bool exec(Frame *F, const Node *s) {
     case ND_LANESET:
       F->slots[s->var->slot].l[s->ival] = eval(F, s->a).l[0];
       break;
+    case ND_ISET: { /* outside the array: no effect */
+      int64_t i = eval(F, s->a).l[0].i;
+      Val v = eval(F, s->b);
+      if (i >= 0 && i < s->var->len) F->slots[s->var->slot + i] = v;
+      break;
+    }
     case ND_IF:
       if (truthy(eval_s(F, s->a), s->a->type.s)) {
         if (exec(F, s->b)) return true;
@@ -496,6 +559,7 @@ static int frame_init(Frame *F, const Decl *D, const ImgArg *imgs, const Lane *s
   F->D = D;
   F->imgs = imgs;
   F->scalars = scalars;
+  F->oom = &F->oom_flag;
   F->slots = PXL_CALLOC((size_t)(D->nslots + 1), sizeof(Val));
   if (!F->slots) return err_set(err, PXL_ENOMEM, "out of memory");
   return PXL_OK;
@@ -573,6 +637,7 @@ int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct
     }
   }
   PXL_FREE(F.slots);
+  if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;
 }
 
@@ -652,6 +717,7 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
   res->value = acc;
   res->type = s;
   PXL_FREE(F.slots);
+  if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;
 }
 
@@ -672,5 +738,6 @@ int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lan
       exec(&F, D->body);
     }
   PXL_FREE(F.slots);
+  if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;
 }

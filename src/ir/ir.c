@@ -117,3 +117,9 @@ Node *node_new(Arena *a, NodeKind k, Type t, Loc loc) {
   n->loc = loc;
   return n;
 }
+
+Decl *program_find_func(const Program *p, const char *name) {
+  for (int i = 0; i < p->nfuncs; i++)
+    if (p->funcs[i]->name && !strcmp(p->funcs[i]->name, name)) return p->funcs[i];
+  return NULL;
+}

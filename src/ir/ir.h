@@ -94,11 +94,14 @@ typedef struct {
   X(ND_LOGAND) X(ND_LOGOR)                                                                \
   X(ND_COND)    /* a ? b : c, fields a b c */                                             \
   X(ND_CALL)    /* built-in function: builtin, args[nargs] */                            \
+  X(ND_FCALL)   /* user function: func (a D_FUNC Decl), args[nargs] (converted) */        \
+  X(ND_INDEX)   /* array element var[a]: a is the index, an i64 */                       \
   /* statements */                                                                        \
   X(ND_BLOCK)   /* body: list of statements (next-linked) */                              \
   X(ND_DECL)    /* var, a = initialiser (may be NULL: zero) */                            \
   X(ND_ASSIGN)  /* var = a (a already converted to var's type; compound ops desugared) */ \
   X(ND_LANESET) /* var.lane(ival) = a */                                                  \
+  X(ND_ISET)    /* var[a] = b (array element; a an i64, b converted to the element) */   \
   X(ND_IF)      /* if (a) b else c */                                                     \
   X(ND_FOR)     /* for (init; a; step) b; init and step are statements or NULL */         \
   X(ND_RETURN)  /* return a (converted to the kernel's type) */                           \
@@ -146,13 +149,20 @@ typedef struct Var Var;
 typedef struct Node Node;
 typedef struct Decl Decl;
 
-/* A local variable (or a loop counter). Scalar parameters are Vars too (param set). */
+/* A local variable (or a loop counter). Scalar parameters are Vars too (param set).
+ * Arrays: len > 0 elements of `type`; a local array occupies slots slot..slot+len-1. A
+ * const array (a table, file-scope or local) has no slots: its elements are number
+ * literals elems[0..len) and its table id indexes Program.tables. */
 struct Var {
   const char *name;
-  Type type;
-  int slot;     /* index into the interpreter's frame; unique within a Decl */
+  Type type;    /* the element type for arrays */
+  int slot;     /* index into the interpreter's frame; unique within a Decl (-1: table) */
   Param *param; /* non-NULL when this variable is a scalar parameter */
   Loc loc;
+  int len;      /* array elements, or 0 for a plain variable */
+  bool is_const; /* a table: read-only, elements known at compile time */
+  int table;    /* tables: index in Program.tables, else -1 */
+  Node **elems; /* tables: the elements, ND_NUM of `type` after checking */
 };
 
 /* Kernel parameter: an image or a scalar. */
@@ -181,6 +191,7 @@ struct Node {
   int nargs;
   Var *var;          /* ND_VAR, ND_DECL, ND_ASSIGN, ND_LANESET */
   Param *param;      /* ND_READ, ND_AT, ND_IMGDIM */
+  Decl *func;        /* ND_FCALL: the called function (a placeholder holding its name until checked) */
   Builtin builtin;   /* ND_CALL */
   int64_t ival;      /* ND_NUM (integer types), ND_COORD, ND_LANE, ND_IMGDIM */
   double fval;       /* ND_NUM (float types) */
@@ -194,7 +205,7 @@ enum {
                          * target (analysis: value ranges): no saturation needed */
 };
 
-typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE } DeclKind;
+typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
 
 /* Reduction operators of a `reduce` declaration. */
 #define PXL_REDOPS(X)                                                                       \
@@ -340,9 +351,14 @@ typedef struct {
   const char *source;
   Decl **decls;
   int ndecls;
+  Decl **funcs;       /* user functions (D_FUNC), not entry points; the same namespace */
+  int nfuncs;
+  Var **tables;       /* every const array of the program (file-scope and local), by Var.table */
+  int ntables;
 } Program;
 
-Decl *program_find(const Program *p, const char *name); /* NULL if absent */
+Decl *program_find(const Program *p, const char *name); /* an entry point; NULL if absent */
+Decl *program_find_func(const Program *p, const char *name); /* a user function; NULL if absent */
 
 /* Node constructors used by the checker and transforms; memory from the arena. */
 Node *node_new(Arena *a, NodeKind k, Type t, Loc loc);

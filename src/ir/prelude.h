@@ -123,6 +123,18 @@ typedef unsigned long long uintptr_t;
 #define PXR_IMAGE_DATA(in, k) ((in)[k].data)
 #endif
 
+/* Tables (const arrays of the language) live in constant memory on GPUs. An array
+ * index outside 0..n-1 maps to n, the zero element past the end of every array (reads
+ * there give 0; writes are guarded by the caller and never land there). */
+#if defined(PXR_OPENCL)
+#define PXR_TABLE __constant
+#elif defined(__CUDACC__)
+#define PXR_TABLE static __constant__
+#else
+#define PXR_TABLE static const
+#endif
+PXR_FN int32_t pxr_ix(int64_t i, int32_t n) { return (uint64_t)i < (uint64_t)n ? (int32_t)i : n; }
+
 /* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs.
  * INC32 counts into 32-bit bins (a work-group's shared bins on GPUs). */
 #if defined(PXR_OPENCL)

@@ -144,6 +144,8 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
     }
     return rc;
   }
+  case D_FUNC: /* never an entry point */
+    break;
   }
   return err_set(err, PXL_ERROR, "internal: unknown declaration kind");
 }

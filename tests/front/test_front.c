@@ -574,6 +574,8 @@ static void check_program_inv(const Program *p, const char *where) {
         assert_true(type_eq(D->identity->type, D->type));
       }
       break;
+    case D_FUNC:
+      break;
     case D_PIPELINE:
       assert_true(D->result >= 0 && D->result < D->nvalues);
       for (int v = 0; v < D->nvalues; v++) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "interp/interp.h"
+#include "util/alloc.h"
 
 const char *cg_ctype(Scalar s) {
   switch (s) {
@@ -427,6 +428,29 @@ void cg_expr(Gen *g, const Node *n, int lane) {
     cg_expr(g, n->c, lane_of(n->c, lane));
     OUT(")");
     return;
+  case ND_INDEX: {
+    const Var *v = n->var;
+    if (v->is_const) OUT("%s_t%d[pxr_ix(", g->pfx, v->table);
+    else OUT("v%d[pxr_ix(", v->slot);
+    cg_expr(g, n->a, 0);
+    OUT(", %d)]", v->len);
+    if (!v->is_const && v->type.lanes > 1) OUT("[%d]", lane);
+    return;
+  }
+  case ND_FCALL: {
+    const Decl *f = n->func;
+    OUT("%s_f%d(", g->pfx, f->index);
+    const char *sep = "";
+    if (f->type.lanes > 1) OUT("%d", lane), sep = ", ";
+    for (int i = 0; i < n->nargs; i++)
+      for (int k = 0; k < f->params[i]->type.lanes; k++) {
+        OUT("%s", sep);
+        sep = ", ";
+        cg_expr(g, n->args[i], lane_of(n->args[i], k));
+      }
+    OUT(")");
+    return;
+  }
   case ND_CALL: {
     Scalar t = n->type.lanes == 1 && is_int(s) ? narrow_of(n, T_VOID) : T_VOID;
     if (t != T_VOID) {
@@ -464,6 +488,22 @@ static void stmt(Gen *g, const Node *s) {
         if (g->D->sep->tmp[i] == s->var) return;
     lanes = s->var->type.lanes;
     ind(g);
+    if (s->var->len) { /* an array and its zero element past the end (pxr_ix) */
+      OUT("%s v%d[%d]", cg_ctype(s->var->type.s), s->var->slot, s->var->len + 1);
+      if (lanes > 1) OUT("[%d]", lanes);
+      OUT(" = {");
+      for (int i = 0; i < s->nargs; i++) {
+        OUT("%s", i ? ", " : "");
+        if (lanes > 1) OUT("{");
+        for (int k = 0; k < lanes; k++) {
+          if (k) OUT(", ");
+          cg_expr(g, s->args[i], lane_of(s->args[i], k));
+        }
+        if (lanes > 1) OUT("}");
+      }
+      OUT("%s", s->nargs ? "};\n" : "0};\n");
+      return;
+    }
     if (lanes > 1) {
       OUT("%s v%d[%d] = {", cg_ctype(s->var->type.s), s->var->slot, lanes);
       for (int k = 0; k < lanes; k++) {
@@ -501,6 +541,26 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("v%d[%d] = ", s->var->slot, (int)s->ival);
     cg_expr(g, s->a, 0);
     OUT(";\n");
+    return;
+  case ND_ISET: /* outside the array: no effect */
+    lanes = s->var->type.lanes;
+    ind(g), OUT("{ int64_t i_ = ");
+    cg_expr(g, s->a, 0);
+    OUT("; if ((uint64_t)i_ < %uu) { ", (unsigned)s->var->len);
+    if (lanes > 1) { /* through a temporary: the right side may read the array */
+      OUT("%s t_[%d] = {", cg_ctype(s->var->type.s), lanes);
+      for (int k = 0; k < lanes; k++) {
+        if (k) OUT(", ");
+        cg_expr(g, s->b, lane_of(s->b, k));
+      }
+      OUT("}; ");
+      for (int k = 0; k < lanes; k++) OUT("v%d[i_][%d] = t_[%d]; ", s->var->slot, k, k);
+    } else {
+      OUT("v%d[i_] = ", s->var->slot);
+      cg_expr(g, s->b, 0);
+      OUT("; ");
+    }
+    OUT("} }\n");
     return;
   case ND_IF:
     ind(g), OUT("if ");
@@ -546,6 +606,17 @@ static void stmt(Gen *g, const Node *s) {
     return;
   case ND_RETURN:
     lanes = g->D->type.lanes;
+    if (g->in_func) { /* a function's value; a vector one lane at a time (l_) */
+      ind(g), OUT("return ");
+      for (int k = 0; k + 1 < lanes; k++) {
+        OUT("l_ == %d ? ", k);
+        cg_expr(g, s->a, lane_of(s->a, k));
+        OUT(" : ");
+      }
+      cg_expr(g, s->a, lane_of(s->a, lanes - 1));
+      OUT(";\n");
+      return;
+    }
     ind(g), OUT("{ ");
     for (int k = 0; k < lanes; k++) {
       OUT("o[%d] = ", k);
@@ -912,7 +983,115 @@ void cg_combine_fn(Gen *g) {
   OUT(";\n}\n");
 }
 
+/* ---- tables and user functions ---- */
+
+typedef struct {
+  const Var **tables;
+  const Decl **funcs; /* in post-order: every function after the ones it calls */
+  int ntables, nfuncs, cap_t, cap_f;
+  bool oom;
+} Uses;
+
+static bool push(const void ***list, int *n, int *cap, const void *x) {
+  for (int i = 0; i < *n; i++)
+    if ((*list)[i] == x) return false;
+  if (*n == *cap) {
+    int nc = *cap ? *cap * 2 : 8;
+    const void **nl = PXL_REALLOC((void *)*list, sizeof(void *) * (size_t)nc);
+    if (!nl) return false;
+    *list = nl;
+    *cap = nc;
+  }
+  (*list)[(*n)++] = x;
+  return true;
+}
+
+static bool seen_func(const Uses *u, const Decl *f) {
+  for (int i = 0; i < u->nfuncs; i++)
+    if (u->funcs[i] == f) return true;
+  return false;
+}
+
+/* Collects the tables and functions used by the tree n (statements and expressions). */
+static void collect_uses(Uses *u, const Node *n) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_INDEX && n->var->is_const)
+      push((const void ***)&u->tables, &u->ntables, &u->cap_t, n->var);
+    collect_uses(u, n->a);
+    collect_uses(u, n->b);
+    collect_uses(u, n->c);
+    collect_uses(u, n->init);
+    collect_uses(u, n->step);
+    collect_uses(u, n->body);
+    for (int i = 0; i < n->nargs; i++) collect_uses(u, n->args[i]);
+    if (n->kind == ND_FCALL && !seen_func(u, n->func)) {
+      collect_uses(u, n->func->body); /* callees first; no recursion, so this ends */
+      if (!seen_func(u, n->func)) push((const void ***)&u->funcs, &u->nfuncs, &u->cap_f, n->func);
+    }
+  }
+}
+
+static void user_func(Gen *g, const Decl *f) {
+  const Decl *saved = g->D;
+  OUT("PXR_FN %s %s_f%d(", cg_ctype(f->type.s), g->pfx, f->index);
+  const char *sep = "";
+  if (f->type.lanes > 1) OUT("int l_"), sep = ", ";
+  for (int i = 0; i < f->nparams; i++) {
+    const Param *p = f->params[i];
+    if (p->type.lanes == 1) OUT("%s%s v%d", sep, cg_ctype(p->type.s), p->var->slot);
+    else
+      for (int k = 0; k < p->type.lanes; k++) OUT("%s%s q%d_%d", sep, cg_ctype(p->type.s), p->var->slot, k);
+    sep = ", ";
+  }
+  OUT("%s) {\n", *sep ? "" : "void");
+  if (f->type.lanes > 1) OUT("  (void)l_;\n");
+  for (int i = 0; i < f->nparams; i++) {
+    const Param *p = f->params[i];
+    if (p->type.lanes == 1) {
+      OUT("  (void)v%d;\n", p->var->slot);
+      continue;
+    }
+    OUT("  %s v%d[%d] = {", cg_ctype(p->type.s), p->var->slot, p->type.lanes);
+    for (int k = 0; k < p->type.lanes; k++) OUT("%sq%d_%d", k ? ", " : "", p->var->slot, k);
+    OUT("};\n  (void)v%d;\n", p->var->slot);
+  }
+  g->D = f;
+  g->in_func = true;
+  g->depth = 1;
+  g->line = 0;
+  int variant = g->variant;
+  g->variant = V_EDGE;
+  stmts(g, f->body->body);
+  OUT("  return 0; /* not reached: every path returns */\n}\n");
+  g->variant = variant;
+  g->in_func = false;
+  g->D = saved;
+}
+
+void cg_user_defs(Gen *g) {
+  const Decl *D = g->D;
+  Uses u = {0};
+  collect_uses(&u, D->body);
+  collect_uses(&u, D->combine);
+  collect_uses(&u, D->identity);
+  collect_uses(&u, D->size_w);
+  collect_uses(&u, D->size_h);
+  for (int i = 0; i < u.ntables; i++) {
+    const Var *v = u.tables[i];
+    OUT("PXR_TABLE %s %s_t%d[%d] = {", cg_ctype(v->type.s), g->pfx, v->table, v->len + 1);
+    for (int k = 0; k < v->len; k++) {
+      if (k) OUT("%s", k % 16 ? ", " : ",\n  ");
+      cg_expr(g, v->elems[k], 0);
+    }
+    OUT(", 0};\n");
+  }
+  for (int i = 0; i < u.nfuncs; i++) user_func(g, u.funcs[i]);
+  PXL_FREE((void *)u.tables);
+  PXL_FREE((void *)u.funcs);
+}
+
 void cg_functions(Gen *g) {
+  cg_user_defs(g);
   cg_read_fns(g);
   cg_combine_fn(g);
   if (g->D->kind == D_REDUCE) {

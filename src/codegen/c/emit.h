@@ -38,12 +38,15 @@ typedef struct {
   bool counts32;     /* the pixel function being emitted counts into 32-bit bins */
   int dialect;       /* codegen/gpu: GpuDialect of the entry points */
   int line;          /* the .pxl line of the last line marker in this function, or 0 */
+  bool in_func;      /* emitting a user function: return gives its value */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct);
 /* Read functions, the combine of a reduction, and the "pe" / "pi" pixel functions. */
 void cg_functions(Gen *g);
+/* The tables <pfx>_t<id> and user functions <pfx>_f<index> that D uses, callees first. */
+void cg_user_defs(Gen *g);
 /* One border read function <pfx>_rd<k> per image parameter. */
 void cg_read_fns(Gen *g);
 /* A reduction's user-defined combine <pfx>_comb (nothing for the built-in ones). */

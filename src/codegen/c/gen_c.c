@@ -401,6 +401,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->params[i]->is_image)
       OUT(", %s: %s", D->params[i]->name, border_name(borders[D->params[i]->img_index].kind));
   OUT(" ---- */\n");
+  cg_user_defs(g);
   cg_read_fns(g);
   if (D->kind == D_REDUCE) {
     cg_combine_fn(g);
@@ -627,6 +628,8 @@ static void header_entry(StrBuf *h, const Decl *D, const char *name) {
   case D_HISTOGRAM:
     sb_printf(h, " * bins: %d %s. */\n", D->nbins, D->weighted_float ? "doubles" : "int64_t counts");
     sb_printf(h, "void %s(const pxlc_image *in, const pxlc_scalar *sc, void *bins, int nthreads);\n", name);
+    break;
+  case D_FUNC: /* not an entry point */
     break;
   }
 }
