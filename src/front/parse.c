@@ -56,6 +56,7 @@ typedef struct {
   Decl *decl;     /* declaration being parsed */
   Scope *scope;   /* innermost binding first */
   Scope *globals; /* file-scope tables, all parsed before the declarations */
+  Scope *fnames;  /* names of the file's functions (var NULL), found before the declarations */
   int depth;      /* expression depth (MAX_EXPR_DEPTH) */
   int call_depth; /* pipeline calls (MAX_CALL_DEPTH) */
   int nest;       /* statement levels (MAX_NEST) */
@@ -364,9 +365,9 @@ static Node *const_decl(Parser *P, bool file_scope) {
   if (!expect(P, "=")) return error_node(P, loc);
   int n = array_init(P, &elems, MAX_TABLE_LEN);
   if (len < 0 || n < 0) return error_node(P, loc);
-  if (len && n > len) {
+  if (len && n > len) { /* reported; the table keeps its first len elements */
     diag_error(P->d, elems[len]->loc, "too many elements for %s[%d]", name, len);
-    return error_node(P, loc);
+    n = len;
   }
   if (!len) len = n;
   P->table_bytes += len * scalar_size(t.s);
@@ -555,6 +556,22 @@ static Node *primary(Parser *P) {
       return r;
     }
     int bi = builtin_lookup(name);
+    bool known = false;
+    for (Scope *s = P->fnames; s && !known; s = s->up) known = !strcmp(s->name, name);
+    if (bi < 0 && !known) { /* skip the arguments, parentheses balanced: their errors would be noise */
+      diag_error(P->d, loc, "unknown function '%s'", name);
+      int depth = 0;
+      while (P->tok->kind != TK_EOF) {
+        if (is(P, "(")) depth++;
+        if (is(P, ")") && --depth <= 0) {
+          advance(P);
+          break;
+        }
+        if (is(P, ";") || is(P, "{") || is(P, "}")) break;
+        advance(P);
+      }
+      return error_node(P, loc);
+    }
     if (bi < 0) { /* a user function, resolved by check.c (it may be defined later) */
       Node **args;
       int n = call_args(P, &args);
@@ -1465,6 +1482,13 @@ static void parse_tables(Parser *P) {
   while (P->tok->kind != TK_EOF && !P->a->failed && P->d->nerrors <= DIAG_MAX_ERRORS) {
     if (is(P, "{")) depth++;
     if (is(P, "}") && depth > 0) depth--;
+    if (depth == 0 && at_func_header(P)) {
+      Scope *s = alloc(P, sizeof *s);
+      if (!s) break;
+      s->name = P->tok[1].text;
+      s->up = P->fnames;
+      P->fnames = s;
+    }
     if (depth == 0 && accept(P, "const")) {
       int errs = P->d->nerrors;
       P->scope = NULL;

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Library examples against OpenCV, an independent implementation of the same operators.
+
+Usage: opencv_oracle.py PXL EXAMPLES_DIR DEVICE...
+
+For each case, writes an input image, runs `PXL run` on each DEVICE and compares the
+result with the OpenCV call named in the example's header comment, pixel for pixel
+(exact equality: these operators are defined on integers in both). Inputs: the sample
+photograph in grey, random bytes and a gradient at awkward sizes (1x1 and 2x3 are
+smaller than the 5x5 windows). Prints 'N passed, N failed' and exits 1 on a failure.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+
+
+def cases():
+    """(example file, entry, OpenCV function of a u8 gray image)."""
+    return [
+        ("gauss5.pxl", "gauss5", lambda a: cv2.GaussianBlur(a, (5, 5), 0)),
+        ("median3.pxl", "median3", lambda a: cv2.medianBlur(a, 3)),
+        ("median5.pxl", "median5", lambda a: cv2.medianBlur(a, 5)),
+    ]
+
+
+def inputs(examples):
+    rng = np.random.default_rng(20261124)
+    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
+    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
+    if scene is None:
+        sys.exit("opencv_oracle: cannot read samples/scene.png")
+    yield "scene", scene
+    for w, h in [(37, 23), (7, 5), (2, 3), (1, 1), (640, 1), (1, 480)]:
+        yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w), dtype=np.uint8)
+    g = (np.add.outer(np.arange(61) * 3, np.arange(83) * 2) % 256).astype(np.uint8)
+    yield "gradient 83x61", g
+
+
+def main():
+    pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
+        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+        return 77
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "in.png")
+        out = os.path.join(tmp, "out.png")
+        for name, img in inputs(examples):
+            cv2.imwrite(src, img)
+            for file, entry, ref in cases():
+                want = ref(img)
+                for dev in devices:
+                    if os.path.exists(out):
+                        os.remove(out)
+                    cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src, "--out", out,
+                           "--device", dev]
+                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    what = "%s on %s, %s" % (entry, name, dev)
+                    if run.returncode != 0:
+                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                        failed += 1
+                        continue
+                    got = cv2.imread(out, cv2.IMREAD_UNCHANGED)
+                    if got is None or got.shape != want.shape or got.dtype != want.dtype:
+                        print("FAIL %s: output %s, OpenCV %s" % (what, None if got is None else got.shape,
+                                                                  want.shape))
+                        failed += 1
+                        continue
+                    diff = got.astype(np.int32) - want.astype(np.int32)
+                    if np.any(diff):
+                        y, x = np.argwhere(diff)[0]
+                        print("FAIL %s: %d pixels differ, first at (%d, %d): pxl %d, OpenCV %d" %
+                              (what, np.count_nonzero(diff), x, y, got[y, x], want[y, x]))
+                        failed += 1
+                    else:
+                        passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
