@@ -112,12 +112,16 @@ static int no_map(thandle_t h, void **base, toff_t *size) {
 
 static void no_unmap(thandle_t h, void *base, toff_t size) { (void)h, (void)base, (void)size; }
 
-/* Opens a libtiff handle over c with per-handle message handlers; NULL on failure (the
- * reason in c->msg, or "" when it was out of memory before any message). */
+/* Opens a libtiff handle over c with per-handle message handlers; NULL on failure, the
+ * reason in c->msg ("out of memory" when the options could not be made; "" when libtiff
+ * gave none, as for a file whose first IFD offset is 0). */
 static TIFF *open_client(const char *name, const char *mode, Client *c, TIFFReadWriteProc rd,
                          TIFFReadWriteProc wr, TIFFSeekProc sk, TIFFSizeProc sz) {
   TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
-  if (!opts) return NULL;
+  if (!opts) {
+    snprintf(c->msg, sizeof c->msg, "out of memory");
+    return NULL;
+  }
   TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, c);
   TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, c);
   TIFFOpenOptionsSetMaxSingleMemAlloc(opts, TIFF_ALLOC_LIMIT);
@@ -128,7 +132,10 @@ static TIFF *open_client(const char *name, const char *mode, Client *c, TIFFRead
 
 /* PXL_EFORMAT "name: invalid TIFF: <libtiff's message or fallback>". */
 static int tiff_error(Err *err, const char *name, const Client *c, const char *fallback) {
-  return io_err(err, PXL_EFORMAT, name, "invalid TIFF: %s", c->msg[0] ? c->msg : fallback);
+  const char *m = c->msg[0] ? c->msg : fallback;
+  size_t len = strlen(name);
+  if (strncmp(m, name, len) == 0 && m[len] == ':' && m[len + 1] == ' ') m += len + 2; /* once */
+  return io_err(err, PXL_EFORMAT, name, "invalid TIFF: %s", m);
 }
 
 /* The image layout a TIFF directory describes, as checked by read_layout. */
@@ -265,8 +272,9 @@ int io_tiff_load(const uint8_t *buf, size_t n, const char *name, struct pxl_imag
   /* "m": no mapping, libtiff copies what it reads (it never writes into buf) */
   TIFF *tif = open_client(name, "rm", &c, mem_read, no_write, mem_seek, mem_size);
   if (!tif) {
-    if (!c.msg[0]) return io_err(err, PXL_ENOMEM, name, "out of memory decoding TIFF");
-    return tiff_error(err, name, &c, "");
+    if (strstr(c.msg, "out of memory") || strstr(c.msg, "Out of memory"))
+      return io_err(err, PXL_ENOMEM, name, "out of memory decoding TIFF");
+    return tiff_error(err, name, &c, "no image directory");
   }
   Layout L;
   struct pxl_image *img = NULL;
@@ -328,8 +336,8 @@ int io_tiff_save(FILE *f, const struct pxl_image *img, const char *name, Err *er
                           file_seek, file_size);
   if (!tif) {
     if (c.werr) return io_write_error(err, name, c.werr);
-    return io_err(err, c.msg[0] ? PXL_ERROR : PXL_ENOMEM, name, "TIFF encoding failed: %s",
-                  c.msg[0] ? c.msg : "out of memory");
+    return io_err(err, strstr(c.msg, "ut of memory") ? PXL_ENOMEM : PXL_ERROR, name,
+                  "TIFF encoding failed: %s", c.msg[0] ? c.msg : "libtiff error");
   }
   uint32_t rps = (uint32_t)(STRIP_TARGET / row ? STRIP_TARGET / row : 1);
   if (rps > (uint32_t)img->height) rps = (uint32_t)img->height;
