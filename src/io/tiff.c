@@ -18,7 +18,8 @@
  * (TIFFOpenOptions), never to its global stderr handlers: warnings are dropped and the
  * first error becomes the message ("in.tif: invalid TIFF: ..."). libtiff allocates
  * through its own allocator (it has no seam), capped per allocation by
- * TIFFOpenOptionsSetMaxSingleMemAlloc.
+ * TIFFOpenOptionsSetMaxSingleMemAlloc; pxl's strip or tile buffer is at most the image's
+ * size, or a 1024x1024 tile, so a tiny file cannot claim gigabytes through its tile size.
  *
  * Saving writes one Deflate-compressed (zlib level 6, no predictor) strip image in host
  * byte order, rows per strip chosen for strips of about 256 KiB, RGB photometric for 3
@@ -34,9 +35,13 @@
 #include <tiffio.h>
 
 #include "io/formats.h"
+#include "io/imageio.h"
 #include "util/alloc.h"
 
-#define TIFF_ALLOC_LIMIT ((tmsize_t)1 << 32) /* largest single libtiff allocation */
+/* Largest single libtiff allocation: its biggest is a strip's compressed bytes, which the
+ * file (at most IO_FILE_LIMIT) holds; strip tables of a hostile IFD fail at this cap. */
+#define TIFF_ALLOC_LIMIT ((tmsize_t)IO_FILE_LIMIT + ((tmsize_t)1 << 20))
+#define TILE_SIDE_LIMIT 1024u                /* tiles may pass the image's sides up to this */
 #define STRIP_TARGET ((size_t)256 << 10)     /* bytes per saved strip, roughly */
 #define BIGTIFF_FROM ((size_t)7 << 29)       /* pixel bytes from which saves use BigTIFF */
 
@@ -225,6 +230,10 @@ static int read_pixels(TIFF *tif, const char *name, const Layout *L, struct pxl_
     if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &cw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &ch) ||
         cw == 0 || ch == 0)
       return tiff_error(err, name, c, "missing or zero tile size");
+    /* a tile far larger than the image would make a tiny file allocate gigabytes */
+    if (cw > (L->w > TILE_SIDE_LIMIT ? L->w : TILE_SIDE_LIMIT) ||
+        ch > (L->h > TILE_SIDE_LIMIT ? L->h : TILE_SIDE_LIMIT))
+      return unsupported(err, name, "tiles larger than the image and 1024 pixels");
   } else {
     cw = L->w;
     TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &ch);
@@ -233,7 +242,7 @@ static int read_pixels(TIFF *tif, const char *name, const Layout *L, struct pxl_
   }
   uint64_t across = (L->w + (uint64_t)cw - 1) / cw, down = (L->h + (uint64_t)ch - 1) / ch;
   uint64_t chunk_bytes = (uint64_t)cw * ch * (uint64_t)ns * L->esize;
-  if (chunk_bytes > (uint64_t)TIFF_ALLOC_LIMIT)
+  if (chunk_bytes > (uint64_t)PXL_MAX_BYTES)
     return unsupported(err, name, "strips or tiles over 4 GiB");
   uint64_t nchunks = TIFFIsTiled(tif) ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
   if (across * down * (uint64_t)planes != nchunks)

@@ -443,6 +443,23 @@ static void test_tiff_malformed(void **state) {
   write_bytes(p, c, n);
   expect_load_error(p, PXL_EFORMAT, NULL);
 
+  /* a 4x3 image in one 2048x2048 tile: refused before pxl allocates the tile */
+  TIFF *tif = TIFFOpen(p, "w");
+  assert_non_null(tif);
+  TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 4u);
+  TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 3u);
+  TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+  TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+  TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+  TIFFSetField(tif, TIFFTAG_TILEWIDTH, 2048u);
+  TIFFSetField(tif, TIFFTAG_TILELENGTH, 2048u);
+  uint8_t *zeros = calloc(2048 * 2048, 1);
+  assert_true(TIFFWriteEncodedTile(tif, 0, zeros, 2048 * 2048) >= 0);
+  free(zeros);
+  TIFFClose(tif);
+  expect_load_error(p, PXL_EFORMAT, "tiles larger than the image");
+
   write_bytes(p, "II*\0", 4);
   expect_load_error(p, PXL_EFORMAT, "invalid TIFF");
   write_bytes(p, "MM\0*\0\0\0\0", 8);
