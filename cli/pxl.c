@@ -113,9 +113,13 @@ static const char HELP_RUN[] =
     "                       --in is given. The text is taken as NAME=PATH only when the\n"
     "                       part before the first '=' is an identifier: write ./PATH for a\n"
     "                       file whose name has that shape. Files: PNG (8/16-bit), JPEG,\n"
-    "                       PGM/PPM (P2 P3 P5 P6).\n"
+    "                       PGM/PPM (P2 P3 P5 P6) as u8/u16; TIFF (first page) and NumPy\n"
+    "                       .npy as any image type.\n"
     "  -o, --out PATH       where an image result is saved (required for one); the\n"
-    "                       format follows the extension: .png .jpg .jpeg .pgm .ppm .pnm.\n"
+    "                       format follows the extension: .png (u8, u16), .jpg .jpeg\n"
+    "                       (u8), .pgm .ppm .pnm (u8, u16), .tif .tiff .npy (every type).\n"
+    "                       A result type the format cannot store is refused before the\n"
+    "                       run (exit 2).\n"
     "                       For a histogram, --out FILE.csv writes the CSV there instead\n"
     "                       of standard output. Ignored, with a note, for a reduction.\n"
     "  --param NAME=VALUE   scalar parameter NAME, e.g. --param t=40 --param s=0.5;\n"
@@ -754,14 +758,10 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
                            o->ins[k].path);
   if (o->has_roi && o->nin == 0) return usage_error("run", "--roi needs an --in image");
   if (o->out) {
-    static const char *const exts[] = {"png", "jpg", "jpeg", "pgm", "ppm", "pnm", "csv"};
-    const char *ext = extension(o->out);
-    int known = 0;
-    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) known |= strcasecmp(ext, exts[k]) == 0;
-    if (!known)
+    if (strcasecmp(extension(o->out), "csv") != 0 && !pxl_image_save_format(o->out))
       return usage_error("run",
-                         "--out '%s': unknown file type; use .png, .jpg, .jpeg, .pgm, .ppm "
-                         "or .pnm for an image, .csv for a histogram",
+                         "--out '%s': unknown file type; use .png, .jpg, .jpeg, .pgm, .ppm, "
+                         ".pnm, .tif, .tiff or .npy for an image, .csv for a histogram",
                          o->out);
     /* Refuse to overwrite an input, before anything is loaded or run. */
     if (same_file(o->out, o->file)) {
@@ -829,6 +829,22 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
   return RC_RUN;
 }
 
+/* Refuses (exit 2), before any input is loaded or anything runs, an --out image file
+ * whose format cannot store the entry's output type and channel count (an f32 result to
+ * .png): the run could take long and its result would be lost. Returns the exit code. */
+static int check_output_file(pxl_context *ctx, pxl_program *prog, const RunOpts *o) {
+  pxl_type type;
+  int channels, entry = pxl_program_entry_find(prog, o->entry);
+  if (!o->out || strcasecmp(extension(o->out), "csv") == 0 ||
+      !pxl_program_entry_output(prog, entry, &type, &channels))
+    return RC_OK;
+  if (pxl_image_save_check(ctx, o->out, type, channels) == PXL_OK) return RC_OK;
+  error("--out: %s; '%s' produces %s with %d channel%s (.tif, .tiff and .npy store every type)",
+        pxl_errmsg(ctx), pxl_program_entry_name(prog, entry), pxl_type_name(type), channels,
+        channels == 1 ? "" : "s");
+  return RC_USAGE;
+}
+
 /* Loads the inputs, binds the arguments, runs and emits; returns the exit code. */
 static int do_run(pxl_context *ctx, RunOpts *o) {
   pxl_program *prog = NULL;
@@ -840,6 +856,7 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
   if (o->threads >= 0 && (st = pxl_set_threads(ctx, o->threads))) return fail(ctx, st, "--threads");
   if ((rc = load_program(ctx, o->file, &prog))) return rc;
+  if ((rc = check_output_file(ctx, prog, o))) goto done;
   if (!(args = pxl_args_new(ctx))) {
     rc = fail(ctx, PXL_ENOMEM, NULL);
     goto done;

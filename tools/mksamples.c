@@ -11,7 +11,8 @@
  * samples/scene.jpg    scene.png as JPEG (quality 95).
  * samples/depth16.png  320x240 gray u16 depth map in millimetres: a receding floor, two
  *                      spheres and a box.
- * The seeds are tiny PNG/JPEG/PGM/PPM files of every layout the decoders accept.
+ * The seeds are tiny PNG/JPEG/PGM/PPM files of every layout the decoders accept, and
+ * TIFF and .npy files of every pixel type.
  *
  * Shapes are supersampled 4x4 so their edges are anti-aliased; the noise comes from an
  * integer hash of the pixel position, never from rand().
@@ -210,6 +211,35 @@ static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image
   bad |= save(dir, "tiny.pgm", g);
   bad |= save(dir, "tiny.ppm", c);
   bad |= save(dir, "tiny16.ppm", c16);
+  /* TIFF and .npy: every type has a row in one of them (i16 and f64 .npy, the others TIFF) */
+  static const struct {
+    const char *name;
+    pxl_type type;
+    int ch;
+  } typed[] = {{"tiny_u16.tif", PXL_U16, 1}, {"tiny_i32.tif", PXL_I32, 3}, {"tiny_u32.tif", PXL_U32, 1},
+               {"tiny_f32.tif", PXL_F32, 4}, {"tiny_u8.tif", PXL_U8, 3},   {"tiny_i16.npy", PXL_I16, 1},
+               {"tiny_f64.npy", PXL_F64, 3}, {"tiny_u8.npy", PXL_U8, 4}};
+  for (size_t k = 0; k < sizeof typed / sizeof *typed; k++) {
+    struct pxl_image *t;
+    if (image_new(5, 3, typed[k].type, typed[k].ch, &t, &err)) return 1;
+    int es = pxl_type_size(typed[k].type);
+    for (int y = 0; y < 3; y++)
+      for (int i = 0; i < 5 * typed[k].ch; i++) {
+        uint8_t *px = (uint8_t *)image_row(t, y) + (size_t)i * (size_t)es;
+        double v = (i * 37 + y * 11) % 200 - (typed[k].type == PXL_I16 || typed[k].type == PXL_I32 ? 100 : 0);
+        switch (typed[k].type) {
+        case PXL_U8: *px = (uint8_t)v; break;
+        case PXL_U16: *(uint16_t *)px = (uint16_t)(v * 300); break;
+        case PXL_I16: *(int16_t *)px = (int16_t)(v * 300); break;
+        case PXL_I32: *(int32_t *)px = (int32_t)(v * 1e6); break;
+        case PXL_U32: *(uint32_t *)px = (uint32_t)(v * 2e7); break;
+        case PXL_F32: *(float *)px = (float)(v / 7); break;
+        case PXL_F64: *(double *)px = v / 7; break;
+        }
+      }
+    bad |= save(dir, typed[k].name, t);
+    image_free(t);
+  }
   bad |= write_text(dir, "ascii.pgm", "P2\n# plain PGM\n4 3\n15\n0 1 2 3\n4 5 6 7\n8 9 14 15\n");
   bad |= write_text(dir, "ascii.ppm", "P3 2 2 1000\n0 0 0  1000 0 0\n0 1000 0  500 500 1000\n");
   image_free(g), image_free(c), image_free(cj), image_free(gj), image_free(d);

@@ -125,6 +125,9 @@ int pxl_program_entry_find(const pxl_program *prog, const char *name);
 const char *pxl_program_entry_signature(const pxl_program *prog, int i);
 /* 1 if entry i produces an image (a kernel or a pipeline), 0 if a value or histogram. */
 int pxl_program_entry_makes_image(const pxl_program *prog, int i);
+/* 1 when entry i produces an image, with its element type and channel count in *type and
+ * *channels (either may be NULL); 0 otherwise. Known before any run. */
+int pxl_program_entry_output(const pxl_program *prog, int i, pxl_type *type, int *channels);
 /* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
  * counts. Returns a string owned by prog, valid until pxl_program_free. */
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);
@@ -147,19 +150,34 @@ int pxl_image_wrap(pxl_context *ctx, void *data, int width, int height, pxl_type
 int pxl_image_view(pxl_context *ctx, pxl_image *img, int x, int y, int w, int h,
                    pxl_image **out);
 /* Loads PNG (8/16-bit), JPEG, PGM/PPM (P2 P3 P5 P6) as u8 or u16 with 1 (gray), 3 (RGB)
- * or 4 (RGBA) channels; gray+alpha PNGs become RGBA. Corrupt, truncated or unsupported
+ * or 4 (RGBA) channels; gray+alpha PNGs become RGBA. TIFF (the first page: strips or
+ * tiles, either planar configuration, uncompressed, LZW, Deflate, PackBits; gray or RGB
+ * with 1, 3 or 4 samples) and NumPy .npy (versions 1.0-3.0, shape (H, W) or (H, W, C),
+ * little- or big-endian, C or Fortran order) load as any pxl_type: 8/16/32-bit unsigned
+ * (u1 u2 u4), 16/32-bit signed (i2 i4), 32/64-bit float (f4 f8). The format is taken
+ * from the first bytes, not the name. Corrupt, truncated or unsupported
  * files fail with PXL_EFORMAT and a message naming the file and the reason (a PNG chunk
  * whose CRC is wrong, a JPEG with more than 100 scans; a JPEG that lacks only its final
  * EOI marker loads); a file over 1 GiB (/dev/zero, an endless pipe), dimensions over 65535
  * or images over 4 GiB fail with PXL_ETOOBIG before any pixel allocation; a missing or
  * unreadable file or a directory with PXL_EIO. */
 int pxl_image_load(pxl_context *ctx, const char *path, pxl_image **out);
-/* Saves by extension (.png .jpg/.jpeg .pgm .ppm .pnm). Writes a temporary file in the same
+/* Saves by extension, any case: .png (u8/u16; 1, 3, 4 channels), .jpg/.jpeg (u8; 1, 3),
+ * .pgm .ppm .pnm (u8/u16; 1 or 3), .tif/.tiff (every type; 1, 3, 4; Deflate-compressed)
+ * and .npy (every type; 1, 3, 4; version 1.0). Writes a temporary file in the same
  * directory and renames it, so a failure never leaves a partial file and an existing file
  * is untouched; a failed write (a full disk) is PXL_EIO naming the file and the reason. A
- * new file gets 0666 less the umask, a replaced one keeps its permissions. u8 and u16
- * only (PNG/PNM); JPEG u8 only. */
+ * new file gets 0666 less the umask, a replaced one keeps its permissions. An extension
+ * that names no format, or a type or channel count its format cannot store, is PXL_EARG
+ * (pxl_image_save_check tells beforehand). */
 int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path);
+/* PXL_OK when pxl_image_save can write an image of this type and channel count to path,
+ * else the PXL_EARG and message it would fail with; only the name is looked at. Lets a
+ * caller refuse an output file before computing the image. */
+int pxl_image_save_check(pxl_context *ctx, const char *path, pxl_type type, int channels);
+/* The format pxl_image_save writes for path's extension ("PNG", "JPEG", "PGM/PPM", "TIFF",
+ * ".npy"; a static string), or NULL when the extension names none. */
+const char *pxl_image_save_format(const char *path);
 
 /* ---- files ---- */
 

@@ -80,6 +80,16 @@ int pxl_image_save(pxl_context *ctx, const pxl_image *img, const char *path) {
   return rc ? api_fail_err(ctx, &e) : PXL_OK;
 }
 
+int pxl_image_save_check(pxl_context *ctx, const char *path, pxl_type type, int channels) {
+  api_clear(ctx);
+  if (!path) return api_fail(ctx, PXL_EARG, "no file name");
+  Err e = {0};
+  int rc = io_check_save(path, type, channels, &e);
+  return rc ? api_fail_err(ctx, &e) : PXL_OK;
+}
+
+const char *pxl_image_save_format(const char *path) { return path ? io_save_format(path) : NULL; }
+
 /* ---- device memory ---- */
 
 /* The context's backend, which must have memory of its own. */

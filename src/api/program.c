@@ -10,6 +10,7 @@
 #include "api/handles.h"
 #include "codegen/c/gen_c.h"
 #include "front/front.h"
+#include "ir/value.h"
 #include "util/alloc.h"
 #include "util/file.h"
 
@@ -112,6 +113,16 @@ int pxl_program_entry_makes_image(const pxl_program *prog, int i) {
   if (!prog || i < 0 || i >= prog->prog->ndecls) return 0;
   DeclKind k = prog->prog->decls[i]->kind;
   return k == D_KERNEL || k == D_PIPELINE;
+}
+
+int pxl_program_entry_output(const pxl_program *prog, int i, pxl_type *type, int *channels) {
+  if (!pxl_program_entry_makes_image(prog, i)) return 0;
+  Type t = prog->prog->decls[i]->type;
+  pxl_type pt = pxl_of_scalar(t.s);
+  if (scalar_of_pxl(pt) != t.s || t.lanes < 1) return 0; /* not a pixel type (the checker refuses) */
+  if (type) *type = pt;
+  if (channels) *channels = t.lanes;
+  return 1;
 }
 
 const char *pxl_program_entry_signature(const pxl_program *prog, int i) {

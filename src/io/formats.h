@@ -27,6 +27,12 @@ int io_jpeg_save(FILE *f, const struct pxl_image *img, const char *name, Err *er
 int io_pnm_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
                 Err *err);                        /* P2 P3 P5 P6 */
 int io_pnm_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* P5/P6 */
+int io_tiff_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                 Err *err);                       /* first page; strips, tiles, planes */
+int io_tiff_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* Deflate */
+int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                Err *err);                        /* versions 1.0-3.0, (H, W[, C]) */
+int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* 1.0 */
 
 /* Records code and "name: <formatted message>" in err; returns code. */
 int io_err(Err *err, int code, const char *name, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /*
  * io.c - image files in and out: format detection, whole-file reading and atomic saving
- * (see imageio.h); the codecs themselves live in png.c, jpeg.c and pnm.c.
+ * (see imageio.h); the codecs themselves live in png.c, jpeg.c, pnm.c, tiff.c and npy.c.
  *
  * Loading reads the file into memory (file_read_all, at most IO_FILE_LIMIT bytes, so
  * /dev/zero or an endless pipe stops there) and sniffs its magic bytes, so a PNG named
@@ -28,12 +28,18 @@
 /* Formats: name, the element types and channel counts it stores (bit sets: 1 << pxl_type,
  * 1 << channels, with the same sets spelt out for messages), and its codecs. */
 #define T(t) (1u << (t))
+#define ALL_TYPES \
+  (T(PXL_U8) | T(PXL_I16) | T(PXL_U16) | T(PXL_I32) | T(PXL_U32) | T(PXL_F32) | T(PXL_F64))
 #define IO_FORMATS(X)                                                                     \
   X(FMT_PNG, "PNG", T(PXL_U8) | T(PXL_U16), "u8 or u16", T(1) | T(3) | T(4), "1, 3 or 4", \
     io_png_load, io_png_save)                                                             \
   X(FMT_JPEG, "JPEG", T(PXL_U8), "u8", T(1) | T(3), "1 or 3", io_jpeg_load, io_jpeg_save) \
   X(FMT_PNM, "PGM/PPM", T(PXL_U8) | T(PXL_U16), "u8 or u16", T(1) | T(3), "1 or 3",       \
-    io_pnm_load, io_pnm_save)
+    io_pnm_load, io_pnm_save)                                                             \
+  X(FMT_TIFF, "TIFF", ALL_TYPES, "every", T(1) | T(3) | T(4), "1, 3 or 4", io_tiff_load,  \
+    io_tiff_save)                                                                         \
+  X(FMT_NPY, ".npy", ALL_TYPES, "every", T(1) | T(3) | T(4), "1, 3 or 4", io_npy_load,    \
+    io_npy_save)
 
 typedef enum {
 #define X(tag, name, types, tnames, chans, cnames, load, save) tag,
@@ -64,10 +70,11 @@ static const struct {
 } extensions[] = {
     {".png", FMT_PNG, 0},  {".jpg", FMT_JPEG, 0}, {".jpeg", FMT_JPEG, 0},
     {".pgm", FMT_PNM, 1},  {".ppm", FMT_PNM, 3},  {".pnm", FMT_PNM, 0},
+    {".tif", FMT_TIFF, 0}, {".tiff", FMT_TIFF, 0}, {".npy", FMT_NPY, 0},
 };
 
 #define NEXTENSIONS (sizeof extensions / sizeof extensions[0])
-#define EXTENSION_LIST ".png, .jpg, .jpeg, .pgm, .ppm or .pnm"
+#define EXTENSION_LIST ".png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .npy"
 
 int io_err(Err *err, int code, const char *name, const char *fmt, ...) {
   if (!err) return code;
@@ -119,6 +126,10 @@ static int sniff(const uint8_t *b, size_t n) {
   if (n >= 2 && b[0] == 'P' && memchr("2356", b[1], 4) &&
       (n == 2 || memchr(" \t\r\n#", b[2], 5)))
     return FMT_PNM;
+  if (n >= 4 && (memcmp(b, "II*\0", 4) == 0 || memcmp(b, "MM\0*", 4) == 0 ||
+                 memcmp(b, "II+\0", 4) == 0 || memcmp(b, "MM\0+", 4) == 0))
+    return FMT_TIFF; /* classic or BigTIFF, either byte order */
+  if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0) return FMT_NPY;
   return -1;
 }
 
@@ -128,7 +139,7 @@ int io_load_memory(const void *buf, size_t n, const char *name, struct pxl_image
   if (n == 0) return io_err(err, PXL_EFORMAT, name, "empty file, not an image");
   int fmt = sniff(buf, n);
   if (fmt < 0)
-    return io_err(err, PXL_EFORMAT, name, "unsupported image format (not PNG, JPEG or PGM/PPM)");
+    return io_err(err, PXL_EFORMAT, name, "unsupported image format (not PNG, JPEG, PGM/PPM, TIFF or .npy)");
   return formats[fmt].load(buf, n, name, out, err);
 }
 
@@ -153,30 +164,40 @@ static int find_extension(const char *path) {
   return -1;
 }
 
-/* Checks that the format chosen by extension entry `e` can store img. */
-static int check_storable(const char *path, int e, const struct pxl_image *img, Err *err) {
+/* Checks that the format chosen by extension entry `e` can store type x channels. */
+static int check_storable(const char *path, int e, pxl_type type, int channels, Err *err) {
   Format fmt = extensions[e].fmt;
-  if ((int)img->type < 0 || (int)img->type >= 32 || !(formats[fmt].types & (1u << img->type)))
+  if ((int)type < 0 || (int)type >= 32 || !(formats[fmt].types & (1u << type)))
     return io_err(err, PXL_EARG, path, "%s stores %s images, not %s", formats[fmt].name,
-                  formats[fmt].tnames, pxl_type_name(img->type));
-  if (extensions[e].chans && img->channels != extensions[e].chans)
+                  formats[fmt].tnames, pxl_type_name(type));
+  if (extensions[e].chans && channels != extensions[e].chans)
     return io_err(err, PXL_EARG, path, "%s files store %d channel%s, the image has %d",
                   extensions[e].ext, extensions[e].chans, extensions[e].chans == 1 ? "" : "s",
-                  img->channels);
-  if (img->channels < 0 || img->channels >= 32 || !(formats[fmt].chans & (1u << img->channels)))
+                  channels);
+  if (channels < 0 || channels >= 32 || !(formats[fmt].chans & (1u << channels)))
     return io_err(err, PXL_EARG, path, "%s stores %s channels, the image has %d",
-                  formats[fmt].name, formats[fmt].cnames, img->channels);
+                  formats[fmt].name, formats[fmt].cnames, channels);
   return PXL_OK;
+}
+
+const char *io_save_format(const char *path) {
+  int e = find_extension(path);
+  return e < 0 ? NULL : formats[extensions[e].fmt].name;
+}
+
+int io_check_save(const char *path, pxl_type type, int channels, Err *err) {
+  int e = find_extension(path);
+  if (e < 0)
+    return io_err(err, PXL_EARG, path, "unknown image file extension (use " EXTENSION_LIST ")");
+  return check_storable(path, e, type, channels, err);
 }
 
 int io_save(const char *path, const struct pxl_image *img, Err *err) {
   if (!img || !img->data || img->width < 1 || img->height < 1)
     return io_err(err, PXL_EARG, path, "no image to save");
-  int e = find_extension(path);
-  if (e < 0)
-    return io_err(err, PXL_EARG, path, "unknown image file extension (use " EXTENSION_LIST ")");
-  int rc = check_storable(path, e, img, err);
+  int rc = io_check_save(path, img->type, img->channels, err);
   if (rc != PXL_OK) return rc;
+  int e = find_extension(path);
 
   AtomicFile af;
   rc = file_atomic_open(&af, path, FILE_SHARED, err);

@@ -520,6 +520,58 @@ assert "pxl compile refuses to overwrite its source" '[ $rc -eq 2 ] && cmp -s ke
 px compile bad.pxl -o gen/bad
 assert "pxl compile of a bad kernel exits 1 and writes nothing" '[ $rc -eq 1 ] && [ ! -e gen/bad.c ] && [ ! -e gen/bad.h ]'
 
+# ---- typed image files (TIFF, .npy) ----
+
+cat >neg.pxl <<'EOF'
+kernel i16 neg(image u8 in) { return -in(0, 0); }
+EOF
+cat >negi.pxl <<'EOF'
+kernel i16 negi(image i16 in) { return -in(0, 0); }
+EOF
+cat >half.pxl <<'EOF'
+kernel f32 half(image u8 in) { return in(0, 0) * 0.5; }
+EOF
+# img.pgm as little-endian i16, and negated.
+printf '\000\000\001\000\002\000\003\000\012\000\024\000\036\000\050\000\144\000\310\000\376\000\377\000' >img_i16.raw
+printf '\000\000\377\377\376\377\375\377\366\377\354\377\342\377\330\377\234\377\070\377\002\377\001\377' >neg_i16.raw
+# numpy.save's header dict for shape (3, 4) '<i2' (the header is 128 bytes in all)
+NPY_DICT="{'descr': '<i2', 'fortran_order': False, 'shape': (3, 4), }"
+
+px run --help
+assert "pxl run --help lists .tif .tiff .npy for every type" 'has out.txt ".tif .tiff .npy (every type)"'
+
+px run neg.pxl --in img.pgm --out neg.npy
+assert "an i16 result saves as .npy with numpy's header and the exact pixels" '[ $rc -eq 0 ] && [ "$(nbytes neg.npy)" -eq 152 ] && [ "$(head -c 69 neg.npy | tail -c 59)" = "$NPY_DICT" ] && tail -c 24 neg.npy | cmp -s - neg_i16.raw'
+
+px run neg.pxl --in img.pgm --out neg.TIF
+assert "an i16 result saves as TIFF (extension in any case)" '[ $rc -eq 0 ] && [ "$(head -c 3 neg.TIF)" = "II*" ]'
+
+px run negi.pxl --in neg.TIF --out back.npy
+assert "an i16 TIFF loads as i16 and the result saves exactly" '[ $rc -eq 0 ] && tail -c 24 back.npy | cmp -s - img_i16.raw'
+
+px run negi.pxl --in neg.npy --out back.tiff
+assert "an i16 .npy loads as i16" '[ $rc -eq 0 ] && [ -s back.tiff ]'
+
+px run "$SRC/examples/sobel3.pxl" --in "$SRC/samples/shapes.png" --out gx.tiff
+assert "examples/sobel3.pxl (i16) saves to .tiff" '[ $rc -eq 0 ] && [ -s gx.tiff ]'
+
+px run half.pxl --in does-not-exist.pgm --out half.png
+assert "an f32 result to .png exits 2 before loading inputs or running, naming the reason" '[ $rc -eq 2 ] && has err.txt "half.png: PNG stores u8 or u16 images, not f32" && has err.txt "produces f32" && ! has err.txt "does-not-exist" && [ ! -e half.png ]'
+
+px run neg.pxl --in img.pgm --out neg.jpg
+assert "an i16 result to .jpg exits 2" '[ $rc -eq 2 ] && has err.txt "JPEG stores u8" && [ ! -e neg.jpg ]'
+
+px run half.pxl --in img.pgm --out half.npy
+assert "an f32 result saves as .npy" '[ $rc -eq 0 ] && [ "$(nbytes half.npy)" -eq 176 ]'
+
+head -c 100 gx.tiff >cut.tif
+px run negi.pxl --in cut.tif --out cut.npy
+assert "a truncated TIFF input exits 3 with one message naming it (libtiff prints nothing)" '[ $rc -eq 3 ] && has err.txt "cut.tif: " && [ "$(wc -l <err.txt)" -eq 1 ] && [ ! -e cut.npy ]'
+
+printf '\223NUMPY\001\000\020\000{"descr": 1}   \n' >bad.npy
+px run negi.pxl --in bad.npy --out bad2.npy
+assert "a malformed .npy header exits 3 naming the file" '[ $rc -eq 3 ] && has err.txt "bad.npy: invalid .npy header"'
+
 # ---- summary ----
 
 echo "$npass passed, $nfail failed, $nskip skipped"

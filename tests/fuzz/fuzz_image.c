@@ -1,5 +1,5 @@
 /*
- * fuzz_image.c - fuzz target for the image decoders (PNG, JPEG, PGM/PPM) behind
+ * fuzz_image.c - fuzz target for the image decoders (PNG, JPEG, PGM/PPM, TIFF, .npy) behind
  * io_load_memory, with a small self-contained mutation driver.
  *
  * Built with -DPXL_LIBFUZZER it is a plain libFuzzer target (clang -fsanitize=fuzzer).
@@ -13,7 +13,10 @@
  * The seeds come from tools/mksamples, plus four made by hand for paths it does not
  * write: prog_gray.jpg (progressive), prog_rgb_noeoi.jpg (progressive, final EOI marker
  * removed), comment.pgm (comments after magic, width and maxval) and text.png (a tEXt
- * chunk, so CRC checks of ancillary chunks are exercised).
+ * chunk, so CRC checks of ancillary chunks are exercised); and three written with
+ * tifffile/numpy for layouts pxl never writes: tiled_planar.tif (16x16 tiles, separate
+ * planes, Deflate, big-endian f32 RGB), strips_be.tif (big-endian i16, 2-row strips,
+ * uncompressed) and fortran_be.npy (big-endian u16, Fortran order, (4, 3, 3)).
  *
  * A crash is a signal (segfault, sanitizer abort) or a broken contract: a decoder that
  * succeeds without a valid image, fails without a message naming the input, or returns a
@@ -63,8 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       broken("success without an image");
       return 0;
     }
+    /* any pxl_type now (TIFF and .npy); image_check_dims refuses values outside the enum */
     if (image_check_dims(img->width, img->height, img->type, img->channels, NULL) != PXL_OK ||
-        (img->type != PXL_U8 && img->type != PXL_U16) || img->pitch % 64 != 0)
+        img->pitch % 64 != 0)
       broken("success with an invalid image");
     /* Touch the first and last element so ASan checks the buffer. */
     size_t last = (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type) - 1;
@@ -288,7 +292,7 @@ static void mutate_once(Buf *b) {
 /* Fills b with the next input: a mutated seed, or random bytes (maybe after a magic). */
 static void next_input(Buf *b) {
   static const char *magics[] = {"\x89PNG\r\n\x1a\n", "\xff\xd8\xff", "P5\n", "P6 ", "P2\n",
-                                 "P3\n"};
+                                 "P3\n", "II*", "MM", "\x93NUMPY\x01"};
   size_t r = below(100);
   if (nseeds && r < 88) {
     const Buf *s = &seeds[below(nseeds)];

@@ -539,7 +539,7 @@ static void test_garbage(void **state) {
   Err err = {0};
   struct pxl_image *img;
   io_load(p, &img, &err);
-  assert_non_null(strstr(err.msg, "unsupported image format (not PNG, JPEG or PGM/PPM)"));
+  assert_non_null(strstr(err.msg, "unsupported image format (not PNG, JPEG, PGM/PPM, TIFF or .npy)"));
 
   static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   memcpy(junk, png_sig, 8);
@@ -845,7 +845,8 @@ static void test_load_limits(void **state) {
  * and the reason, leaves the existing file as it was and no temporary file behind. */
 static void test_save_full_disk(void **state) {
   (void)state;
-  static const char *names[] = {"full.png", "full16.png", "full.jpg", "full.ppm", "full16.pgm"};
+  static const char *names[] = {"full.png", "full16.png", "full.jpg", "full.ppm", "full16.pgm",
+                                "full.tif", "full16.tiff", "full.npy", "full16.npy"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
     int wide = strstr(names[k], "16") != NULL;
     int ch = strstr(names[k], ".pgm") ? 1 : 3;
