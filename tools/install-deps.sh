@@ -7,7 +7,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # build + run: compiler (also the JIT's), CMake, image libraries, cmocka, the OpenCL
-# loader and PoCL (a CPU OpenCL device for the OpenCL tests) (tools/deps.txt)
+# loader and PoCL (a CPU OpenCL device for the OpenCL tests), python3-opencv (the
+# OpenCV oracle of tests/cli/opencv_test.py) (tools/deps.txt)
 $SUDO apt-get install -y -qq --no-install-recommends $(cat "$(dirname "$0")/deps.txt") >/dev/null
 # benchmarks' peers (optional: pass --no-bench to skip these large packages)
 if [ "${1:-}" != "--no-bench" ]; then

@@ -260,10 +260,19 @@ int pxl_args_scalar_text(pxl_args *args, const char *name, const char *text);
 int pxl_args_border(pxl_args *args, const char *name, const char *mode);
 
 /* Binds the output image of a kernel or pipeline run: it must have the output's size, type
- * and channels (PXL_EARG otherwise); the run writes into it instead of allocating. */
+ * and channels - those of the inputs in a per-channel run (pxl_run) - (PXL_EARG otherwise);
+ * the run writes into it instead of allocating. */
 int pxl_args_output(pxl_args *args, pxl_image *img);
 
-/* Runs entry point `entry` (NULL: the program's last pipeline, else its last entry). */
+/* Runs entry point `entry` (NULL: the program's last pipeline, else its last entry).
+ * Each image must have its parameter's type, with one exception: a kernel or pipeline
+ * whose image parameters and output are all one channel, given host images that all have
+ * 3 or 4 channels of the parameters' element type, runs per channel - on each channel's
+ * plane with the same scalars and borders - and its result has as many channels (a
+ * bound output must too). Other mismatches (channel counts that differ between images,
+ * another element type, a reduction or histogram, a vector output) and device images
+ * in a per-channel run are PXL_EARG naming the parameter, the expected and the given
+ * type. */
 int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args,
             pxl_run_result **out);
 void pxl_result_free(pxl_run_result *res);

@@ -204,6 +204,66 @@ range : {
 }
 }
 
+/* PXL_EARG: the image for p is not what p declares; `why` is added after the types. */
+static int image_type_error(pxl_context *ctx, const Decl *D, const Param *p, const pxl_image *img, const char *why) {
+  char want[64], got[64];
+  describe_type(p->type, want, sizeof want);
+  describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
+  return api_fail(ctx, PXL_EARG, "image for parameter '%s' of '%s' must be %s, got %s%s", p->name, D->name, want, got,
+                  why);
+}
+
+/* Every image must have its parameter's type, or - per channel - a kernel or pipeline
+ * whose image parameters and output are all one channel is given images that all have
+ * the same 3 or 4 channels of the parameters' element types (runtime/channels.c runs it
+ * on each channel). Anything else is PXL_EARG naming the parameter, the expected type and
+ * the given one. */
+static int check_images(pxl_context *ctx, const Decl *D, const ImgArg *imgs) {
+  const Param *multi = NULL; /* the first one-channel parameter given more channels */
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->is_image) continue;
+    const pxl_image *img = imgs[p->img_index].img;
+    if (scalar_of_pxl(img->type) != p->type.s || (img->channels != p->type.lanes && p->type.lanes != 1))
+      return image_type_error(ctx, D, p, img, "");
+    if (img->channels != p->type.lanes && !multi) multi = p;
+  }
+  if (!multi) return PXL_OK;
+  const pxl_image *mimg = imgs[multi->img_index].img;
+  int C = mimg->channels;
+  char why[256];
+  if (D->kind == D_REDUCE || D->kind == D_HISTOGRAM) {
+    snprintf(why, sizeof why, "; a %s gives one result, so it does not run per channel (split the channels, or "
+             "declare the parameter %sx%d)", kind_name(D->kind), scalar_name(multi->type.s), C);
+    return image_type_error(ctx, D, multi, mimg, why);
+  }
+  if (D->type.lanes != 1) {
+    snprintf(why, sizeof why, "; '%s' makes %sx%d pixels, so it does not run per channel", D->name,
+             scalar_name(D->type.s), D->type.lanes);
+    return image_type_error(ctx, D, multi, mimg, why);
+  }
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->is_image) continue;
+    const pxl_image *img = imgs[p->img_index].img;
+    if (p->type.lanes != 1) {
+      snprintf(why, sizeof why, "; only an entry whose images are all one channel runs per channel, and '%s' is %sx%d",
+               p->name, scalar_name(p->type.s), p->type.lanes);
+      return image_type_error(ctx, D, multi, mimg, why);
+    }
+    if (img->channels != C) {
+      char got[64], other[64];
+      describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
+      describe_type(type_vec(scalar_of_pxl(mimg->type), C), other, sizeof other);
+      return api_fail(ctx, PXL_EARG,
+                      "image for parameter '%s' of '%s' is %s but the one for '%s' is %s: a one-channel %s runs per "
+                      "channel only when all its images have the same number of channels",
+                      p->name, D->name, got, multi->name, other, kind_name(D->kind));
+    }
+  }
+  return PXL_OK;
+}
+
 static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, Lane *scalars) {
   for (int i = 0; args && i < args->n; i++) args->v[i].used = false;
   for (int i = 0; i < D->nparams; i++) {
@@ -233,17 +293,13 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       ImgArg *ia = &imgs[p->img_index];
       ia->img = img;
       ia->border = p->border;
-      if (scalar_of_pxl(img->type) != p->type.s || img->channels != p->type.lanes) {
-        char want[64], got[64];
-        describe_type(p->type, want, sizeof want);
-        describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
-        return api_fail(ctx, PXL_EARG, "image for parameter '%s' of '%s' must be %s, got %s", p->name, D->name, want, got);
-      }
     } else {
       int rc = bind_scalar(ctx, D, p, found, &scalars[p->scalar_index]);
       if (rc) return rc;
     }
   }
+  int rc = check_images(ctx, D, imgs);
+  if (rc) return rc;
   /* border overrides */
   for (int j = 0; args && j < args->n; j++) {
     Arg *a = &args->v[j];

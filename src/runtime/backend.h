@@ -123,8 +123,21 @@ typedef struct {
 
 /* Runs entry D (kernel, reduce, histogram or pipeline) with bound arguments: imgs and
  * scalars follow D's image and scalar parameters (borders of kernel runs included);
- * out is the caller's output image or NULL. */
+ * out is the caller's output image or NULL. Images have their parameters' types, or
+ * (exec_channels > 1) all C channels of one-channel parameters: then it runs per
+ * channel (exec_per_channel). */
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
+
+/* channels.c: the number of channels a run of D on imgs computes one by one - C when D
+ * is a kernel or pipeline whose image parameters and output are one channel and its
+ * images have C channels (the binding checked they all do), else 1. */
+int exec_channels(const Decl *D, const ImgArg *imgs);
+/* Runs one-channel entry D on host images of C = exec_channels channels: D runs on each
+ * channel's plane of every input (through exec_entry), and the results are interleaved
+ * into a C-channel output (out, checked, or a new host image). PXL_EARG for device
+ * images. */
+int exec_per_channel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                     ExecResult *res, Err *err);
 
 #endif

@@ -9,7 +9,8 @@
  * are allocated on the device, and the result is copied back when the caller gave host
  * images. Pipeline runs on device images only (a given output included) may be recorded
  * and replayed by the backend (backend.h: replay): a run's key covers everything its
- * launches depend on.
+ * launches depend on. One-channel entries given 3- or 4-channel images run per channel
+ * (channels.c).
  */
 #include <stdint.h>
 #include <string.h>
@@ -228,6 +229,7 @@ static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, con
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err) {
   memset(res, 0, sizeof *res);
+  if (exec_channels(D, imgs) > 1) return exec_per_channel(be, D, imgs, scalars, out, res, err);
   int rc = check_memory(be, D, imgs, out, err);
   if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);
   if (recordable(be, D, imgs, out)) return run_pipeline_recorded(be, D, imgs, scalars, out, res, err);

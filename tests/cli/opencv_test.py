@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""opencv_test.py - one-channel examples run on colour photographs by `pxl run`, checked
+against an independent oracle, OpenCV, which filters each channel of a colour image on
+its own: every output must equal OpenCV's bit for bit.
+
+  blur3 (3x3 box, (s + 4) / 9)  cv2.blur, ksize 3x3: clamp, mirror, mirror101,
+                                constant(0) as BORDER_REPLICATE, REFLECT, REFLECT_101,
+                                CONSTANT (OpenCV's box filter has no BORDER_WRAP)
+  gauss3 (1 2 1 binomial)       cv2.GaussianBlur 3x3, sigma 0 (the same weights)
+  edges (pipeline)              GaussianBlur, Sobel (CV_16S) in x and y, all
+                                BORDER_REFLECT_101, sqrt(gx^2 + gy^2) * 0.25 in f32
+                                rounded half to even, > t
+
+on samples/scene.png (RGB 640x480), a 333x211 crop of it (odd sizes), an RGBA image made
+from it (alpha a diagonal ramp), and samples/scene.jpg as pxl decodes it (examples/copy.pxl
+writes the decoded pixels; OpenCV's own JPEG decoder may round differently); with
+PXL_TEST_QUICK=1 (the sanitizer build) the crop and an RGBA crop only. Last, a
+histogram on a colour image is refused (exit 4) with a message naming the parameter.
+
+Usage: opencv_test.py PXL SOURCE_DIR WORK_DIR DEVICE. Exit 77 ("skipped: ...") when
+python3-opencv is not installed (tools/deps.txt installs it) or DEVICE is a GPU whose
+backend reports it absent.
+"""
+import os
+import subprocess
+import sys
+
+try:
+    import cv2
+    import numpy as np
+except ImportError as e:
+    print(f"skipped: no python3-opencv ({e})")
+    sys.exit(77)
+
+PXL, SRC, WORK, DEVICE = sys.argv[1:5]
+os.makedirs(WORK, exist_ok=True)
+failed = 0
+passed = 0
+
+
+def pxl(*args):
+    """Runs pxl with --device DEVICE; (exit status, standard error)."""
+    p = subprocess.run([PXL, *args, "--device", DEVICE], capture_output=True, text=True)
+    return p.returncode, p.stderr
+
+
+def check(name, got_path, want):
+    global failed, passed
+    got = cv2.imread(got_path, cv2.IMREAD_UNCHANGED)
+    if got is None or got.shape != want.shape or got.dtype != want.dtype:
+        print(f"FAIL {name}: pxl wrote {None if got is None else (got.shape, got.dtype)}, "
+              f"OpenCV has {(want.shape, want.dtype)}")
+        failed += 1
+        return
+    diff = int(np.count_nonzero(got != want))
+    if diff:
+        dev = int(np.abs(got.astype(np.int32) - want.astype(np.int32)).max())
+        print(f"FAIL {name}: {diff} of {want.size} elements differ from OpenCV (by up to {dev})")
+        failed += 1
+    else:
+        print(f"ok {name}: {want.shape[1]}x{want.shape[0]}x{want.shape[2]}, equal to OpenCV")
+        passed += 1
+
+
+def run(name, args, want):
+    global failed
+    out = os.path.join(WORK, f"{DEVICE}-{name}.png")
+    rc, err = pxl("run", *args, "--out", out)
+    if rc:
+        print(f"FAIL {name}: pxl exited {rc}: {err.strip()}")
+        failed += 1
+    else:
+        check(name, out, want)
+
+
+def example(name):
+    return os.path.join(SRC, "examples", name)
+
+
+def edges(img, t):
+    b = cv2.BORDER_REFLECT_101
+    g = cv2.GaussianBlur(img, (3, 3), 0, borderType=b)
+    gx = cv2.Sobel(g, cv2.CV_16S, 1, 0, ksize=3, borderType=b).astype(np.float32)
+    gy = cv2.Sobel(g, cv2.CV_16S, 0, 1, ksize=3, borderType=b).astype(np.float32)
+    mag = np.clip(np.rint(np.sqrt(gx * gx + gy * gy) * np.float32(0.25)), 0, 255)
+    return np.where(mag > t, 255, 0).astype(np.uint8)
+
+
+# the device: a GPU the backend reports absent is a skip, nothing else
+scene = os.path.join(SRC, "samples", "scene.png")
+rc, err = pxl("run", example("blur3.pxl"), "--in", scene, "--out", os.path.join(WORK, f"{DEVICE}-probe.png"))
+if rc and DEVICE in ("cuda", "opencl") and "is not available" in err:
+    print(f"skipped: no {'CUDA' if DEVICE == 'cuda' else 'OpenCL'} device ({err.strip()})")
+    sys.exit(77)
+
+# PXL_TEST_QUICK=1 (the sanitizer build): the crop and an RGBA crop only
+quick = os.environ.get("PXL_TEST_QUICK") == "1"
+inputs = {}
+if not quick:
+    inputs["scene"] = scene
+crop = cv2.imread(scene)[101:312, 55:388]
+inputs["crop"] = os.path.join(WORK, "crop.png")
+cv2.imwrite(inputs["crop"], crop)
+bgr = crop if quick else cv2.imread(scene)
+h, w = bgr.shape[:2]
+alpha = ((np.arange(w)[None, :] + 2 * np.arange(h)[:, None]) % 256).astype(np.uint8)
+inputs["rgba"] = os.path.join(WORK, "rgba.png")
+cv2.imwrite(inputs["rgba"], np.dstack([bgr, alpha]))
+if not quick:
+    inputs["jpeg"] = os.path.join(WORK, f"{DEVICE}-jpeg-decoded.png")
+    rc, err = pxl("run", example("copy.pxl"), "--in", os.path.join(SRC, "samples", "scene.jpg"),
+                  "--out", inputs["jpeg"])
+    if rc:
+        print(f"FAIL copy of scene.jpg: pxl exited {rc}: {err.strip()}")
+        failed += 1
+        del inputs["jpeg"]
+
+borders = [(None, cv2.BORDER_REPLICATE), ("mirror", cv2.BORDER_REFLECT),
+           ("mirror101", cv2.BORDER_REFLECT_101), ("constant(0)", cv2.BORDER_CONSTANT)]
+for name, path in inputs.items():
+    img = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    for mode, cvmode in borders:
+        args = [example("blur3.pxl"), "--in", path] + (["--border", f"in={mode}"] if mode else [])
+        run(f"blur3-{name}-{mode or 'clamp'}", args, cv2.blur(img, (3, 3), borderType=cvmode))
+    run(f"gauss3-{name}-mirror101", [example("edges.pxl"), "gauss3", "--in", path, "--border", "in=mirror101"],
+        cv2.GaussianBlur(img, (3, 3), 0, borderType=cv2.BORDER_REFLECT_101))
+    run(f"edges-{name}", [example("edges.pxl"), "--in", path, "--param", "t=40"], edges(img, 40))
+
+# one result per run: a histogram of a colour image is refused, naming the parameter
+rc, err = pxl("run", example("hist256.pxl"), "--in", scene)
+if rc != 4 or "parameter 'in'" not in err or "u8x3 (3 channels)" not in err:
+    print(f"FAIL hist256 on a colour image: exit {rc}, '{err.strip()}' (want 4 naming 'in' and u8x3)")
+    failed += 1
+else:
+    passed += 1
+
+print(f"opencv_test on {DEVICE}: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
