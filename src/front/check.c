@@ -586,8 +586,9 @@ static bool always_returns(Node *s) {
 static bool host_expr_ok(Checker *C, Node *n, const char *what) {
   if (!n) return true;
   switch (n->kind) {
-  case ND_COORD: case ND_READ: case ND_AT:
-    diag_error(C->d, n->loc, "%s may use only constants, scalar parameters and image sizes", what);
+  case ND_COORD: case ND_READ: case ND_AT: case ND_FCALL: case ND_INDEX:
+    diag_error(C->d, n->loc, "%s may use only constants, scalar parameters and image sizes%s", what,
+               n->kind == ND_FCALL ? " (no function calls)" : n->kind == ND_INDEX ? " (no tables)" : "");
     return false;
   default:
     break;

@@ -496,6 +496,26 @@ static Node *primary(Parser *P) {
   const char *name = t->text;
   advance(P);
 
+  if (P->in_pipeline && is(P, ".")) { /* the size of an image of the pipeline: in.width */
+    Param *pimg = lookup_image(P, name);
+    advance(P);
+    Loc mloc = P->tok->loc;
+    const char *m = ident(P, "'width' or 'height'");
+    if (!m) return error_node(P, loc);
+    if (strcmp(m, "width") && strcmp(m, "height")) {
+      diag_error(P->d, mloc, "an image of a pipeline has only 'width' and 'height' here, not '%s'", m);
+      return error_node(P, loc);
+    }
+    if (!pimg) {
+      diag_error(P->d, loc, "'%s' is not an image parameter of the pipeline; only their sizes can be used in "
+                 "arguments", name);
+      return error_node(P, loc);
+    }
+    Node *r = new_node(P, ND_IMGDIM, loc);
+    r->param = pimg;
+    r->ival = m[0] == 'h';
+    return r;
+  }
   Param *img = P->in_pipeline ? NULL : lookup_image(P, name);
   if (img) {
     if (is(P, "(")) { /* relative read */
@@ -1311,8 +1331,9 @@ static PipeArg parg(Parser *P, int *cap) {
   PipeArg a = {.source = -1, .loc = P->tok->loc};
   Decl *D = P->decl;
   Type t;
+  bool size = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "."); /* in.width: a scalar */
   if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0 &&
-      !type_from_name(P->tok->text, &t)) { /* an image: a call or a name */
+      !type_from_name(P->tok->text, &t) && !size) { /* an image: a call or a name */
     bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(");
     if (call) {
       a.source = pcall(P, cap);

@@ -498,6 +498,9 @@ static void host_expr(StrBuf *o, const Decl *D, const Node *n) {
 static void unpack_scalars(StrBuf *o, const Decl *D) {
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
+    if (p->is_image && D->kind == D_PIPELINE) /* sizes, for arguments such as in.width / 2 */
+      sb_printf(o, "  const int32_t w%d = in[%d].width, h%d = in[%d].height; (void)w%d; (void)h%d;\n", p->img_index,
+                p->img_index, p->img_index, p->img_index, p->img_index, p->img_index);
     if (!p->is_image)
       sb_printf(o, "  const %s s%d = (%s)sc[%d].%c; (void)s%d;\n", cg_ctype(p->type.s), p->scalar_index,
                 cg_ctype(p->type.s), p->scalar_index, scalar_is_float(p->type.s) ? 'f' : 'i', p->scalar_index);
