@@ -5,11 +5,12 @@
  * The rules are C's usual arithmetic conversions, except that two integer operands meet in
  * a type that holds both (docs/LANGUAGE.md, "Conversions and arithmetic"): u8, i16 and
  * u16 promote to i32; u32 and i32 meet in i64; u64 and a signed type are refused unless
- * the signed one is a non-negative literal, which becomes u64; float literals take f64 only next to an f64
- * operand, else f32; all conversions (implicit at assignment, return and arguments, or
- * written as casts) saturate and round to nearest. After this phase each node's type is final and an ND_CAST stands
- * wherever a value changes type, so the interpreter and code generators never apply C's
- * rules themselves. Pipelines get their callees resolved and argument types checked here.
+ * the signed one is a non-negative literal, which becomes u64; float literals take f64
+ * only next to an f64 operand, else f32; all conversions (implicit at assignment, return
+ * and arguments, or written as casts) saturate and round to nearest. After this phase
+ * each node's type is final and an ND_CAST stands wherever a value changes type, so the
+ * interpreter and code generators never apply C's rules themselves. Pipelines get their
+ * callees resolved and argument types checked here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,7 +232,6 @@ static const char *op_text(NodeKind k) {
   case ND_LE: return "<=";
   case ND_GT: return ">";
   case ND_GE: return ">=";
-  case ND_COND: return "?:";
   default: return "?";
   }
 }
