@@ -2,12 +2,15 @@
  * check.c - third phase of the front end: types every expression and makes every
  * conversion explicit.
  *
- * The rules are C's usual arithmetic conversions (docs/LANGUAGE.md, "Types"): u8, i16 and
- * u16 promote to i32; float literals take f64 only next to an f64 operand, else f32; all
- * conversions (implicit at assignment, return and arguments, or written as casts) saturate
- * and round to nearest. After this phase each node's type is final and an ND_CAST stands
- * wherever a value changes type, so the interpreter and code generators never apply C's
- * rules themselves. Pipelines get their callees resolved and argument types checked here.
+ * The rules are C's usual arithmetic conversions, except that two integer operands meet in
+ * a type that holds both (docs/LANGUAGE.md, "Conversions and arithmetic"): u8, i16 and
+ * u16 promote to i32; u32 and i32 meet in i64; u64 and a signed type are refused unless
+ * the signed one is a non-negative literal, which becomes u64; float literals take f64
+ * only next to an f64 operand, else f32; all conversions (implicit at assignment, return
+ * and arguments, or written as casts) saturate and round to nearest. After this phase
+ * each node's type is final and an ND_CAST stands wherever a value changes type, so the
+ * interpreter and code generators never apply C's rules themselves. Pipelines get their
+ * callees resolved and argument types checked here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,27 +75,49 @@ static bool is_err(Node *n) { return !n || (n->flags & NF_ERROR); }
 
 static Scalar promote(Scalar s) { return (s == T_U8 || s == T_I16 || s == T_U16) ? T_I32 : s; }
 
-/* C's usual arithmetic conversions on two promoted scalar types. */
-static Scalar common_scalar(Scalar a, Scalar b) {
-  a = promote(a);
-  b = promote(b);
-  if (a == T_F64 || b == T_F64) return T_F64;
-  if (a == T_F32 || b == T_F32) return T_F32;
-  if (a == b) return a;
-  bool ua = !scalar_is_signed(a), ub = !scalar_is_signed(b);
-  int ra = scalar_size(a), rb = scalar_size(b);
-  if (ua == ub) return ra >= rb ? a : b;
-  Scalar u = ua ? a : b, s = ua ? b : a;
-  if (scalar_size(u) >= scalar_size(s)) return u;
-  return s; /* the signed type is wider: it holds every value of the unsigned one */
+/* An operand as the usual arithmetic conversions see it: its type before promotion (which
+ * says what values it holds) and whether it is a literal that may adapt to the other one. */
+typedef struct {
+  Scalar s;
+  bool lit_nonneg; /* a signed integer literal >= 0: adopts u64 next to u64 */
+  bool lit_float;  /* an untyped float literal: adopts f64 next to f64 */
+} Operand;
+
+static Operand operand_of(Node *n) {
+  Operand o = {n->type.s, false, (n->flags & NF_UNTYPED_FLOAT) != 0};
+  o.lit_nonneg = n->kind == ND_NUM && is_int(n->type.s) && scalar_is_signed(n->type.s) && n->ival >= 0;
+  return o;
 }
 
-/* Untyped float literal next to f64 becomes f64. */
-static Scalar common_with_literals(Node *x, Node *y) {
-  Scalar a = x->type.s, b = y->type.s;
-  if ((x->flags & NF_UNTYPED_FLOAT) && b == T_F64) a = T_F64;
-  if ((y->flags & NF_UNTYPED_FLOAT) && a == T_F64) b = T_F64;
-  return common_scalar(a, b);
+/* True if integer type t holds every value of integer type s. */
+static bool holds(Scalar t, Scalar s) {
+  if (scalar_is_signed(s)) return scalar_is_signed(t) && scalar_size(t) >= scalar_size(s);
+  return scalar_is_signed(t) ? scalar_size(t) > scalar_size(s) : scalar_size(t) >= scalar_size(s);
+}
+
+/* The usual arithmetic conversions (docs/LANGUAGE.md): two integers meet in the first of
+ * i32 u32 i64 u64 that holds every value of both, so mixed signedness computes the exact
+ * result (u32 and i32 meet in i64, u8 and u32 in u32). u64 and a signed type have none:
+ * false, unless the signed one is a non-negative literal, which becomes u64. Floats as in
+ * C. The result is a literal only while both operands are. */
+static bool operand_join(Operand a, Operand b, Operand *out) {
+  static const Scalar ladder[] = {T_I32, T_U32, T_I64, T_U64};
+  out->lit_nonneg = a.lit_nonneg && b.lit_nonneg;
+  out->lit_float = a.lit_float && b.lit_float;
+  if (a.lit_float && b.s == T_F64) a.s = T_F64;
+  if (b.lit_float && a.s == T_F64) b.s = T_F64;
+  if (a.s == T_F64 || b.s == T_F64) out->s = T_F64;
+  else if (a.s == T_F32 || b.s == T_F32) out->s = T_F32;
+  else {
+    for (size_t i = 0; i < sizeof ladder / sizeof *ladder; i++)
+      if (holds(ladder[i], a.s) && holds(ladder[i], b.s)) {
+        out->s = ladder[i];
+        return true;
+      }
+    if (!(a.s == T_U64 && b.lit_nonneg) && !(b.s == T_U64 && a.lit_nonneg)) return false;
+    out->s = T_U64;
+  }
+  return true;
 }
 
 static Node *mk(Checker *C, NodeKind k, Type t, Loc loc) {
@@ -189,22 +214,6 @@ static bool need_int(Checker *C, Node *n, const char *what) {
   return true;
 }
 
-/* Common type of two operands, lanes included (a scalar broadcasts to a vector). */
-static bool common_type(Checker *C, Node *x, Node *y, Loc loc, Type *out) {
-  if (is_err(x) || is_err(y)) return false;
-  int lanes = x->type.lanes;
-  if (x->type.lanes != y->type.lanes) {
-    if (x->type.lanes == 1)
-      lanes = y->type.lanes;
-    else if (y->type.lanes != 1) {
-      diag_error(C->d, loc, "operands have different channel counts (%s and %s)", tstr(x->type), tstr(y->type));
-      return false;
-    }
-  }
-  *out = type_vec(common_with_literals(x, y), lanes);
-  return true;
-}
-
 static const char *op_text(NodeKind k) {
   switch (k) {
   case ND_ADD: return "+";
@@ -217,8 +226,54 @@ static const char *op_text(NodeKind k) {
   case ND_BITAND: return "&";
   case ND_BITOR: return "|";
   case ND_BITXOR: return "^";
+  case ND_EQ: return "==";
+  case ND_NE: return "!=";
+  case ND_LT: return "<";
+  case ND_LE: return "<=";
+  case ND_GT: return ">";
+  case ND_GE: return ">=";
   default: return "?";
   }
+}
+
+/* Reports two values of types x and y (described by what, e.g. "operands of '+'") that
+ * have no common type: u64 and a signed type. The casts that would do and what they cost. */
+static void no_common_type(Checker *C, Loc loc, Type x, Type y, const char *what) {
+  int lanes = x.lanes > y.lanes ? x.lanes : y.lanes;
+  diag_error(C->d, loc,
+             "%s and %s %s have no common type that holds both; cast one of them: (%s) saturates u64 values "
+             "above 2^63 - 1, (%s) makes negative values 0",
+             tstr(x), tstr(y), what, tstr(type_vec(T_I64, lanes)), tstr(type_vec(T_U64, lanes)));
+}
+
+/* Channel count of two values: equal, or one of them a scalar that broadcasts. */
+static bool common_lanes(Checker *C, Type x, Type y, Loc loc, int *out) {
+  *out = x.lanes > y.lanes ? x.lanes : y.lanes;
+  if (x.lanes == y.lanes || x.lanes == 1 || y.lanes == 1) return true;
+  diag_error(C->d, loc, "operands have different channel counts (%s and %s)", tstr(x), tstr(y));
+  return false;
+}
+
+/* Common type of two operands, lanes included (a scalar broadcasts to a vector); what
+ * names them in a diagnostic. */
+static bool common_type(Checker *C, Node *x, Node *y, Loc loc, const char *what, Type *out) {
+  if (is_err(x) || is_err(y)) return false;
+  int lanes;
+  if (!common_lanes(C, x->type, y->type, loc, &lanes)) return false;
+  Operand o;
+  if (!operand_join(operand_of(x), operand_of(y), &o)) {
+    no_common_type(C, loc, x->type, y->type, what);
+    return false;
+  }
+  *out = type_vec(o.s, lanes);
+  return true;
+}
+
+/* "operands of '+'" (or "'+='" when written as a compound assignment) for diagnostics. */
+static const char *operands_of(Node *n) {
+  static char buf[32];
+  snprintf(buf, sizeof buf, "operands of '%s%s'", op_text(n->kind), n->flags & NF_COMPOUND ? "=" : "");
+  return buf;
 }
 
 static Node *err_out(Node *n) {
@@ -234,7 +289,7 @@ static Node *check_binary(Checker *C, Node *n) {
   Type t;
   switch (n->kind) {
   case ND_ADD: case ND_SUB: case ND_MUL: case ND_DIV:
-    if (!common_type(C, n->a, n->b, n->loc, &t)) return err_out(n);
+    if (!common_type(C, n->a, n->b, n->loc, operands_of(n), &t)) return err_out(n);
     break;
   case ND_MOD: case ND_BITAND: case ND_BITOR: case ND_BITXOR:
     if (!is_int(n->a->type.s) || !is_int(n->b->type.s)) {
@@ -242,7 +297,7 @@ static Node *check_binary(Checker *C, Node *n) {
                  tstr(n->a->type), tstr(n->b->type));
       return err_out(n);
     }
-    if (!common_type(C, n->a, n->b, n->loc, &t)) return err_out(n);
+    if (!common_type(C, n->a, n->b, n->loc, operands_of(n), &t)) return err_out(n);
     break;
   case ND_SHL: case ND_SHR:
     if (!is_int(n->a->type.s) || !is_int(n->b->type.s)) {
@@ -260,7 +315,7 @@ static Node *check_binary(Checker *C, Node *n) {
   case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
     if (!need_scalar(C, n->a, "a comparison") || !need_scalar(C, n->b, "a comparison")) return err_out(n);
     Type ct;
-    common_type(C, n->a, n->b, n->loc, &ct);
+    if (!common_type(C, n->a, n->b, n->loc, operands_of(n), &ct)) return err_out(n);
     n->a = conv(C, n->a, ct);
     n->b = conv(C, n->b, ct);
     n->type = type_scalar(T_I32);
@@ -275,7 +330,7 @@ static Node *check_binary(Checker *C, Node *n) {
     return err_out(n);
   }
   n->a = conv(C, n->a, t);
-  n->b = conv(C, n->b, n->kind == ND_SHL || n->kind == ND_SHR ? t : t);
+  n->b = conv(C, n->b, t);
   n->type = t;
   return n;
 }
@@ -285,25 +340,31 @@ static Node *check_call(Checker *C, Node *n) {
     n->args[i] = check_expr(C, n->args[i]);
     if (is_err(n->args[i])) return err_out(n);
   }
+  bool float_fn = n->builtin != BI_MIN && n->builtin != BI_MAX && n->builtin != BI_ABS && n->builtin != BI_CLAMP;
+  Operand o = operand_of(n->args[0]);
   Type t = n->args[0]->type;
-  t.s = promote(t.s);
   for (int i = 1; i < n->nargs; i++) {
-    Type u;
-    if (!common_type(C, n->args[0], n->args[i], n->loc, &u)) return err_out(n);
-    if (u.lanes > t.lanes) t.lanes = u.lanes;
-    /* fold pairwise */
-    Node tmp1 = *n->args[0], tmp2 = *n->args[i];
-    tmp1.type.s = t.s;
-    tmp2.type = u;
-    t.s = common_with_literals(&tmp1, &tmp2);
+    Node *arg = n->args[i];
+    if (!common_lanes(C, t, arg->type, n->loc, &t.lanes)) return err_out(n);
+    Operand next;
+    if (float_fn) { /* integers convert straight to the float type: no integer type needed */
+      o.s = o.s == T_F64 && !o.lit_float ? T_F64 : T_F32;
+      next = operand_of(arg);
+      next.s = next.s == T_F64 && !next.lit_float ? T_F64 : T_F32;
+    } else {
+      next = operand_of(arg);
+    }
+    Operand joined;
+    if (!operand_join(o, next, &joined)) {
+      char what[48];
+      snprintf(what, sizeof what, "arguments of '%s'", builtin_name(n->builtin));
+      no_common_type(C, n->loc, type_vec(o.s, t.lanes), arg->type, what);
+      return err_out(n);
+    }
+    o = joined;
   }
-  switch (n->builtin) {
-  case BI_MIN: case BI_MAX: case BI_ABS: case BI_CLAMP:
-    break;
-  default: /* floating-point functions */
-    if (t.s != T_F64) t.s = T_F32;
-    break;
-  }
+  t.s = promote(o.s);
+  if (float_fn && t.s != T_F64) t.s = T_F32;
   for (int i = 0; i < n->nargs; i++) n->args[i] = conv(C, n->args[i], t);
   n->type = t;
   return n;
@@ -449,7 +510,7 @@ static Node *check_expr(Checker *C, Node *n) {
     if (is_err(n->a) || is_err(n->b) || is_err(n->c)) return err_out(n);
     if (!need_scalar(C, n->a, "a condition")) return err_out(n);
     Type t;
-    if (!common_type(C, n->b, n->c, n->loc, &t)) return err_out(n);
+    if (!common_type(C, n->b, n->c, n->loc, "branches of '?:'", &t)) return err_out(n);
     n->b = conv(C, n->b, t);
     n->c = conv(C, n->c, t);
     n->type = t;

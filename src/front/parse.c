@@ -951,6 +951,7 @@ static Node *simple_stmt(Parser *P) {
       cur = l;
     }
     rhs = binary(P, k, cur, expr(P), oploc);
+    rhs->flags |= NF_COMPOUND;
   } else {
     char b[64];
     diag_error(P->d, oploc, "expected an assignment operator before %s", tok_desc(P->tok, b));

@@ -203,6 +203,8 @@ enum {
   NF_ERROR = 2,         /* placeholder made after a syntax error */
   NF_IN_RANGE = 4,      /* ND_CAST between integer types whose operand always fits the
                          * target (analysis: value ranges): no saturation needed */
+  NF_COMPOUND = 8,      /* binary operator desugared from a compound assignment (a += b):
+                         * diagnostics name it as written */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;

@@ -227,22 +227,50 @@ static void test_arithmetic_conversions(void **state) {
   n = expr_of_type("i32 r = us - us;", T_I32, 1, ND_SUB, &c); /* u16 promotes to i32 */
   compiled_free(c);
 
-  n = expr_of_type("u32 r = u + i;", T_U32, 1, ND_ADD, &c); /* same rank: unsigned wins */
+  /* integers meet in the first of i32 u32 i64 u64 that holds both */
+  n = expr_of_type("i64 r = u + i;", T_I64, 1, ND_ADD, &c); /* not u32 as in C */
+  assert_int_equal(n->a->kind, ND_CAST);
+  assert_type(n->a->a->type, T_U32, 1);
   assert_int_equal(n->b->kind, ND_CAST);
   assert_type(n->b->a->type, T_I32, 1);
   compiled_free(c);
-
+  n = expr_of_type("i64 r = i - u;", T_I64, 1, ND_SUB, &c);
+  compiled_free(c);
+  n = expr_of_type("i64 r = s * u;", T_I64, 1, ND_MUL, &c); /* i16 with u32 */
+  compiled_free(c);
+  n = expr_of_type("u32 r = u + a;", T_U32, 1, ND_ADD, &c); /* u32 holds every u8 */
+  compiled_free(c);
+  n = expr_of_type("u32 r = us * u;", T_U32, 1, ND_MUL, &c);
+  compiled_free(c);
+  n = expr_of_type("i64 r = u + 1;", T_I64, 1, ND_ADD, &c); /* a literal is an i32 like any */
+  compiled_free(c);
   n = expr_of_type("i64 r = l + u;", T_I64, 1, ND_ADD, &c); /* wider signed holds u32 */
   compiled_free(c);
-  n = expr_of_type("u64 r = ul + l;", T_U64, 1, ND_ADD, &c);
+  n = expr_of_type("u64 r = ul + u;", T_U64, 1, ND_ADD, &c);
+  compiled_free(c);
+  n = expr_of_type("u64 r = ul + us;", T_U64, 1, ND_ADD, &c); /* u16 is unsigned, promoted or not */
+  compiled_free(c);
+  /* u64 with a signed type: only a non-negative literal adapts (u64 with a variable: err_mixed_u64.pxl) */
+  n = expr_of_type("u64 r = ul + 1;", T_U64, 1, ND_ADD, &c);
+  assert_int_equal(n->b->kind, ND_NUM);
+  assert_type(n->b->type, T_U64, 1);
+  compiled_free(c);
+  n = expr_of_type("i32 r = ul > 0;", T_I32, 1, ND_GT, &c);
+  assert_type(n->b->type, T_U64, 1);
+  compiled_free(c);
+  n = expr_of_type("u64 r = 9223372036854775807 - ul;", T_U64, 1, ND_SUB, &c); /* an i64 literal */
+  compiled_free(c);
+  n = expr_of_type("u64 r = ul * (i64)3;", T_U64, 1, ND_MUL, &c); /* a cast literal is folded */
   compiled_free(c);
   n = expr_of_type("f32 r = f + l;", T_F32, 1, ND_ADD, &c); /* any float wins */
   compiled_free(c);
   n = expr_of_type("f64 r = f * d;", T_F64, 1, ND_MUL, &c);
   compiled_free(c);
-  n = expr_of_type("u32 r = 7u + 1;", T_U32, 1, ND_ADD, &c); /* the suffix u makes u32 */
+  n = expr_of_type("u32 r = 7u * u;", T_U32, 1, ND_MUL, &c); /* the suffix u makes u32 */
   compiled_free(c);
-  n = expr_of_type("u32 r = 0xffffffff & i;", T_U32, 1, ND_BITAND, &c); /* hex: u32 */
+  n = expr_of_type("u32 r = 0xffffffff & u;", T_U32, 1, ND_BITAND, &c); /* hex: u32 */
+  compiled_free(c);
+  n = expr_of_type("i64 r = 0xffffffff & i;", T_I64, 1, ND_BITAND, &c); /* u32 with i32 */
   compiled_free(c);
   n = expr_of_type("i64 r = 4294967295 + i;", T_I64, 1, ND_ADD, &c); /* decimal: i64 */
   compiled_free(c);
@@ -364,6 +392,22 @@ static void test_vectors_and_calls(void **state) {
   compiled_free(c);
 
   n = expr_of_type("i32 r = min(a, b);", T_I32, 1, ND_CALL, &c); /* promoted like + */
+  compiled_free(c);
+  n = expr_of_type("i64 r = max(u, i);", T_I64, 1, ND_CALL, &c); /* the common type of + */
+  compiled_free(c);
+  n = expr_of_type("u64 r = clamp(ul, 0, 255);", T_U64, 1, ND_CALL, &c);
+  compiled_free(c);
+  n = expr_of_type("i64 r = clamp(i, 0, u);", T_I64, 1, ND_CALL, &c);
+  compiled_free(c);
+  n = expr_of_type("u32 r = abs(u);", T_U32, 1, ND_CALL, &c);
+  compiled_free(c);
+  n = expr_of_type("f32 r = pow(ul, -1);", T_F32, 1, ND_CALL, &c); /* float functions need no integer type */
+  compiled_free(c);
+  n = expr_of_type("i64 r = a > 1 ? u : -1;", T_I64, 1, ND_COND, &c);
+  compiled_free(c);
+  n = expr_of_type("u32x3 r = v - u;", T_U32, 3, ND_SUB, &c); /* lane by lane: u8 with u32 */
+  compiled_free(c);
+  n = expr_of_type("i64x3 r = i32x3(v) - u;", T_I64, 3, ND_SUB, &c); /* i32 with u32 */
   compiled_free(c);
   n = expr_of_type("f32 r = sqrt(a);", T_F32, 1, ND_CALL, &c); /* float functions: f32 ... */
   compiled_free(c);
