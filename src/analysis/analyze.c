@@ -589,13 +589,30 @@ static bool is_signed_perm(const Access *ac) {
   return unit && (ax != 0) != (bx != 0);
 }
 
+/* The first pass's state for D (metrics into D->metrics); false when out of memory. */
+static bool an_init(An *A, Decl *D, Arena *arena) {
+  *A = (An){.D = D, .a = arena, .m = &D->metrics, .expr = walk_expr};
+  A->vars = arena_alloc(arena, sizeof(Interval) * (size_t)(D->nslots + 1));
+  A->assigns = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
+  A->steps = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
+  return A->vars && A->assigns && A->steps;
+}
+
+/* The second pass over D's statements: conversions that cannot saturate (metrics and
+ * accesses stay the first pass's). */
+static void an_mark_ranges(An *A, Decl *D) {
+  Metrics scratch = D->metrics;
+  A->m = &scratch;
+  A->expr = mark_expr;
+  A->values = true;
+  for (int i = 0; i < PXL_MAX_SEP_ACC; i++) A->sep_init[i] = UNKNOWN;
+  walk_stmts(A, D->body, 1);
+}
+
 static bool analyze_decl(Decl *D, Arena *arena) {
   D->access = arena_alloc(arena, sizeof(Access) * (size_t)(D->nimages ? D->nimages : 1));
-  An A = {.D = D, .a = arena, .m = &D->metrics, .expr = walk_expr};
-  A.vars = arena_alloc(arena, sizeof(Interval) * (size_t)(D->nslots + 1));
-  A.assigns = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
-  A.steps = arena_alloc(arena, sizeof(int) * (size_t)(D->nslots + 1));
-  if (!D->access || !A.vars || !A.assigns || !A.steps) return false;
+  An A;
+  if (!an_init(&A, D, arena) || !D->access) return false;
   D->metrics.exact = true;
   if (D->kind == D_REDUCE) {
     walk_expr(&A, D->body, 1);
@@ -621,14 +638,7 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   }
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
   if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
-  /* second pass, over the same statements: conversions that cannot saturate (metrics
-   * and accesses stay the first pass's) */
-  Metrics scratch = D->metrics;
-  A.m = &scratch;
-  A.expr = mark_expr;
-  A.values = true;
-  for (int i = 0; i < PXL_MAX_SEP_ACC; i++) A.sep_init[i] = UNKNOWN;
-  walk_stmts(&A, D->body, 1);
+  an_mark_ranges(&A, D);
   return true;
 }
 
@@ -651,20 +661,12 @@ static bool analyze_calls(const Node *n, Arena *arena) {
 static bool analyze_func(Decl *F, Arena *arena) {
   F->access = arena_alloc(arena, sizeof(Access));
   if (!F->access || !analyze_calls(F->body, arena)) return false;
-  An A = {.D = F, .a = arena, .m = &F->metrics, .expr = walk_expr};
-  A.vars = arena_alloc(arena, sizeof(Interval) * (size_t)(F->nslots + 1));
-  A.assigns = arena_alloc(arena, sizeof(int) * (size_t)(F->nslots + 1));
-  A.steps = arena_alloc(arena, sizeof(int) * (size_t)(F->nslots + 1));
-  if (!A.vars || !A.assigns || !A.steps) return false;
+  An A;
+  if (!an_init(&A, F, arena)) return false;
   F->metrics.exact = true;
   count_assigns(&A, F->body, false);
   walk_stmts(&A, F->body, 1);
-  Metrics scratch = F->metrics;
-  A.m = &scratch;
-  A.expr = mark_expr;
-  A.values = true;
-  for (int i = 0; i < PXL_MAX_SEP_ACC; i++) A.sep_init[i] = UNKNOWN;
-  walk_stmts(&A, F->body, 1);
+  an_mark_ranges(&A, F);
   F->skel = SK_P2P;
   return true;
 }
