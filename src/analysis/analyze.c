@@ -98,6 +98,30 @@ static Interval interval_raw(An *A, Node *n) {
   case ND_NEG:
     x = interval_of(A, n->a);
     return x.known ? iv(-x.hi, -x.lo) : UNKNOWN;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: case ND_LOGAND: case ND_LOGOR:
+  case ND_NOT:
+    return iv(0, 1);
+  case ND_COND: /* either branch, whatever the condition */
+    x = interval_of(A, n->b);
+    y = interval_of(A, n->c);
+    if (!x.known || !y.known) return UNKNOWN;
+    return iv(x.lo < y.lo ? x.lo : y.lo, x.hi > y.hi ? x.hi : y.hi);
+  case ND_CALL:
+    if (scalar_is_float(n->type.s)) return UNKNOWN;
+    if (n->builtin == BI_MIN || n->builtin == BI_MAX) {
+      x = interval_of(A, n->args[0]);
+      y = interval_of(A, n->args[1]);
+      if (!x.known || !y.known) return UNKNOWN;
+      if (n->builtin == BI_MIN) return iv(x.lo < y.lo ? x.lo : y.lo, x.hi < y.hi ? x.hi : y.hi);
+      return iv(x.lo > y.lo ? x.lo : y.lo, x.hi > y.hi ? x.hi : y.hi);
+    }
+    if (n->builtin == BI_CLAMP) { /* min(max(v, lo), hi): within [min(lo, hi), hi] whatever v is */
+      Interval v = interval_of(A, n->args[0]), l = interval_of(A, n->args[1]), h = interval_of(A, n->args[2]);
+      if (!l.known || !h.known) return UNKNOWN;
+      Interval m = v.known ? iv(v.lo > l.lo ? v.lo : l.lo, v.hi > l.hi ? v.hi : l.hi) : iv(l.lo, h.hi > l.hi ? h.hi : l.hi);
+      return iv(m.lo < h.lo ? m.lo : h.lo, m.hi < h.hi ? m.hi : h.hi);
+    }
+    return UNKNOWN;
   case ND_INDEX: /* a table's elements, and 0 where the index may fall outside it */
     if (!n->var->is_const || scalar_is_float(n->type.s)) return UNKNOWN;
     y = interval_of(A, n->a);
