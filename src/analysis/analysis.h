@@ -19,6 +19,10 @@
  * checked program except for out-of-memory (false, arena flagged). */
 bool analyze_program(Program *p, Diag *d);
 
+/* Analyses one declaration again (a specialisation made at run time): its access,
+ * class, metrics and separable passes. False when out of memory. */
+bool analyze_decl_again(Decl *D, Arena *arena);
+
 /* The `pxl check --explain` report for the whole program, in the program's arena. */
 const char *explain_program(Program *p);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/specialise.h"
 
 typedef struct {
   bool known;
@@ -663,8 +664,11 @@ static bool analyze_decl(Decl *D, Arena *arena) {
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
   if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
   an_mark_ranges(&A, D);
+  spec_mark(D);
   return true;
 }
+
+bool analyze_decl_again(Decl *D, Arena *arena) { return analyze_decl(D, arena); }
 
 /* A user function: its metrics per call (callers add them) and the conversions in its
  * body that cannot saturate. Callees first, each once (access marks it done). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/specialise.h"
 #include "util/alloc.h"
 #include "util/strbuf.h"
 
@@ -69,6 +70,16 @@ const char *explain_program(Program *p) {
       if (ac->gather) sb_printf(&b, " data-dependent reads (gather)");
       if (!ac->read_rel && !ac->read_abs && !ac->gather) sb_printf(&b, " not read");
       sb_printf(&b, "; border %s\n", border_name(pa->border.kind));
+    }
+    if (D->spec_mask) {
+      sb_printf(&b, "  specialised when run on the values of");
+      for (int k = 0, n = 0; k < D->nparams; k++) {
+        Param *pa = D->params[k];
+        if (!pa->is_image && pa->scalar_index < 32 && (D->spec_mask >> pa->scalar_index & 1))
+          sb_printf(&b, "%s %s", n++ ? "," : "", pa->name);
+      }
+      sb_printf(&b, ": a window of known size where they bound it (radius up to %d), else this gather\n",
+                SPEC_MAX_RADIUS);
     }
     if (D->sep)
       sb_printf(&b, "  separable: %d column pass%s over %d rows, then a row pass over %d columns\n", D->sep->nacc,

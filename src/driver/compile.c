@@ -45,7 +45,9 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
   for (int i = 0; ok && i < p->ndecls; i++) {
     p->decls[i]->index = i;
     p->decls[i]->serial = p->serial;
+    p->decls[i]->prog = p;
   }
+  p->next_index = p->ndecls;
   if (a->failed || d->oom) {
     arena_free(a);
     return PXL_ENOMEM;

@@ -344,9 +344,17 @@ struct Decl {
   Access *access;     /* one per image param */
   Separable *sep;     /* N2P kernels whose window splits into columns and rows, else NULL */
   Metrics metrics;
+  /* run-time specialisation (analysis/specialise.c): a gather whose offsets or loop
+   * bounds depend on integer scalar parameters is re-analysed with their values */
+  uint32_t spec_mask; /* bit i: scalar parameter i is specialised on; 0: never */
+  Decl *specs;        /* the specialisations made so far, linked by spec_next */
+  Decl *spec_next;
+  int64_t *spec_vals; /* a specialisation: the values (by scalar index) it was made for */
+  int nspecs;         /* specialisations of this declaration (capped) */
+  struct Program *prog; /* the program holding this declaration (its arena) */
 };
 
-typedef struct {
+typedef struct Program {
   Arena *arena;
   uint64_t serial;    /* unique per compiled program in this process (caches key on it) */
   const char *filename;
@@ -357,6 +365,7 @@ typedef struct {
   int nfuncs;
   Var **tables;       /* every const array of the program (file-scope and local), by Var.table */
   int ntables;
+  int next_index;     /* the next Decl.index for a specialisation (after the entries) */
 } Program;
 
 Decl *program_find(const Program *p, const char *name); /* an entry point; NULL if absent */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "analysis/specialise.h"
 #include "interp/interp.h"
 #include "runtime/backend.h"
 #include "util/alloc.h"
@@ -82,7 +83,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     bool last = v == P->result;
     rc = prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
     if (rc) break;
-    rc = be->kernel(be, K, kimgs, ks, vals[v], err);
+    rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
     /* free intermediates whose last reader just ran */
     for (int a = 0; a < pv->nargs && !rc; a++) {
       int s = pv->args[a].source;
@@ -121,7 +122,7 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
     if (rc) return rc;
     rc = prepare_output(be, D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
     if (rc) return rc;
-    rc = be->kernel(be, D, imgs, scalars, res->image, err);
+    rc = be->kernel(be, spec_for(D, scalars), imgs, scalars, res->image, err);
     if (rc && res->image_owned) {
       image_free(res->image);
       res->image = NULL;
@@ -131,14 +132,14 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
   }
   case D_REDUCE:
     res->kind = PXL_RESULT_SCALAR;
-    return be->reduce(be, D, imgs, scalars, &res->red, err);
+    return be->reduce(be, spec_for(D, scalars), imgs, scalars, &res->red, err);
   case D_HISTOGRAM: {
     res->kind = PXL_RESULT_HISTOGRAM;
     res->bins = PXL_CALLOC((size_t)D->nbins, sizeof(Lane));
     if (!res->bins) return err_set(err, PXL_ENOMEM, "out of memory");
     res->nbins = D->nbins;
     res->bins_float = D->weighted_float;
-    int rc = be->histogram(be, D, imgs, scalars, res->bins, err);
+    int rc = be->histogram(be, spec_for(D, scalars), imgs, scalars, res->bins, err);
     if (rc) {
       PXL_FREE(res->bins);
       res->bins = NULL;

@@ -236,6 +236,7 @@ static double scalar_value(const Param *p) {
   if (!strcmp(p->name, "t")) return scalar_is_float(p->type.s) ? 60 : 40;
   if (!strcmp(p->name, "levels")) return 6;
   uint64_t r = next();
+  if (!strcmp(p->name, "r")) return (double)(1 + r % 3); /* a radius: each value is a specialisation to build */
   if (scalar_is_float(p->type.s)) return (double)(r % 2001) / 1000.0;
   return (double)(r % 11);
 }

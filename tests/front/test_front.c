@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "analysis/specialise.h"
 #include "analysis/analysis.h"
 #include "front/front.h"
 #include "pxl/pxl.h"
@@ -680,6 +681,61 @@ static void test_ir_invariants(void **state) {
   compiled_free(c);
 }
 
+/* ---- run-time specialisation: windows whose size is a parameter ---- */
+
+static void test_specialise(void **state) {
+  (void)state;
+  Compiled *c = compile_ok("kernel u8 k(image u8 in, int r, f32 g) { int s = 0;\n"
+                           "  for (int dy = -r; dy <= r; dy++) for (int dx = -r; dx <= 2 * r; dx++) s += in(dx, dy);\n"
+                           "  return s * g; }\n"
+                           "kernel u8 j(image u8 in, int d) { return in(d, 0); }\n"
+                           "kernel u8 w(image u8 in, int r) { int s = 0; for (int i = -r; i <= r; i++) s += in(i, 0);"
+                           " return s; }\n");
+  Decl *D = program_find(c->p, "k");
+  assert_int_equal(D->skel, SK_GATHER);
+  assert_int_equal(D->spec_mask, 1); /* r, not the float g */
+  Lane v[2] = {{.i = 2}, {.f = 0.5}};
+  const Decl *S = spec_for(D, v);
+  assert_ptr_not_equal(S, D);
+  assert_int_equal(S->skel, SK_N2P);
+  assert_int_equal(S->access[0].x0, -2);
+  assert_int_equal(S->access[0].x1, 4);
+  assert_int_equal(S->access[0].y0, -2);
+  assert_int_equal(S->access[0].y1, 2);
+  assert_non_null(S->sep); /* a plain sum: column and row passes */
+  assert_true(S->index >= c->p->ndecls);
+  assert_ptr_equal(spec_for(D, v), S); /* made once */
+  v[1].f = 3; /* g is not specialised on */
+  assert_ptr_equal(spec_for(D, v), S);
+  Lane v3[2] = {{.i = 3}, {.f = 0.5}};
+  const Decl *S3 = spec_for(D, v3);
+  assert_ptr_not_equal(S3, S);
+  assert_int_not_equal(S3->index, S->index);
+  assert_int_equal(S3->access[0].x1, 6);
+  Lane big[2] = {{.i = SPEC_MAX_RADIUS + 1}, {.f = 0}};
+  assert_ptr_equal(spec_for(D, big), D); /* too wide: the generic gather */
+  assert_ptr_equal(spec_for(D, big), D);
+  /* a parameter used as an offset: a 1x1 window at (d, 0) */
+  Decl *J = program_find(c->p, "j");
+  Lane d[1] = {{.i = -3}};
+  const Decl *SJ = spec_for(J, d);
+  assert_int_equal(SJ->skel, SK_N2P);
+  assert_int_equal(SJ->access[0].x0, -3);
+  assert_int_equal(SJ->access[0].x1, -3);
+  /* a negative radius: a loop that never runs, whose counter the analysis leaves unbounded,
+   * so the generic gather runs (remembered: the second call makes nothing) */
+  Decl *W = program_find(c->p, "w");
+  Lane neg[1] = {{.i = -5}};
+  assert_ptr_equal(spec_for(W, neg), W);
+  assert_ptr_equal(spec_for(W, neg), W);
+  assert_int_equal(W->nspecs, 1);
+  /* a window that needs no parameter is never specialised */
+  Compiled *b = compile_ok("kernel u8 k(image u8 in, int r) { return in(1, 0) + r; }\n");
+  assert_int_equal(program_find(b->p, "k")->spec_mask, 0);
+  compiled_free(b);
+  compiled_free(c);
+}
+
 /* ---- value ranges: conversions that cannot saturate ---- */
 
 /* Whether the conversion of kernel k's return value (its last statement) is flagged as
@@ -794,6 +850,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_histogram_bins),
       cmocka_unit_test(test_ir_invariants),
       cmocka_unit_test(test_value_ranges),
+      cmocka_unit_test(test_specialise),
       cmocka_unit_test(test_out_of_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

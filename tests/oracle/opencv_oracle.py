@@ -18,13 +18,17 @@ import cv2
 import numpy as np
 
 
+def box(r):
+    return lambda a: cv2.blur(a, (2 * r + 1, 2 * r + 1), borderType=cv2.BORDER_REPLICATE)
+
+
 def cases():
-    """(example file, entry, OpenCV function of a u8 gray image)."""
+    """(example file, entry, --param values, OpenCV function of a u8 gray image)."""
     return [
-        ("gauss5.pxl", "gauss5", lambda a: cv2.GaussianBlur(a, (5, 5), 0)),
-        ("median3.pxl", "median3", lambda a: cv2.medianBlur(a, 3)),
-        ("median5.pxl", "median5", lambda a: cv2.medianBlur(a, 5)),
-    ]
+        ("gauss5.pxl", "gauss5", [], lambda a: cv2.GaussianBlur(a, (5, 5), 0)),
+        ("median3.pxl", "median3", [], lambda a: cv2.medianBlur(a, 3)),
+        ("median5.pxl", "median5", [], lambda a: cv2.medianBlur(a, 5)),
+    ] + [("boxr.pxl", "boxr", ["r=%d" % r], box(r)) for r in (1, 2, 7)]
 
 
 def inputs(examples):
@@ -51,15 +55,17 @@ def main():
         out = os.path.join(tmp, "out.png")
         for name, img in inputs(examples):
             cv2.imwrite(src, img)
-            for file, entry, ref in cases():
+            for file, entry, params, ref in cases():
                 want = ref(img)
                 for dev in devices:
                     if os.path.exists(out):
                         os.remove(out)
                     cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src, "--out", out,
                            "--device", dev]
+                    for p in params:
+                        cmd += ["--param", p]
                     run = subprocess.run(cmd, capture_output=True, text=True)
-                    what = "%s on %s, %s" % (entry, name, dev)
+                    what = "%s%s on %s, %s" % (entry, "".join(" " + p for p in params), name, dev)
                     if run.returncode != 0:
                         print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
                         failed += 1
