@@ -119,7 +119,11 @@ const KernelDef kKernels[] = {
     {"dilate5", Kind::Image, 1, false},  {"gradient73", Kind::Image, 1, false},
     {"sum", Kind::Scalar, 0, false},     {"min", Kind::Scalar, 0, false},
     {"max", Kind::Scalar, 0, false},     {"hist256", Kind::Hist, 0, false},
+    // written with tables, local arrays and a parameter radius (boxr: r = kBoxRadius)
+    {"gauss5", Kind::Image, 1, false},   {"median3", Kind::Image, 1, false},
+    {"median5", Kind::Image, 1, false},  {"boxr", Kind::Image, 1, false},
 };
+const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the r = 15
 
 Output make_output(const KernelDef &k, int w, int h) {
   Output o;
@@ -197,6 +201,37 @@ void reference(const std::string &k, const Image &in, Output &o) {
     window(3, 1, false);
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++) o.img.row(y)[x] = (uint8_t)(mx.row(y)[x] - o.img.row(y)[x]);
+  } else if (k == "gauss5") {  // mirror101 border, as GaussianBlur's default
+    static const int taps[5] = {1, 4, 6, 4, 1};
+    auto m101 = [](int i, int n) { return n == 1 ? 0 : i < 0 ? -i : i >= n ? 2 * n - 2 - i : i; };
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int s = 0;
+        for (int dy = -2; dy <= 2; dy++)
+          for (int dx = -2; dx <= 2; dx++)
+            s += taps[dy + 2] * taps[dx + 2] * in.row(m101(y + dy, h))[m101(x + dx, w)];
+        o.img.row(y)[x] = (uint8_t)((s + 128) >> 8);
+      }
+  } else if (k == "median3" || k == "median5") {
+    int r = k == "median3" ? 1 : 2, n = (2 * r + 1) * (2 * r + 1);
+    std::vector<int> v((size_t)n);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int i = 0;
+        for (int dy = -r; dy <= r; dy++)
+          for (int dx = -r; dx <= r; dx++) v[(size_t)i++] = px(x + dx, y + dy);
+        std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+        o.img.row(y)[x] = (uint8_t)v[(size_t)(n / 2)];
+      }
+  } else if (k == "boxr") {
+    const int r = kBoxRadius, n = (2 * r + 1) * (2 * r + 1);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        int s = 0;
+        for (int dy = -r; dy <= r; dy++)
+          for (int dx = -r; dx <= r; dx++) s += px(x + dx, y + dy);
+        o.img.row(y)[x] = (uint8_t)((s + n / 2) / n);
+      }
   } else if (k == "sum" || k == "min" || k == "max") {
     uint64_t s = 0;
     int mn = 255, mx = 0;
@@ -283,6 +318,15 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
         cv::morphologyEx(src, dst, op, se, cv::Point(-1, -1), 1, cv::BORDER_REPLICATE);
       };
     }
+    else if (k == "gauss5")
+      p.run = [=]() mutable { cv::GaussianBlur(src, dst, cv::Size(5, 5), 0, 0, cv::BORDER_REFLECT_101); };
+    else if (k == "median3" || k == "median5")
+      p.run = [=]() mutable { cv::medianBlur(src, dst, k == "median3" ? 3 : 5); };
+    else if (k == "boxr")
+      p.run = [=]() mutable {
+        cv::blur(src, dst, cv::Size(2 * kBoxRadius + 1, 2 * kBoxRadius + 1), cv::Point(-1, -1),
+                 cv::BORDER_REPLICATE);
+      };
     p.finish = [=]() mutable { check_inplace(); };
   } else if (k == "sum") {
     auto r = std::make_shared<double>(0);
@@ -366,6 +410,8 @@ struct HalidePeer {
   // The algorithm of kernel k; with tuned = false, left unscheduled (generic fallback).
   hl::Func build(const std::string &k, bool tuned) {
     using namespace hl;
+    if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr")
+      throw CompileError("no Halide version written for " + k);
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func c = BoundaryConditions::repeat_edge(in);
     Func f(k);
@@ -618,6 +664,8 @@ struct PxlPeer {
     if (pxl_args_image(a, "in", img) != PXL_OK) return p.error = err("pxl_args_image(in)"), p;
     if (k == "binarize" && pxl_args_scalar(a, "t", 128) != PXL_OK)
       return p.error = err("pxl_args_scalar(t)"), p;
+    if (k == "boxr" && pxl_args_scalar(a, "r", kBoxRadius) != PXL_OK)
+      return p.error = err("pxl_args_scalar(r)"), p;
     if (o.kind == Kind::Image) {
       pxl_image *out = nullptr;
       pxl_type t = o.img.esize == 1 ? PXL_U8 : PXL_I16;

@@ -364,6 +364,10 @@ static void walk_stmts(An *A, Node *s, double w) {
     case ND_BIN: case ND_ISET:
       A->expr(A, s->a, w);
       A->expr(A, s->b, w);
+      if (s->kind == ND_ISET && A->values) { /* the range-marking pass: a store that needs no test */
+        Interval x = interval_of(A, s->a);
+        if (x.known && x.lo >= 0 && x.hi < s->var->len) s->flags |= NF_IN_RANGE;
+      }
       break;
     case ND_IF:
       A->m->branches += w;
@@ -568,6 +572,10 @@ static Separable *find_separable(Decl *D, Arena *a) {
 /* Flags the integer conversions in n whose operand's values fit the target type. */
 static void mark_expr(An *A, Node *n, double w) {
   if (!n) return;
+  if (n->kind == ND_INDEX) {
+    Interval x = interval_of(A, n->a);
+    if (x.known && x.lo >= 0 && x.hi < n->var->len) n->flags |= NF_IN_RANGE;
+  }
   if (n->kind == ND_CAST && n->type.lanes == 1 && !scalar_is_float(n->type.s) && !scalar_is_float(n->a->type.s)) {
     Interval x = interval_of(A, n->a), t = type_range(n->type.s);
     if (x.known && t.known && x.lo >= t.lo && x.hi <= t.hi) n->flags |= NF_IN_RANGE;

@@ -161,7 +161,9 @@ const Decl *spec_for(const Decl *D, const Lane *scalars) {
   S->spec_vals = vals;
   S->index = D->prog->next_index++;
   if (!analyze_decl_again(S, a)) return D;
-  if (S->skel != SK_GATHER && !narrow_enough(S)) S->skel = SK_GATHER; /* remembered as not worth it */
+  /* only windows are worth it (and an affine read made exact, such as in.at(x + d, y),
+   * keeps the gather path, which is tested on every backend for it); remembered */
+  if ((S->skel != SK_N2P && S->skel != SK_P2P) || !narrow_enough(S)) S->skel = SK_GATHER;
   S->spec_next = M->specs;
   M->specs = S;
   M->nspecs++;

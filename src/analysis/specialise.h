@@ -23,7 +23,7 @@
  * relative reads could not be bounded (sets D->spec_mask). */
 void spec_mark(Decl *D);
 /* The declaration to run for these scalar values: D itself when D is not marked, or when
- * specialising does not give a bounded window (or fails for memory); else the
+ * specialising does not give a bounded window (N2P or P2P; or fails for memory); else the
  * specialisation, made once per distinct values and kept in D's program. */
 const Decl *spec_for(const Decl *D, const Lane *scalars);
 

@@ -202,7 +202,8 @@ enum {
   NF_UNTYPED_FLOAT = 1, /* float literal not yet given a type: adopts f64 next to f64 */
   NF_ERROR = 2,         /* placeholder made after a syntax error */
   NF_IN_RANGE = 4,      /* ND_CAST between integer types whose operand always fits the
-                         * target (analysis: value ranges): no saturation needed */
+                         * target (analysis: value ranges): no saturation needed;
+                         * ND_INDEX, ND_ISET: the index is always inside the array */
   NF_COMPOUND = 8,      /* binary operator desugared from a compound assignment (a += b):
                          * diagnostics name it as written */
 };

@@ -430,10 +430,17 @@ void cg_expr(Gen *g, const Node *n, int lane) {
     return;
   case ND_INDEX: {
     const Var *v = n->var;
-    if (v->is_const) OUT("%s_t%d[pxr_ix(", g->pfx, v->table);
-    else OUT("v%d[pxr_ix(", v->slot);
-    cg_expr(g, n->a, 0);
-    OUT(", %d)]", v->len);
+    if (v->is_const) OUT("%s_t%d[", g->pfx, v->table);
+    else OUT("v%d[", v->slot);
+    if (n->flags & NF_IN_RANGE) { /* analysis: always inside */
+      OUT("(int32_t)(");
+      cg_expr(g, n->a, 0);
+      OUT(")]");
+    } else {
+      OUT("pxr_ix(");
+      cg_expr(g, n->a, 0);
+      OUT(", %d)]", v->len);
+    }
     if (!v->is_const && v->type.lanes > 1) OUT("[%d]", lane);
     return;
   }
@@ -546,7 +553,8 @@ static void stmt(Gen *g, const Node *s) {
     lanes = s->var->type.lanes;
     ind(g), OUT("{ int64_t i_ = ");
     cg_expr(g, s->a, 0);
-    OUT("; if ((uint64_t)i_ < %uu) { ", (unsigned)s->var->len);
+    if (s->flags & NF_IN_RANGE) OUT("; { "); /* analysis: always inside */
+    else OUT("; if ((uint64_t)i_ < %uu) { ", (unsigned)s->var->len);
     if (lanes > 1) { /* through a temporary: the right side may read the array */
       OUT("%s t_[%d] = {", cg_ctype(s->var->type.s), lanes);
       for (int k = 0; k < lanes; k++) {
