@@ -6,8 +6,8 @@ Usage: opencv_oracle.py PXL EXAMPLES_DIR DEVICE...
 For each case, writes an input image, runs `PXL run` on each DEVICE and compares the
 result with the OpenCV call named in the example's header comment, pixel for pixel
 (exact equality: these operators are defined on integers in both). Inputs: the sample
-photograph in grey, random bytes and a gradient at awkward sizes (1x1 and 2x3 are
-smaller than the 5x5 windows). Prints 'N passed, N failed' and exits 1 on a failure.
+photograph in grey (in colour for the colour conversions), random bytes and a gradient at
+awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows). Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import os
 import subprocess
@@ -31,17 +31,36 @@ def cases():
     ] + [("boxr.pxl", "boxr", ["r=%d" % r], box(r)) for r in (1, 2, 7)]
 
 
-def inputs(examples):
+def colour_cases():
+    """The same for u8 RGB images (pxl reads PNG as R, G, B; OpenCV's arrays here are RGB too)."""
+    return [
+        ("gray601.pxl", "gray601", [], lambda a: cv2.cvtColor(a, cv2.COLOR_RGB2GRAY)),
+        ("hsv.pxl", "hsv", [], lambda a: cv2.cvtColor(a, cv2.COLOR_RGB2HSV)),
+    ]
+
+
+def inputs(examples, colour=False):
     rng = np.random.default_rng(20261124)
     samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
+    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
     if scene is None:
         sys.exit("opencv_oracle: cannot read samples/scene.png")
-    yield "scene", scene
+    scene = cv2.cvtColor(scene, cv2.COLOR_BGR2RGB)
+    yield "scene", scene if colour else cv2.cvtColor(scene, cv2.COLOR_RGB2GRAY)
     for w, h in [(37, 23), (7, 5), (2, 3), (1, 1), (640, 1), (1, 480)]:
-        yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w), dtype=np.uint8)
+        yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w, 3) if colour else (h, w), dtype=np.uint8)
     g = (np.add.outer(np.arange(61) * 3, np.arange(83) * 2) % 256).astype(np.uint8)
-    yield "gradient 83x61", g
+    yield "gradient 83x61", np.dstack([g, 255 - g, g // 2]) if colour else g
+
+
+def write(path, img):
+    """Writes an RGB (or grey) array as PNG; cv2 wants BGR."""
+    cv2.imwrite(path, cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img)
+
+
+def read(path):
+    img = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if img is not None and img.ndim == 3 else img
 
 
 def main():
@@ -53,9 +72,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "in.png")
         out = os.path.join(tmp, "out.png")
-        for name, img in inputs(examples):
-            cv2.imwrite(src, img)
-            for file, entry, params, ref in cases():
+        runs = [(name, img, cases()) for name, img in inputs(examples)]
+        runs += [(name, img, colour_cases()) for name, img in inputs(examples, colour=True)]
+        for name, img, todo in runs:
+            write(src, img)
+            for file, entry, params, ref in todo:
                 want = ref(img)
                 for dev in devices:
                     if os.path.exists(out):
@@ -70,7 +91,7 @@ def main():
                         print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
                         failed += 1
                         continue
-                    got = cv2.imread(out, cv2.IMREAD_UNCHANGED)
+                    got = read(out)
                     if got is None or got.shape != want.shape or got.dtype != want.dtype:
                         print("FAIL %s: output %s, OpenCV %s" % (what, None if got is None else got.shape,
                                                                   want.shape))
@@ -78,8 +99,8 @@ def main():
                         continue
                     diff = got.astype(np.int32) - want.astype(np.int32)
                     if np.any(diff):
-                        y, x = np.argwhere(diff)[0]
-                        print("FAIL %s: %d pixels differ, first at (%d, %d): pxl %d, OpenCV %d" %
+                        y, x = np.argwhere(diff)[0][:2]
+                        print("FAIL %s: %d values differ, first at (%d, %d): pxl %s, OpenCV %s" %
                               (what, np.count_nonzero(diff), x, y, got[y, x], want[y, x]))
                         failed += 1
                     else:
