@@ -67,8 +67,26 @@ static void column(Gen *g, int i, bool direct) {
   OUT("          c%d[j] = v;\n", i);
 }
 
+/* Whether the column sums of S can slide down a row: every accumulator an integer sum
+ * (wrap-around arithmetic, so adding the new row and taking away the old one gives the
+ * bits of the full sum) over a window tall enough for it to pay. */
+static bool sliding_columns(const Separable *S) {
+  if (S->y1 - S->y0 + 1 < 4) return false;
+  for (int i = 0; i < S->nacc; i++) {
+    Scalar s = S->col[i].s;
+    if (S->op[i] >= 0 || (s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
+  }
+  return true;
+}
+
+/* The unsigned type of the same width as integer type s. */
+static const char *unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
+
 /* A separable window: per row, a column pass into per-thread buffers, then the row pass
- * (pixel function "ph") over the column values. */
+ * (pixel function "ph") over the column values. When the column values are integer sums
+ * and a thread goes on to the next row with the whole window inside the image, the column
+ * pass slides: each column value gains the row entering the window and loses the one
+ * leaving it (2 reads instead of the window's height). */
 static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
@@ -82,6 +100,8 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("    int okbuf = 1");
   for (int i = 0; i < S->nacc; i++) OUT(" && c%d", i);
   OUT(";\n");
+  bool slide = sliding_columns(S);
+  if (slide) OUT("    int prev_y = -2; /* the last row whose column values are in c<i>, with its window inside */\n");
   OUT("    #pragma omp for schedule(dynamic, chunk_)\n");
   OUT("    for (int y = 0; y < H; y++) {\n");
   OUT("      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
@@ -97,6 +117,24 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("        jd0 = -xa < 0 ? 0 : -xa > cn ? cn : -xa;\n");
   OUT("        jd1 = w%d - xa < jd0 ? jd0 : w%d - xa > cn ? cn : w%d - xa;\n      }\n", k, k, k);
   const char *ranges[3][3] = {{"0", "jd0", "e"}, {"jd0", "jd1", "d"}, {"jd1", "cn", "e"}};
+  if (slide) {
+    OUT("      const int inside = y + %d >= 0 && y + %d < h%d;\n", S->y0, S->y1, k);
+    OUT("      if (inside && prev_y == y - 1) {\n");
+    for (int r = 0; r < 3; r++) {
+      OUT("        for (int j = %s; j < %s; j++) {\n          const int xs = xa + j;\n", ranges[r][0], ranges[r][1]);
+      for (int i = 0; i < S->nacc; i++) {
+        const char *CT = cg_ctype(S->col[i].s), *UT = unsigned_ctype(S->col[i].s);
+        OUT("          c%d[j] = (%s)((%s)c%d[j] + (%s)", i, CT, UT, i, UT);
+        column_read(g, ranges[r][2][0] == 'd', k, CT, S->y1);
+        OUT(" - (%s)", UT);
+        column_read(g, ranges[r][2][0] == 'd', k, CT, S->y0 - 1);
+        OUT(");\n");
+      }
+      OUT("        }\n");
+    }
+    OUT("        prev_y = y;\n      } else {\n");
+    OUT("      prev_y = inside ? y : -2;\n");
+  }
   for (int r = 0; r < 3; r++) {
     OUT("      for (int j = %s; j < %s; j++) {\n        const int xs = xa + j;\n", ranges[r][0], ranges[r][1]);
     for (int i = 0; i < S->nacc; i++) {
@@ -106,6 +144,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
     }
     OUT("      }\n");
   }
+  if (slide) OUT("      }\n");
   OUT("      for (int x = rx0; x < rx1; x++) %s_ph(%s", g->pfx, A);
   for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
   OUT(", xa, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
