@@ -586,6 +586,15 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("}\n");
     return;
   case ND_FOR:
+    if ((g->variant & V_ROWSUM) && s == g->D->sep->loop) { /* the window's sums, given */
+      const Separable *S = g->D->sep;
+      for (int i = 0; i < S->nacc; i++) {
+        Scalar as = S->acc[i]->type.s;
+        const char *AT = cg_ctype(as), *UT = scalar_size(as) == 8 ? "uint64_t" : "uint32_t";
+        ind(g), OUT("v%d = (%s)((%s)v%d + (%s)r%d);\n", S->acc[i]->slot, AT, UT, S->acc[i]->slot, UT, i);
+      }
+      return;
+    }
     if ((g->variant & V_SEP) && s == g->D->sep->loop) { /* the row pass over column values */
       const Separable *S = g->D->sep;
       const Node *inner = s->b;
@@ -797,9 +806,11 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
     }
   if (variant & V_TILEBUF)
     OUT(", const PXR_LOCAL %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", cg_ctype(cg_image_param(D, g->tb_img)->type.s));
-  if (variant & V_SEP)
+  if (variant & V_ROWSUM)
+    for (int i = 0; i < D->sep->nacc; i++) OUT(", %s r%d", cg_ctype(D->sep->acc[i]->type.s), i);
+  else if (variant & V_SEP)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *PXR_RESTRICT c%d", cg_ctype(D->sep->col[i].s), i);
-  if (variant & V_SEP) OUT(", int xa");
+  if ((variant & V_SEP) && !(variant & V_ROWSUM)) OUT(", int xa");
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
         counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");

@@ -19,7 +19,8 @@
  * separable window, and on GPUs: relative reads at (0, 0) from registers r<k>[j_], and
  * relative reads from a tile of image k staged in shared memory (t<k>, whose element
  * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart). */
-enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32 };
+enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
+       V_ROWSUM = 64 /* with V_SEP: integer sums whose row pass the caller slides, given as r<i> */ };
 
 /* The marker before the generated statements of each .pxl line: a comment
  * "/" "* .pxl line N *" "/". */

@@ -24,7 +24,8 @@
 
 /* The CPU's names of the pixel-function variants. */
 static const char *variant_name(int v) {
-  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_SEP) ? "ph" : "pt";
+  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
+         : (v & V_SEP) ? "ph" : "pt";
 }
 
 static void pixel_fn(Gen *g, int variant, bool counts32) { cg_pixel_fn(g, variant, variant_name(variant), counts32); }
@@ -73,7 +74,18 @@ static void column(Gen *g, int i, bool direct) {
 static bool sliding_columns(const Separable *S) {
   if (S->y1 - S->y0 + 1 < 4) return false;
   for (int i = 0; i < S->nacc; i++) {
-    Scalar s = S->col[i].s;
+    Scalar s = S->col[i].s; /* u16: sums of at most 257 u8 rows, exact in 16 bits */
+    if (S->op[i] >= 0 || (s != T_U16 && s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
+  }
+  return true;
+}
+
+/* Whether the row pass of S can slide along the row: every accumulator an integer sum in
+ * a 32- or 64-bit type (wrap-around), over a window wide enough for it to pay. */
+static bool sliding_rows(const Separable *S) {
+  if (S->x1 - S->x0 + 1 < 4) return false;
+  for (int i = 0; i < S->nacc; i++) {
+    Scalar s = S->acc[i]->type.s;
     if (S->op[i] >= 0 || (s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
   }
   return true;
@@ -145,9 +157,33 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
     OUT("      }\n");
   }
   if (slide) OUT("      }\n");
-  OUT("      for (int x = rx0; x < rx1; x++) %s_ph(%s", g->pfx, A);
-  for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
-  OUT(", xa, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
+  if (sliding_rows(S)) { /* the sums of the window's columns slide along the row too */
+    int span = S->x1 - S->x0;
+    OUT("      {\n");
+    for (int i = 0; i < S->nacc; i++) {
+      Scalar as = S->acc[i]->type.s;
+      OUT("        %s r%d = 0;\n", cg_ctype(as), i);
+      OUT("        for (int j = 0; j < %d && j < cn; j++) r%d = (%s)((%s)r%d + (%s)c%d[j]);\n", span, i, cg_ctype(as),
+          unsigned_ctype(as), i, unsigned_ctype(as), i);
+    }
+    OUT("        for (int x = rx0; x < rx1; x++) {\n");
+    for (int i = 0; i < S->nacc; i++) {
+      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = unsigned_ctype(S->acc[i]->type.s);
+      OUT("          r%d = (%s)((%s)r%d + (%s)c%d[x - rx0 + %d]);\n", i, AT, UT, i, UT, i, span);
+    }
+    OUT("          %s_pr(%s", g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", r%d", i);
+    OUT(", x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
+    for (int i = 0; i < S->nacc; i++) {
+      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = unsigned_ctype(S->acc[i]->type.s);
+      OUT("          r%d = (%s)((%s)r%d - (%s)c%d[x - rx0]);\n", i, AT, UT, i, UT, i);
+    }
+    OUT("        }\n      }\n");
+  } else {
+    OUT("      for (int x = rx0; x < rx1; x++) %s_ph(%s", g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
+    OUT(", xa, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
+  }
   OUT("    }\n");
   for (int i = 0; i < S->nacc; i++) OUT("    free(c%d);\n", i);
   OUT("  }\n}\n");
@@ -462,6 +498,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     if (D->sep) pixel_fn(g, V_SEP, false);
+    if (D->sep && sliding_rows(D->sep)) pixel_fn(g, V_SEP | V_ROWSUM, false);
     kernel_entry(g, fname, exported);
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
