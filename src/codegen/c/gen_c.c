@@ -233,6 +233,43 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
 }
 
 
+/* The entry of a scan: the map (kernel entry `map`) into out, then the prefix pass in
+ * place, in the interpreter's order: each row left to right from the identity (rows in
+ * parallel), then each column top to bottom (strips of columns in parallel, the inner
+ * loop along the row: contiguous, vectorisable). acc OP v keeps the interpreter's
+ * operand order, so even NaN payloads agree. */
+static void scan_entry(Gen *g, const char *map, const char *fname, bool exported) {
+  const Decl *D = g->D;
+  const char *T = cg_ctype(D->type.s);
+  OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n",
+      exported ? "" : "static ", fname);
+  OUT("  %s(in, sc, out, nthreads);\n", map);
+  OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T, T, T);
+  OUT("  const int W = out->width, H = out->height;\n  const int nt_ = pxlc_threads(nthreads);\n  (void)nt_;\n");
+  OUT("  const %s id_ = ", T);
+  cg_identity(g);
+  OUT(";\n");
+  if (D->scan & SCAN_X) {
+    OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
+    OUT("  for (int y = 0; y < H; y++) {\n    %s *r = o + (ptrdiff_t)y * op;\n    %s acc = id_;\n", T, T);
+    OUT("    for (int x = 0; x < W; x++) {\n      const %s v = r[x];\n      ", T);
+    cg_combine(g, "acc", "v");
+    OUT("\n      r[x] = acc;\n    }\n  }\n");
+  }
+  if (D->scan & SCAN_Y) {
+    OUT("  const int CB = 512;\n");
+    OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
+    OUT("  for (int x0 = 0; x0 < W; x0 += CB) {\n    const int x1 = x0 + CB < W ? x0 + CB : W;\n");
+    OUT("    for (int y = 0; y < H; y++) {\n      %s *r = o + (ptrdiff_t)y * op;\n", T);
+    OUT("      const %s *p = y ? r - op : 0;\n", T);
+    OUT("      for (int x = x0; x < x1; x++) {\n        %s acc = y ? p[x] : id_;\n        const %s v = r[x];\n        ",
+        T, T);
+    cg_combine(g, "acc", "v");
+    OUT("\n        r[x] = acc;\n      }\n    }\n  }\n");
+  }
+  OUT("}\n");
+}
+
 static bool row_accumulate(const Decl *D) {
   if (D->redop != R_SUM || D->body->kind != ND_CAST || D->body->type.lanes != 1) return false;
   Scalar in = D->body->a->type.s, out = D->type.s;
@@ -395,7 +432,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, pfx, direct);
   if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) cg_use_tile_buffer(g);
-  OUT("\n/* ---- %s %s: %s", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
+  OUT("\n/* ---- %s %s: %s", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));
   for (int i = 0; i < D->nparams; i++)
     if (D->params[i]->is_image)
@@ -423,7 +460,14 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     if (D->sep) pixel_fn(g, V_SEP, false);
-    kernel_entry(g, fname, exported);
+    if (D->scan) {
+      char map[96];
+      snprintf(map, sizeof map, "%s_map", pfx);
+      kernel_entry(g, map, false);
+      scan_entry(g, map, fname, exported);
+    } else {
+      kernel_entry(g, fname, exported);
+    }
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
   return PXL_OK;
