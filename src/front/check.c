@@ -539,7 +539,7 @@ static Node *conv_store(Checker *C, Node *n, Type t, const char *what) {
   if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
     if (!strcmp(what, "return"))
       diag_error(C->d, n->loc, "cannot return a %s value from a %s %s", tstr(n->type), tstr(t),
-                 C->decl->kind == D_FUNC ? "function" : "kernel");
+                 C->decl->kind == D_FUNC ? "function" : C->decl->scan ? "scan" : "kernel");
     else if (!strcmp(what, "argument"))
       diag_error(C->d, n->loc, "cannot pass a %s value for a %s parameter", tstr(n->type), tstr(t));
     else if (!strcmp(what, "assign"))
@@ -672,8 +672,8 @@ static void check_image_params(Checker *C, Decl *D) {
 
 static void check_kernel(Checker *C, Decl *D) {
   if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
-    diag_error(C->d, D->loc, "kernel '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
-               tstr(D->type));
+    diag_error(C->d, D->loc, "%s '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)",
+               D->scan ? "scan" : "kernel", D->name, tstr(D->type));
   }
   check_image_params(C, D);
   if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w && !D->scan)

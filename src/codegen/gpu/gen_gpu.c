@@ -24,9 +24,11 @@
  *                               with global atomics; float-weighted bins on one thread in
  *                               row-major order (the interpreter's sums, exactly).
  *   scans                       the map is a kernel as above (skeleton scan: the generic
- *                               tiles); gen_gpu_scan writes the prefix passes, one thread
- *                               per row, then one per column (coalesced), each combining
- *                               in the interpreter's order: results are bit-identical.
+ *                               tiles); gen_gpu_scan writes the prefix passes: rows (32
+ *                               per block, staged through shared memory in 32x32 tiles,
+ *                               one thread scanning each row), then columns (a thread per
+ *                               column, coalesced), each combining in the interpreter's
+ *                               order: results are bit-identical.
  */
 #include "codegen/gpu/gen_gpu.h"
 
@@ -842,17 +844,35 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLa
   OUT("  pxlc_image *out = &a.out;\n  const int W = out->width, H = out->height;\n");
   OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
   OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
-  OUT("  const int t = PXG_BX * PXG_NTX + PXG_TX;\n  if (t >= %s) return;\n  %s acc = ", pass ? "W" : "H", T);
+  OUT("  %s acc = ", T);
   cg_identity(g);
   OUT(";\n");
-  if (pass) /* a column per thread: neighbouring threads, neighbouring pixels */
+  if (pass) { /* a column per thread: neighbouring threads, neighbouring pixels */
+    OUT("  const int t = PXG_BX * PXG_NTX + PXG_TX;\n  if (t >= W) return;\n");
     OUT("  PXR_GLOBAL %s *p = o + t;\n  for (int y = 0; y < H; y++, p += op) {\n", T);
-  else
-    OUT("  PXR_GLOBAL %s *p = o + (ptrdiff_t)t * op;\n  for (int x = 0; x < W; x++, p++) {\n", T);
-  OUT("    const %s v = *p;\n    ", T);
-  cg_combine(g, "acc", "v");
-  OUT("\n    *p = acc;\n  }\n}\n");
-  *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 256, .by = 1, .px = 1, .py = 1};
+    OUT("    const %s v = *p;\n    ", T);
+    cg_combine(g, "acc", "v");
+    OUT("\n    *p = acc;\n  }\n}\n");
+    *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 256, .by = 1, .px = 1, .py = 1};
+  } else {
+    /* 32 rows per block of 32 x 8 threads: 32 x 32 tiles staged through shared memory
+     * with coalesced loads and stores (rows padded against bank conflicts), and each row
+     * scanned by one thread of the first warp, its accumulator carried along the row */
+    OUT("  PXG_SHARED %s s_[32][33];\n", T);
+    OUT("  const int tx = PXG_TX, ty = PXG_TY, y0 = PXG_BY * 32;\n");
+    OUT("  for (int x0 = 0; x0 < W; x0 += 32) {\n");
+    OUT("    for (int r = ty; r < 32; r += 8)\n");
+    OUT("      if (y0 + r < H && x0 + tx < W) s_[r][tx] = o[(ptrdiff_t)(y0 + r) * op + x0 + tx];\n");
+    OUT("    PXG_SYNC();\n    if (ty == 0 && y0 + tx < H) {\n");
+    OUT("      const int n = W - x0 < 32 ? W - x0 : 32;\n");
+    OUT("      for (int k = 0; k < n; k++) {\n        const %s v = s_[tx][k];\n        ", T);
+    cg_combine(g, "acc", "v");
+    OUT("\n        s_[tx][k] = acc;\n      }\n    }\n    PXG_SYNC();\n");
+    OUT("    for (int r = ty; r < 32; r += 8)\n");
+    OUT("      if (y0 + r < H && x0 + tx < W) o[(ptrdiff_t)(y0 + r) * op + x0 + tx] = s_[r][tx];\n");
+    OUT("    PXG_SYNC();\n  }\n}\n");
+    *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 4};
+  }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating the scan pass of %s", D->name);
   return PXL_OK;
 }

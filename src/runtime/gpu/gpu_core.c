@@ -145,7 +145,7 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
 /* ---- the Backend's entry points ---- */
 
 /* The prefix passes of scan D over its mapped values in out (c: the map's arguments),
- * queued after the map: rows (one thread each), then columns (gen_gpu_scan). */
+ * queued after the map: rows, then columns (gen_gpu_scan). */
 static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_image *out, Err *err) {
   for (int pass = 0; pass < 2; pass++) {
     if (!(D->scan & (pass ? SCAN_Y : SCAN_X))) continue;
@@ -159,7 +159,7 @@ static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_i
     }
     rc = load_source(g, D, src, launch, &m, err);
     c->kind = "scan";
-    if (!rc) rc = gpu_core_launch(g, m, pass ? out->width : out->height, 1, c, err);
+    if (!rc) rc = gpu_core_launch(g, m, pass ? out->width : 32, pass ? 1 : out->height, c, err);
     if (rc) return rc;
   }
   return PXL_OK;
