@@ -651,7 +651,7 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
 /* The declaration of entry D, exported as `name`, with its comment. */
 static void header_entry(StrBuf *h, const Decl *D, const char *name) {
   char t[16];
-  sb_printf(h, "\n/* %s %s(", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce"
+  sb_printf(h, "\n/* %s %s(", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce"
                                  : D->kind == D_HISTOGRAM ? "histogram" : "pipeline", D->name);
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
