@@ -9,7 +9,7 @@ box sums of examples/boxsum.pxl read from pxl's own integral image (cv2.boxFilte
 unnormalised, zeros outside the image) for several radii, and compares exactly: the
 results are i32 sums of u8 pixels, exact in both. Results travel as .npy. Inputs: the
 sample photograph in grey, random bytes at odd sizes (1x1, 1xN, Nx1 included) and a
-gradient. Prints 'N passed, N failed' and exits 1 on a failure; with DEVICE cuda only,
+gradient; and integral.pxl per channel on the colour photograph. Prints 'N passed, N failed' and exits 1 on a failure; with DEVICE cuda only,
 exits 77 ('skipped: no CUDA device') where no NVIDIA device node exists.
 """
 import os
@@ -61,7 +61,8 @@ class Checker:
     def compare(self, what, got, want):
         if got is None:
             return
-        got = got.reshape(got.shape[:2])
+        if got.ndim == 3 and got.shape[2] == 1:
+            got = got.reshape(got.shape[:2])
         if got.shape != want.shape or got.dtype != want.dtype:
             print("FAIL %s: output %s %s, reference %s %s" % (what, got.shape, got.dtype, want.shape, want.dtype))
             self.failed += 1
@@ -99,6 +100,17 @@ def main():
                     what = "boxsum r=%d on %s, %s" % (r, name, dev)
                     got = c.run(what, "boxsum.pxl", ii, out, dev, ["r=%d" % r])
                     c.compare(what, got, box(img, r))
+        # a one-channel scan on a colour image runs per channel (OpenCV's arrays are BGR)
+        colour = cv2.imread(os.path.join(os.path.dirname(os.path.abspath(examples)), "samples", "scene.png"),
+                            cv2.IMREAD_COLOR)
+        src = os.path.join(tmp, "colour.png")
+        cv2.imwrite(src, colour)
+        for dev in devices:
+            what = "integral per channel on the colour scene, %s" % dev
+            got = c.run(what, "integral.pxl", src, ii, dev)
+            if got is not None:
+                got = got[:, :, ::-1]
+            c.compare(what, got, cv2.integral(colour)[1:, 1:])
     print("%d passed, %d failed" % (c.passed, c.failed))
     return 1 if c.failed else 0
 
