@@ -27,8 +27,9 @@
  *                               tiles); gen_gpu_scan writes the prefix passes: rows (32
  *                               per block, staged through shared memory in 32x32 tiles,
  *                               one thread scanning each row), then columns (a thread per
- *                               column, coalesced), each combining in the interpreter's
- *                               order: results are bit-identical.
+ *                               column, coalesced, 8 rows loaded at a time), each
+ *                               combining in the interpreter's order: results are
+ *                               bit-identical.
  */
 #include "codegen/gpu/gen_gpu.h"
 
@@ -847,10 +848,17 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLa
   OUT("  %s acc = ", T);
   cg_identity(g);
   OUT(";\n");
-  if (pass) { /* a column per thread: neighbouring threads, neighbouring pixels */
+  if (pass) {
+    /* a column per thread: neighbouring threads, neighbouring pixels; 8 rows loaded
+     * before they are combined, so that a thread waits for memory once per 8 rows */
     OUT("  const int t = PXG_BX * PXG_NTX + PXG_TX;\n  if (t >= W) return;\n");
-    OUT("  PXR_GLOBAL %s *p = o + t;\n  for (int y = 0; y < H; y++, p += op) {\n", T);
-    OUT("    const %s v = *p;\n    ", T);
+    OUT("  PXR_GLOBAL %s *p = o + t;\n  int y = 0;\n", T);
+    OUT("  for (; y + 8 <= H; y += 8, p += 8 * op) {\n    %s v[8];\n", T);
+    OUT("    for (int k = 0; k < 8; k++) v[k] = p[k * op];\n");
+    OUT("    for (int k = 0; k < 8; k++) {\n      ");
+    cg_combine(g, "acc", "v[k]");
+    OUT("\n      p[k * op] = acc;\n    }\n  }\n");
+    OUT("  for (; y < H; y++, p += op) {\n    const %s v = *p;\n    ", T);
     cg_combine(g, "acc", "v");
     OUT("\n    *p = acc;\n  }\n}\n");
     *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 256, .by = 1, .px = 1, .py = 1};
