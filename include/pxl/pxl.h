@@ -113,7 +113,7 @@ int pxl_program_from_file(pxl_context *ctx, const char *path, pxl_program **out)
 int pxl_program_from_string(pxl_context *ctx, const char *name, const char *src,
                             pxl_program **out);
 void pxl_program_free(pxl_program *prog);
-/* Number of entry points (kernels, reductions, histograms, pipelines) in declaration order. */
+/* Number of entry points (kernels, reductions, histograms, scans, pipelines) in declaration order. */
 int pxl_program_entry_count(const pxl_program *prog);
 /* Name of entry i, or NULL when out of range. */
 const char *pxl_program_entry_name(const pxl_program *prog, int i);
@@ -123,7 +123,7 @@ int pxl_program_entry_find(const pxl_program *prog, const char *name);
 /* Entry i as declared, e.g. "kernel u8 blur3(image u8 in : mirror)" or
  * "pipeline edges(image u8 in, u8 t) -> image u8"; owned by prog; NULL if out of range. */
 const char *pxl_program_entry_signature(const pxl_program *prog, int i);
-/* 1 if entry i produces an image (a kernel or a pipeline), 0 if a value or histogram. */
+/* 1 if entry i produces an image (a kernel, scan or pipeline), 0 if a value or histogram. */
 int pxl_program_entry_makes_image(const pxl_program *prog, int i);
 /* 1 when entry i produces an image, with its element type and channel count in *type and
  * *channels (either may be NULL); 0 otherwise. Known before any run. */

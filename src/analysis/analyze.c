@@ -670,6 +670,14 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) window = true;
   }
   D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
+  if (D->scan) {
+    /* the map runs as a plain kernel (no tiles or separable passes); each prefix pass
+     * reads and combines every output pixel once more */
+    int passes = (D->scan & SCAN_X ? 1 : 0) + (D->scan & SCAN_Y ? 1 : 0);
+    D->skel = SK_SCAN;
+    D->metrics.arith += passes;
+    D->metrics.reads += passes;
+  }
   if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
   an_mark_ranges(&A, D);
   spec_mark(D);

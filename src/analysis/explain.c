@@ -35,7 +35,12 @@ const char *explain_program(Program *p) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     char t[16];
-    sb_printf(&b, "%s %s: %s\n", kinds[D->kind], D->name, skeleton_name(D->skel));
+    sb_printf(&b, "%s %s: %s\n", D->scan ? "scan" : kinds[D->kind], D->name, skeleton_name(D->skel));
+    if (D->scan)
+      sb_printf(&b, "  prefix %s in %s: %s\n", redop_name(D->redop), type_str(D->type, t),
+                D->scan == SCAN_X ? "along each row (x), left to right"
+                : D->scan == SCAN_Y ? "along each column (y), top to bottom"
+                                    : "rows left to right, then columns top to bottom");
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues; v++) {
         PipeValue *pv = &D->values[v];

@@ -131,7 +131,9 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
   char buf[2048], t[16];
   size_t n = 0;
   switch (D->kind) {
-  case D_KERNEL: n += (size_t)snprintf(buf, sizeof buf, "kernel %s %s(", type_str(D->type, t), D->name); break;
+  case D_KERNEL:
+    n += (size_t)snprintf(buf, sizeof buf, "%s %s %s(", D->scan ? "scan" : "kernel", type_str(D->type, t), D->name);
+    break;
   case D_REDUCE: n += (size_t)snprintf(buf, sizeof buf, "reduce %s %s(", type_str(D->type, t), D->name); break;
   case D_HISTOGRAM: n += (size_t)snprintf(buf, sizeof buf, "histogram[%d] %s(", D->nbins, D->name); break;
   case D_PIPELINE: n += (size_t)snprintf(buf, sizeof buf, "pipeline %s(", D->name); break;

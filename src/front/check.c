@@ -539,7 +539,7 @@ static Node *conv_store(Checker *C, Node *n, Type t, const char *what) {
   if (n->type.lanes > 1 && t.lanes != n->type.lanes) {
     if (!strcmp(what, "return"))
       diag_error(C->d, n->loc, "cannot return a %s value from a %s %s", tstr(n->type), tstr(t),
-                 C->decl->kind == D_FUNC ? "function" : "kernel");
+                 C->decl->kind == D_FUNC ? "function" : C->decl->scan ? "scan" : "kernel");
     else if (!strcmp(what, "argument"))
       diag_error(C->d, n->loc, "cannot pass a %s value for a %s parameter", tstr(n->type), tstr(t));
     else if (!strcmp(what, "assign"))
@@ -672,11 +672,11 @@ static void check_image_params(Checker *C, Decl *D) {
 
 static void check_kernel(Checker *C, Decl *D) {
   if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
-    diag_error(C->d, D->loc, "kernel '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
-               tstr(D->type));
+    diag_error(C->d, D->loc, "%s '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)",
+               D->scan ? "scan" : "kernel", D->name, tstr(D->type));
   }
   check_image_params(C, D);
-  if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w)
+  if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w && !D->scan)
     diag_error(C->d, D->loc, "kernel '%s' has no image parameter, so it needs size(width, height)", D->name);
   if (D->size_w) {
     D->size_w = check_expr(C, D->size_w);
@@ -714,6 +714,17 @@ static void check_reduce(Checker *C, Decl *D) {
   }
 }
 
+/* A scan: a one-channel kernel over its first image's pixels, then the prefix pass. */
+static void check_scan(Checker *C, Decl *D) {
+  if (D->nimages == 0)
+    diag_error(C->d, D->loc, "scan '%s' needs an image parameter: it runs over the first image's pixels", D->name);
+  if (D->type.lanes != 1)
+    diag_error(C->d, D->loc, "scan '%s' produces one channel; %s has %d", D->name, tstr(D->type), D->type.lanes);
+  else if (D->redop == R_SUM && (D->type.s == T_U8 || D->type.s == T_I16 || D->type.s == T_U16))
+    diag_error(C->d, D->loc, "a running sum in %s would saturate; use i32, u32, f32 or f64", tstr(D->type));
+  check_kernel(C, D);
+}
+
 static void check_histogram(Checker *C, Decl *D) {
   if (D->nimages == 0) diag_error(C->d, D->loc, "histogram '%s' needs at least one image parameter", D->name);
   /* the body was checked by check_kernel */
@@ -739,6 +750,10 @@ static void check_pipeline(Checker *C, Decl *D) {
     if (k->kind != D_KERNEL) {
       diag_error(C->d, v->loc, "a pipeline calls kernels; '%s' is a %s", name,
                  k->kind == D_REDUCE ? "reduction" : k->kind == D_HISTOGRAM ? "histogram" : "pipeline");
+      continue;
+    }
+    if (k->scan) {
+      diag_error(C->d, v->loc, "a pipeline calls kernels; '%s' is a scan", name);
       continue;
     }
     v->callee = k;
@@ -860,7 +875,7 @@ bool check_program(Program *p, Diag *d) {
     C.decl = D;
     if (D->bad) continue;
     switch (D->kind) {
-    case D_KERNEL: check_kernel(&C, D); break;
+    case D_KERNEL: D->scan ? check_scan(&C, D) : check_kernel(&C, D); break;
     case D_REDUCE: check_reduce(&C, D); break;
     case D_HISTOGRAM: check_kernel(&C, D); check_histogram(&C, D); break;
     case D_PIPELINE: check_pipeline(&C, D); break;

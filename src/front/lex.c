@@ -17,7 +17,7 @@
 #define MAX_IDENT_LEN 63
 
 static const char *const keywords[] = {"kernel", "reduce", "histogram", "pipeline", "image", "if",
-                                       "else",   "for",    "return",    "size",     "const"};
+                                       "else",   "for",    "return",    "size",     "const", "scan"};
 
 /* Longest first, so that "<<=" wins over "<<" and "<". */
 static const char *const puncts[] = {"<<=", ">>=", "->", "==", "!=", "<=", ">=", "&&", "||", "<<",

@@ -150,7 +150,8 @@ static bool at_func_header(Parser *P) {
 }
 
 static bool is_decl_keyword(Parser *P) {
-  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline") || at_func_header(P);
+  return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "scan") || is(P, "pipeline") ||
+         at_func_header(P);
 }
 
 /* Skips the rest of a statement: to just after the next ';' outside braces or the '}'
@@ -1265,6 +1266,49 @@ static Decl *reduce_decl(Parser *P, Loc loc) {
   return D;
 }
 
+/* scan = "scan" type IDENT params "=" ("sum" | "min" | "max") "(" expr ")" ("along" ("x" | "y"))? ";"
+ * A kernel whose body is `return expr;` (the map, converted to the type like any return),
+ * marked with the prefix pass that follows it (Decl.scan, redop). */
+static Decl *scan_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_KERNEL, loc);
+  D->scan = SCAN_X | SCAN_Y;
+  D->redop = R_SUM;
+  parse_type(P, &D->type);
+  D->name = ident(P, "a scan name");
+  params(P);
+  expect(P, "=");
+  Loc oloc = P->tok->loc;
+  const char *op = ident(P, "a scan (sum, min or max)");
+  if (!op) return D;
+  if (!strcmp(op, "min"))
+    D->redop = R_MIN;
+  else if (!strcmp(op, "max"))
+    D->redop = R_MAX;
+  else if (strcmp(op, "sum")) {
+    diag_error(P->d, oloc, "unknown scan '%s' (use sum, min or max)", op);
+    return D;
+  }
+  Node *ret = new_node(P, ND_RETURN, P->tok->loc);
+  expect(P, "(");
+  ret->a = expr(P);
+  expect(P, ")");
+  if (is_ident(P, "along")) {
+    advance(P);
+    Loc aloc = P->tok->loc;
+    const char *ax = ident(P, "'x' or 'y' after 'along'");
+    if (ax && !strcmp(ax, "x"))
+      D->scan = SCAN_X;
+    else if (ax && !strcmp(ax, "y"))
+      D->scan = SCAN_Y;
+    else if (ax)
+      diag_error(P->d, aloc, "a scan runs along 'x' (rows) or 'y' (columns), not '%s'", ax);
+  }
+  expect(P, ";");
+  D->body = new_node(P, ND_BLOCK, loc);
+  D->body->body = ret;
+  return D;
+}
+
 /* histogram = "histogram" "[" INT "]" IDENT params block */
 static Decl *histogram_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_HISTOGRAM, loc);
@@ -1490,7 +1534,9 @@ static void skip_const(Parser *P) {
       advance(P);
       return;
     }
-    if (depth <= 0 && (is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "pipeline"))) return;
+    if (depth <= 0 && (is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "scan") ||
+                       is(P, "pipeline")))
+      return;
     advance(P);
   }
 }
@@ -1555,6 +1601,8 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       D = reduce_decl(&P, loc);
     else if (accept(&P, "histogram"))
       D = histogram_decl(&P, loc);
+    else if (accept(&P, "scan"))
+      D = scan_decl(&P, loc);
     else if (accept(&P, "pipeline"))
       D = pipeline_decl(&P, loc);
     else if (at_func_header(&P))
@@ -1564,7 +1612,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       continue;
     } else {
       char b[64];
-      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'pipeline', 'const' or a function before %s",
+      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'scan', 'pipeline', 'const' or a function before %s",
                  tok_desc(P.tok, b));
     }
     if (D) D->bad = d->nerrors > errs;

@@ -616,6 +616,38 @@ static void store_elem(struct pxl_image *img, int x, int y, int c, Lane v) {
   }
 }
 
+static Lane red_identity(const Decl *D, const ImgArg *imgs, const Lane *scalars);
+
+/* A scan's step: acc OP v in the scan's type (sums wrap; min/max skip NaN). */
+static Lane scan_step(const Decl *D, Lane acc, Lane v) {
+  if (D->redop == R_SUM) return arith(ND_ADD, acc, v, D->type.s);
+  return minmax(D->redop == R_MAX, acc, v, D->type.s);
+}
+
+/* The prefix pass of scan D over its mapped values in out, in place: every row from the
+ * identity left to right (acc = acc OP v, each pixel gets acc), then every column the
+ * same way top to bottom. Every backend combines in exactly this order, so results are
+ * bit-identical, floats included (LANGUAGE.md, "Scans"). */
+static void scan_pass(const Decl *D, struct pxl_image *out) {
+  Lane id = red_identity(D, NULL, NULL);
+  if (D->scan & SCAN_X)
+    for (int y = 0; y < out->height; y++) {
+      Lane acc = id;
+      for (int x = 0; x < out->width; x++) {
+        acc = scan_step(D, acc, load_elem(out, x, y, 0));
+        store_elem(out, x, y, 0, acc);
+      }
+    }
+  if (D->scan & SCAN_Y)
+    for (int x = 0; x < out->width; x++) {
+      Lane acc = id;
+      for (int y = 0; y < out->height; y++) {
+        acc = scan_step(D, acc, load_elem(out, x, y, 0));
+        store_elem(out, x, y, 0, acc);
+      }
+    }
+}
+
 int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
   Frame F;
   int rc = frame_init(&F, D, imgs, scalars, err);
@@ -636,6 +668,7 @@ int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct
       for (int c = 0; c < D->type.lanes; c++) store_elem(out, x, y, c, inside ? F.ret.l[c] : zero);
     }
   }
+  if (D->scan) scan_pass(D, out);
   PXL_FREE(F.slots);
   if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;

@@ -210,6 +210,9 @@ enum {
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
 
+/* The axes of a scan (Decl.scan): prefixes along rows (x), columns (y), or both. */
+enum { SCAN_X = 1, SCAN_Y = 2 };
+
 /* Reduction operators of a `reduce` declaration. */
 #define PXL_REDOPS(X)                                                                       \
   X(R_SUM, "sum")                                                                         \
@@ -236,6 +239,7 @@ const char *redop_name(RedOp r);
   X(SK_GATHER, "gather")                                                                  \
   X(SK_R2S, "R2S")                                                                        \
   X(SK_R2V, "R2V")                                                                        \
+  X(SK_SCAN, "scan")                                                                      \
   X(SK_PIPELINE, "pipeline")
 
 typedef enum {
@@ -330,6 +334,9 @@ struct Decl {
   Node *combine;      /* R_COMBINE: expression over combine_a, combine_b */
   Var *combine_a, *combine_b;
   Node *identity;     /* R_COMBINE: identity value */
+  /* scan: a D_KERNEL whose body returns VALUE (the map), then prefix `redop` (R_SUM,
+   * R_MIN or R_MAX) along the axes in `scan` (SCAN_X | SCAN_Y); 0 for other kernels */
+  int scan;
   /* histogram */
   int nbins;
   bool weighted_float; /* some weight is floating point: bins are f64, else u64 */

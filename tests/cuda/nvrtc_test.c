@@ -86,6 +86,22 @@ int main(int argc, char **argv) {
         PXL_FREE(ptx);
         sb_free(&cu);
       }
+      for (int pass = 0; pass < 2 && D->scan; pass++) { /* a scan's prefix passes */
+        StrBuf cu = {0};
+        char *ptx = NULL;
+        Err e = {0};
+        GpuLaunch launch;
+        int rc = gen_gpu_scan(&cu, D, GPU_CUDA, pass, &launch, &e);
+        if (!rc) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e);
+        if (rc) {
+          printf("FAIL %s %s scan pass %d: %s\n", argv[i], D->name, pass, e.msg);
+          failed++;
+        } else {
+          passed++;
+        }
+        PXL_FREE(ptx);
+        sb_free(&cu);
+      }
     }
     pxl_program_free(prog);
     free(src);

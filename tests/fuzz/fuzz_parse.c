@@ -175,7 +175,7 @@ static void install_handlers(void) {
 static const char *const vocab[] = {
     /* declarations and statements */
     "kernel", "reduce", "histogram", "pipeline", "image", "if", "else", "for", "return", "size", "bin",
-    "while", "break", "const",
+    "while", "break", "const", "scan", "along",
     /* types */
     "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64", "int", "uint", "float", "double", "u8x3",
     "u8x4", "f32x3", "f32x4", "i32x3", "u16x4", "f64x3",
@@ -200,7 +200,7 @@ static const char *const vocab[] = {
 static const char *const openers[] = {
     "kernel u8 k(image u8 in) { return ", "kernel u8x3 k(image u8x3 in, f32 t) { ",
     "reduce u64 k(image u8 in) = sum(", "reduce i32 k(image u8 in) = combine(a + b, 0)(",
-    "histogram[16] h(image u8 in) { bin(",
+    "histogram[16] h(image u8 in) { bin(", "scan i32 s(image u8 in) = sum(",
     ("kernel u8 a(image u8 in) { return in(0, 0); }\n"
      "pipeline p(image u8 in, u8 t) -> image u8 { return a("),
     "kernel f32 k(image f32 in : constant(-1.5)) size(in.width, in.height) { f32 s = ",

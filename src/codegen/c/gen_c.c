@@ -189,6 +189,17 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("  }\n}\n");
 }
 
+/* A scan's row prefix of the row just mapped (orow), while it is in cache: each row left
+ * to right from the identity, acc OP v in the interpreter's operand order. (The rows
+ * outside the region, all 0, `continue` before it: their prefix is 0 too.) */
+static void scan_row(Gen *g, const char *T) {
+  OUT("    {\n      %s acc = ", T);
+  cg_identity(g);
+  OUT(";\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", T);
+  cg_combine(g, "acc", "v");
+  OUT("\n        orow[x] = acc;\n      }\n    }\n");
+}
+
 static void kernel_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
   int C = D->type.lanes;
@@ -303,10 +314,39 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   xloop(g, "ix1", "rx1", V_EDGE, tail);
   OUT("    } else {\n");
   xloop(g, "rx0", "rx1", V_EDGE, tail);
-  OUT("    }\n  }\n}\n");
+  OUT("    }\n");
+  if (D->scan & SCAN_X) scan_row(g, OT);
+  OUT("  }\n}\n");
   sb_free(&args);
 }
 
+
+/* The entry of a scan with column prefixes: the map (kernel entry `map`, which also runs
+ * the row prefixes, scan_row) into out, then the column prefixes in place, in the
+ * interpreter's order: each column top to bottom from the identity (strips of columns
+ * in parallel, the inner loop along the row: contiguous, vectorisable). acc OP v keeps
+ * the interpreter's operand order, so even NaN payloads agree. (A scan along x only is
+ * its map entry.) */
+static void scan_entry(Gen *g, const char *map, const char *fname, bool exported) {
+  const char *T = cg_ctype(g->D->type.s);
+  OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n",
+      exported ? "" : "static ", fname);
+  OUT("  %s(in, sc, out, nthreads);\n", map);
+  OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T, T, T);
+  OUT("  const int W = out->width, H = out->height;\n  const int nt_ = pxlc_threads(nthreads);\n  (void)nt_;\n");
+  OUT("  const %s id_ = ", T);
+  cg_identity(g);
+  OUT(";\n");
+  OUT("  const int CB = 512;\n");
+  OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
+  OUT("  for (int x0 = 0; x0 < W; x0 += CB) {\n    const int x1 = x0 + CB < W ? x0 + CB : W;\n");
+  OUT("    for (int y = 0; y < H; y++) {\n      %s *r = o + (ptrdiff_t)y * op;\n", T);
+  OUT("      const %s *p = y ? r - op : 0;\n", T);
+  OUT("      for (int x = x0; x < x1; x++) {\n        %s acc = y ? p[x] : id_;\n        const %s v = r[x];\n        ",
+      T, T);
+  cg_combine(g, "acc", "v");
+  OUT("\n        r[x] = acc;\n      }\n    }\n  }\n}\n");
+}
 
 static bool row_accumulate(const Decl *D) {
   if (D->redop != R_SUM || D->body->kind != ND_CAST || D->body->type.lanes != 1) return false;
@@ -470,7 +510,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, pfx, direct);
   if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) cg_use_tile_buffer(g);
-  OUT("\n/* ---- %s %s: %s", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
+  OUT("\n/* ---- %s %s: %s", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));
   for (int i = 0; i < D->nparams; i++)
     if (D->params[i]->is_image)
@@ -499,7 +539,14 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     if (D->sep) pixel_fn(g, V_SEP, false);
     if (D->sep && sliding_rows(D->sep)) pixel_fn(g, V_SEP | V_ROWSUM, false);
-    kernel_entry(g, fname, exported);
+    if (D->scan & SCAN_Y) {
+      char map[96];
+      snprintf(map, sizeof map, "%s_map", pfx);
+      kernel_entry(g, map, false);
+      scan_entry(g, map, fname, exported);
+    } else {
+      kernel_entry(g, fname, exported);
+    }
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
   return PXL_OK;
@@ -683,7 +730,7 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
 /* The declaration of entry D, exported as `name`, with its comment. */
 static void header_entry(StrBuf *h, const Decl *D, const char *name) {
   char t[16];
-  sb_printf(h, "\n/* %s %s(", D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce"
+  sb_printf(h, "\n/* %s %s(", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce"
                                  : D->kind == D_HISTOGRAM ? "histogram" : "pipeline", D->name);
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];

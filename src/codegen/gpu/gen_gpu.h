@@ -65,4 +65,9 @@ typedef struct {
 int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
                   GpuLaunch *launch, Err *err);
 
+/* Appends the translation unit of one prefix pass of scan D (Decl.scan), in place over
+ * the output image of pxl_kargs: pass 0 along the rows (run it over a 32 x H space with
+ * *launch), 1 along the columns (over W x 1). */
+int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLaunch *launch, Err *err);
+
 #endif

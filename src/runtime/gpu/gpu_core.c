@@ -13,13 +13,25 @@
 
 /* The module of D with these borders and tile shape: from memory, else generated, built
  * and loaded by the driver. */
+static int load_source(GpuCore *g, const Decl *D, StrBuf src, GpuLaunch launch, GpuModule **out, Err *err);
+
 static int load_module(GpuCore *g, const Decl *D, const Border *borders, const GpuTile *tile, GpuModule **out,
                        Err *err) {
-  const GpuDriver *drv = g->drv;
   StrBuf src = {0};
   GpuLaunch launch;
-  int rc = gen_gpu_stage(&src, D, borders, drv->dialect, tile, &launch, err);
-  if (!rc && src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
+  int rc = gen_gpu_stage(&src, D, borders, g->drv->dialect, tile, &launch, err);
+  if (rc) {
+    sb_free(&src);
+    return rc;
+  }
+  return load_source(g, D, src, launch, out, err);
+}
+
+/* The module of generated unit src (freed here) of D: from memory, else built and loaded. */
+static int load_source(GpuCore *g, const Decl *D, StrBuf src, GpuLaunch launch, GpuModule **out, Err *err) {
+  const GpuDriver *drv = g->drv;
+  int rc = PXL_OK;
+  if (src.oom) rc = err_set(err, PXL_ENOMEM, "out of memory");
   if (!rc && drv->check) rc = drv->check(g, D, src.s, err);
   if (rc) {
     sb_free(&src);
@@ -132,6 +144,27 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
 
 /* ---- the Backend's entry points ---- */
 
+/* The prefix passes of scan D over its mapped values in out (c: the map's arguments),
+ * queued after the map: rows, then columns (gen_gpu_scan). */
+static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_image *out, Err *err) {
+  for (int pass = 0; pass < 2; pass++) {
+    if (!(D->scan & (pass ? SCAN_Y : SCAN_X))) continue;
+    StrBuf src = {0};
+    GpuLaunch launch;
+    GpuModule *m;
+    int rc = gen_gpu_scan(&src, D, g->drv->dialect, pass, &launch, err);
+    if (rc) {
+      sb_free(&src);
+      return rc;
+    }
+    rc = load_source(g, D, src, launch, &m, err);
+    c->kind = "scan";
+    if (!rc) rc = gpu_core_launch(g, m, pass ? out->width : 32, pass ? 1 : out->height, c, err);
+    if (rc) return rc;
+  }
+  return PXL_OK;
+}
+
 static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                        Err *err) {
   GpuCore *g = (GpuCore *)be;
@@ -146,7 +179,8 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   Run run = {&c, out->width, out->height};
   if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_cb, time_cb, g, &run, err))) return rc;
   c.kind = "kernel";
-  return gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
+  rc = gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
+  return rc || !D->scan ? rc : scan_passes(g, D, &c, out, err);
 }
 
 /* What a reduction or histogram run needs before its launch: the instance over the first
