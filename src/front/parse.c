@@ -1451,8 +1451,11 @@ static void pipe_loop(Parser *P, int *cap) {
   if (is_ident(P, "until")) {
     advance(P);
     has_until = true;
-    if (is_ident(P, "unchanged")) advance(P);
-    else diag_error(P->d, P->tok->loc, "expected 'unchanged(...)' after 'until'");
+    if (!is_ident(P, "unchanged")) {
+      diag_error(P->d, P->tok->loc, "expected 'unchanged(...)' after 'until'");
+      if (P->tok->kind != TK_IDENT) return;
+    }
+    advance(P);
     expect(P, "(");
     do {
       Loc l = P->tok->loc;
