@@ -138,6 +138,9 @@ void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const
  * or allocates one in be's memory (*owned), for an output of name of w x h of type t. */
 int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
                         struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err);
+/* loops.c: the pxl source of the reductions that test `until unchanged` on device images
+ * (ne8, ne16, ne32: max(u32(a(0, 0) != b(0, 0))) over u8, u16, u32 views of the rows). */
+extern const char exec_loop_compare_source[];
 /* loops.c: runs pipeline P, which has loops (exec_entry's contract for pipelines). */
 int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars,
                         struct pxl_image *given, ExecResult *res, Err *err);

@@ -134,7 +134,7 @@ static int copy_pixels(Run *R, struct pxl_image *dst, const struct pxl_image *sr
 
 /* ---- until unchanged: the comparison ---- */
 
-static const char cmp_source[] =
+const char exec_loop_compare_source[] =
     "reduce u32 ne8(image u8 a, image u8 b) = max(u32(a(0, 0) != b(0, 0)));\n"
     "reduce u32 ne16(image u16 a, image u16 b) = max(u32(a(0, 0) != b(0, 0)));\n"
     "reduce u32 ne32(image u32 a, image u32 b) = max(u32(a(0, 0) != b(0, 0)));\n";
@@ -143,8 +143,8 @@ static pthread_once_t cmp_once = PTHREAD_ONCE_INIT;
 
 static void cmp_compile(void) {
   Diag d;
-  diag_init(&d, "<pxl loop test>", cmp_source);
-  if (front_compile("<pxl loop test>", cmp_source, &cmp_prog, &d)) cmp_prog = NULL;
+  diag_init(&d, "<pxl loop test>", exec_loop_compare_source);
+  if (front_compile("<pxl loop test>", exec_loop_compare_source, &cmp_prog, &d)) cmp_prog = NULL;
   diag_free(&d);
 }
 
