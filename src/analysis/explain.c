@@ -29,6 +29,35 @@ static void affine_str(char *out, size_t n, Affine a) {
   }
 }
 
+/* A loop's count as written, where it is a literal or a parameter. */
+static void count_str(StrBuf *b, const Node *n) {
+  while (n->kind == ND_CAST) n = n->a;
+  if (n->kind == ND_NUM && !scalar_is_float(n->type.s))
+    sb_printf(b, "%lld", (long long)n->ival);
+  else if (n->kind == ND_VAR && n->var->param)
+    sb_printf(b, "'%s'", n->var->name);
+  else
+    sb_printf(b, "(a count computed at run time)");
+}
+
+/* The line of a pipeline loop: the "iterated group" class, its count, the test and the
+ * images it carries (the stages of its body follow, indented). */
+static void loop_header(StrBuf *b, const Decl *D, const PipeLoop *L, int depth) {
+  sb_printf(b, "%*s  iterated group (loop of line %d): %s ", 2 * depth, "", L->loc.line,
+            L->has_until ? "at most" : "exactly");
+  count_str(b, L->count);
+  sb_printf(b, " iterations");
+  if (L->has_until) {
+    sb_printf(b, ", until unchanged(");
+    for (int k = 0, n = 0; k < L->ncarry; k++)
+      if (L->until[k]) sb_printf(b, "%s%s", n++ ? ", " : "", D->values[L->phi + k].name);
+    sb_printf(b, ")");
+  }
+  sb_printf(b, "; carries");
+  for (int k = 0; k < L->ncarry; k++) sb_printf(b, "%s %s", k ? "," : "", D->values[L->phi + k].name);
+  sb_printf(b, "\n");
+}
+
 const char *explain_program(Program *p) {
   StrBuf b = {0};
   static const char *const kinds[] = {"kernel", "reduce", "histogram", "pipeline"};
@@ -44,8 +73,11 @@ const char *explain_program(Program *p) {
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues; v++) {
         PipeValue *pv = &D->values[v];
+        int depth = 0;
+        for (int l = pv->loop; l >= 0; l = D->loops[l].parent) depth++;
+        if (pv->carried >= 0 && D->loops[pv->carried].phi == v) loop_header(&b, D, &D->loops[pv->carried], depth);
         if (!pv->callee) continue;
-        sb_printf(&b, "  stage %s = %s(", pv->name ? pv->name : "(anonymous)", pv->callee->name);
+        sb_printf(&b, "%*s  stage %s = %s(", 2 * depth, "", pv->name ? pv->name : "(anonymous)", pv->callee->name);
         for (int a = 0; a < pv->nargs; a++) {
           PipeArg *pa = &pv->args[a];
           if (pa->source >= 0)

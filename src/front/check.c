@@ -801,6 +801,19 @@ static void check_pipeline(Checker *C, Decl *D) {
     diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
 }
 
+/* The counts of a pipeline's loops: integer host expressions (constants, scalar
+ * parameters, the sizes of image parameters), converted to i64. The loops themselves were
+ * resolved by the parser; the carried images' calls are checked with the other calls. */
+static void check_pipeline_loops(Checker *C, Decl *D) {
+  for (int i = 0; i < D->nloops; i++) {
+    PipeLoop *L = &D->loops[i];
+    L->count = check_expr(C, L->count);
+    if (host_expr_ok(C, L->count, "a loop count") && need_scalar(C, L->count, "a loop count") &&
+        need_int(C, L->count, "a loop count"))
+      L->count = conv(C, L->count, type_scalar(T_I64));
+  }
+}
+
 /* The elements of a table: number literals of its element type (missing ones 0). */
 static void check_table(Checker *C, Var *v) {
   for (int i = 0; i < v->len; i++) {
@@ -878,7 +891,7 @@ bool check_program(Program *p, Diag *d) {
     case D_KERNEL: D->scan ? check_scan(&C, D) : check_kernel(&C, D); break;
     case D_REDUCE: check_reduce(&C, D); break;
     case D_HISTOGRAM: check_kernel(&C, D); check_histogram(&C, D); break;
-    case D_PIPELINE: check_pipeline(&C, D); break;
+    case D_PIPELINE: check_pipeline(&C, D); check_pipeline_loops(&C, D); break;
     case D_FUNC: break; /* functions live in Program.funcs */
     }
     if (d->nerrors > DIAG_MAX_ERRORS) break;

@@ -33,6 +33,8 @@
 #define MAX_NEST 64
 #define MAX_EXPR_DEPTH 64
 #define MAX_CALL_DEPTH 1000
+/* Pipeline loops nested in each other (each level is a loop of the run time's). */
+#define MAX_LOOP_NEST 16
 /* Arrays (docs/LANGUAGE.md, Arrays and tables): a local array lives in registers or
  * private memory of every thread, so it is small; tables go to constant memory on GPUs,
  * 64 KiB on CUDA, of which the tables of one program may take half. */
@@ -63,6 +65,9 @@ typedef struct {
   bool body_next; /* the next statement is the body of an if, else or for */
   bool too_deep;  /* "nested too deeply" reported: the rest of the statement is skipped */
   bool in_pipeline;
+  int loop;       /* the pipeline loop being parsed (its body), -1: none */
+  int loop_depth; /* pipeline loops open (MAX_LOOP_NEST) */
+  int loop_cap;   /* room in decl->loops */
   bool in_func;   /* parsing a user function: no coordinates, no images */
   int table_bytes; /* bytes of the program's tables so far (MAX_TABLE_BYTES) */
 } Parser;
@@ -1351,6 +1356,8 @@ static Decl *func_decl(Parser *P, Loc loc) {
 /* ---- pipelines ---- */
 
 static int add_value(Parser *P, PipeValue v, Decl *D, int *cap) {
+  v.loop = P->loop;
+  v.carried = -1;
   if (D->nvalues == *cap) {
     int nc = *cap ? *cap * 2 : 16;
     PipeValue *nv = alloc(P, sizeof(PipeValue) * (size_t)nc);
@@ -1363,9 +1370,14 @@ static int add_value(Parser *P, PipeValue v, Decl *D, int *cap) {
   return D->nvalues++;
 }
 
+/* The value a name stands for here: the latest definition or assignment, skipping the
+ * bodies of loops already closed (while a loop is parsed its end is -1). */
 static int find_value(Decl *D, const char *name) {
-  for (int i = D->nvalues - 1; i >= 0; i--)
+  for (int i = D->nvalues - 1; i >= 0; i--) {
+    int l = D->values[i].loop;
+    if (l >= 0 && D->loops[l].end >= 0) continue;
     if (D->values[i].name && !strcmp(D->values[i].name, name)) return i;
+  }
   return -1;
 }
 
@@ -1444,11 +1456,203 @@ static int pcall(Parser *P, int *cap) {
   return add_value(P, v, P->decl, cap);
 }
 
-/* pipeline = "pipeline" IDENT params "->" "image" type "{" pstmt* "}"
- * pstmt = "image" type IDENT "=" pcall ";" | "return" (pcall | IDENT) ";" */
+/* The names a loop body assigns (`name = ...` at the start of a statement, nested loops
+ * included), P->tok at its '{': the images the loop carries are found before the body is
+ * parsed, so that a read before the assignment already means the carried image. */
+static int assigned_names(Parser *P, const char **names, int max) {
+  int n = 0, depth = 0;
+  for (Token *t = P->tok; t->kind != TK_EOF; t++) {
+    if (t->kind == TK_PUNCT && !strcmp(t->text, "{")) depth++;
+    if (t->kind == TK_PUNCT && !strcmp(t->text, "}") && --depth == 0) break;
+    if (t->kind != TK_IDENT || t[1].kind != TK_PUNCT || strcmp(t[1].text, "=")) continue;
+    if (t[-1].kind != TK_PUNCT || (strcmp(t[-1].text, ";") && strcmp(t[-1].text, "{") && strcmp(t[-1].text, "}")))
+      continue;
+    bool seen = false;
+    for (int i = 0; i < n; i++) seen = seen || !strcmp(names[i], t->text);
+    if (!seen && n < max) names[n++] = t->text;
+  }
+  return n;
+}
+
+static void pstmt(Parser *P, int *cap);
+
+/* loop = "loop" "(" expr ")" [ "until" "unchanged" "(" IDENT { "," IDENT } ")" ]
+ *        "{" { pstmt } "}" */
+static void pipe_loop(Parser *P, int *cap) {
+  Decl *D = P->decl;
+  Loc loc = P->tok->loc;
+  int errs = P->d->nerrors;
+  advance(P);
+  if (P->loop_depth >= MAX_LOOP_NEST)
+    diag_error(P->d, loc, "loops nested too deeply (at most %d levels)", MAX_LOOP_NEST);
+  expect(P, "(");
+  Node *count = expr(P);
+  expect(P, ")");
+  const char *until[32];
+  Loc uloc[32];
+  int nuntil = 0;
+  bool has_until = false;
+  if (is_ident(P, "until")) {
+    advance(P);
+    has_until = true;
+    if (!is_ident(P, "unchanged")) {
+      diag_error(P->d, P->tok->loc, "expected 'unchanged(...)' after 'until'");
+      if (P->tok->kind != TK_IDENT) return;
+    }
+    advance(P);
+    expect(P, "(");
+    do {
+      Loc l = P->tok->loc;
+      const char *name = ident(P, "an image name");
+      if (name && nuntil < 32) {
+        uloc[nuntil] = l;
+        until[nuntil++] = name;
+      }
+    } while (accept(P, ","));
+    expect(P, ")");
+  }
+  if (!is(P, "{")) {
+    expect(P, "{");
+    return;
+  }
+  if (D->nloops == P->loop_cap) {
+    int nc = P->loop_cap ? P->loop_cap * 2 : 4;
+    PipeLoop *nl = alloc(P, sizeof(PipeLoop) * (size_t)nc);
+    if (!nl) return;
+    if (D->nloops) memcpy(nl, D->loops, sizeof(PipeLoop) * (size_t)D->nloops);
+    D->loops = nl;
+    P->loop_cap = nc;
+  }
+  int li = D->nloops++;
+  const char *names[64];
+  int nnames = assigned_names(P, names, 64);
+  PipeLoop L = {.count = count, .parent = P->loop, .end = -1, .loc = loc, .has_until = has_until};
+  L.init = alloc(P, sizeof(int) * (size_t)(nnames + 1));
+  L.next = alloc(P, sizeof(int) * (size_t)(nnames + 1));
+  L.until = alloc(P, sizeof(bool) * (size_t)(nnames + 1));
+  if (!L.init || !L.next || !L.until) return;
+  D->loops[li] = L;
+  int phi = D->nvalues, nc = 0;
+  for (int i = 0; i < nnames; i++) { /* the carried images: defined before the loop */
+    int s = find_value(D, names[i]);
+    if (s < 0) continue;
+    PipeValue v = {.name = names[i], .type = D->values[s].type, .loc = D->values[s].loc};
+    int k = add_value(P, v, D, cap);
+    if (k < 0) return;
+    D->values[k].carried = li;
+    D->loops[li].init[nc] = s;
+    D->loops[li].until[nc++] = false;
+  }
+  D->loops[li].phi = phi;
+  D->loops[li].ncarry = nc;
+  D->loops[li].first = D->nvalues;
+  for (int i = 0; i < nuntil; i++) {
+    int s = find_value(D, until[i]);
+    if (s >= phi && s < phi + nc)
+      D->loops[li].until[s - phi] = true;
+    else if (s < 0)
+      diag_error(P->d, uloc[i], "undeclared image '%s'", until[i]);
+    else
+      diag_error(P->d, uloc[i], "'%s' is not assigned in this loop; until unchanged(...) names images the loop "
+                 "assigns", until[i]);
+  }
+  int outer = P->loop;
+  P->loop = li;
+  P->loop_depth++;
+  advance(P); /* { */
+  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P) && !P->a->failed) pstmt(P, cap);
+  expect(P, "}");
+  for (int k = 0; k < nc; k++) { /* each carried image's value at the end of the body */
+    int s = find_value(D, D->values[phi + k].name);
+    D->loops[li].next[k] = s >= D->loops[li].first ? s : phi + k;
+  }
+  D->loops[li].end = D->nvalues;
+  P->loop = outer;
+  P->loop_depth--;
+  if (nc == 0 && P->d->nerrors == errs)
+    diag_error(P->d, loc, "the loop assigns no image defined before it, so nothing it computes is kept; "
+               "assign one (name = kernel(...);)");
+}
+
+/* pstmt = "image" type IDENT "=" pcall ";" | IDENT "=" pcall ";" | loop
+ *       | "return" (pcall | IDENT) ";" */
+static void pstmt(Parser *P, int *cap) {
+  Decl *D = P->decl;
+  int errs = P->d->nerrors;
+  Token *start = P->tok;
+  Loc sloc = P->tok->loc;
+  if (is_ident(P, "loop") && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+    pipe_loop(P, cap);
+    P->too_deep = false;
+    return;
+  }
+  if (accept(P, "image")) {
+    Type t;
+    parse_type(P, &t);
+    const char *name = ident(P, "an image name");
+    expect(P, "=");
+    if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+      int v = pcall(P, cap);
+      if (v >= 0 && name) {
+        if (find_value(D, name) >= 0) diag_error(P->d, sloc, "image '%s' is already defined", name);
+        D->values[v].name = name;
+        D->values[v].type = t;
+        D->values[v].loc = sloc;
+      }
+    } else {
+      diag_error(P->d, P->tok->loc, "expected a kernel call");
+    }
+    expect(P, ";");
+  } else if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "=")) {
+    const char *name = P->tok->text;
+    int prev = find_value(D, name);
+    if (prev < 0)
+      diag_error(P->d, sloc, "undeclared image '%s'", name);
+    else if (P->loop < 0)
+      diag_error(P->d, sloc, "image '%s' is assigned outside a loop; a new image needs a new name "
+                 "(image T name = ...;)", name);
+    advance(P);
+    advance(P);
+    if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+      int v = pcall(P, cap);
+      if (v >= 0 && prev >= 0 && P->loop >= 0) {
+        D->values[v].name = name;
+        D->values[v].type = D->values[prev].type;
+        D->values[v].loc = sloc;
+      }
+    } else {
+      diag_error(P->d, P->tok->loc, "expected a kernel call");
+    }
+    expect(P, ";");
+  } else if (accept(P, "return")) {
+    if (P->loop >= 0) diag_error(P->d, sloc, "return inside a loop; return the image after the loop");
+    if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+      D->result = pcall(P, cap);
+    } else if (P->tok->kind == TK_IDENT) {
+      D->result = find_value(D, P->tok->text);
+      if (D->result < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+      advance(P);
+    } else {
+      diag_error(P->d, P->tok->loc, "expected a kernel call or an image name after return");
+    }
+    expect(P, ";");
+  } else {
+    char b[64];
+    diag_error(P->d, sloc, "expected 'image T name = kernel(...);', 'name = kernel(...);', 'loop (...) { ... }' "
+               "or 'return ...;' before %s", tok_desc(P->tok, b));
+  }
+  if (P->d->nerrors > errs && (P->tok == start || !(P->tok[-1].kind == TK_PUNCT && !strcmp(P->tok[-1].text, ";"))))
+    sync_stmt(P); /* unless the statement ended at its ';' */
+  P->too_deep = false;
+}
+
+/* pipeline = "pipeline" IDENT params "->" "image" type "{" pstmt* "}" */
 static Decl *pipeline_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_PIPELINE, loc);
   P->in_pipeline = true;
+  P->loop = -1;
+  P->loop_depth = 0;
+  P->loop_cap = 0;
   D->name = ident(P, "a pipeline name");
   params(P);
   int cap = 0;
@@ -1466,47 +1670,7 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
     P->in_pipeline = false;
     return D;
   }
-  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P) && !P->a->failed) {
-    int errs = P->d->nerrors;
-    Token *start = P->tok;
-    Loc sloc = P->tok->loc;
-    if (accept(P, "image")) {
-      Type t;
-      parse_type(P, &t);
-      const char *name = ident(P, "an image name");
-      expect(P, "=");
-      if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
-        int v = pcall(P, &cap);
-        if (v >= 0 && name) {
-          if (find_value(D, name) >= 0) diag_error(P->d, sloc, "image '%s' is already defined", name);
-          D->values[v].name = name;
-          D->values[v].type = t;
-          D->values[v].loc = sloc;
-        }
-      } else {
-        diag_error(P->d, P->tok->loc, "expected a kernel call");
-      }
-      expect(P, ";");
-    } else if (accept(P, "return")) {
-      if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
-        D->result = pcall(P, &cap);
-      } else if (P->tok->kind == TK_IDENT) {
-        D->result = find_value(D, P->tok->text);
-        if (D->result < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
-        advance(P);
-      } else {
-        diag_error(P->d, P->tok->loc, "expected a kernel call or an image name after return");
-      }
-      expect(P, ";");
-    } else {
-      char b[64];
-      diag_error(P->d, sloc, "expected 'image T name = kernel(...);' or 'return ...;' before %s",
-                 tok_desc(P->tok, b));
-    }
-    if (P->d->nerrors > errs && (P->tok == start || !(P->tok[-1].kind == TK_PUNCT && !strcmp(P->tok[-1].text, ";"))))
-      sync_stmt(P); /* unless the statement ended at its ';' */
-    P->too_deep = false;
-  }
+  while (!is(P, "}") && P->tok->kind != TK_EOF && !is_decl_keyword(P) && !P->a->failed) pstmt(P, &cap);
   expect(P, "}");
   if (D->result < 0 && P->d->nerrors == 0) diag_error(P->d, loc, "pipeline '%s' has no return", D->name ? D->name : "?");
   P->in_pipeline = false;

@@ -315,7 +315,25 @@ typedef struct {
   int nargs;
   Type type;        /* pixel type */
   Loc loc;
+  int loop;         /* the innermost loop whose body computes this value, -1: none */
+  int carried;      /* >= 0: the image carried by loop `carried` (callee, param NULL) */
 } PipeValue;
+
+/* A loop of a pipeline: values[first .. end) run once per iteration, in order. Each
+ * image the body assigns that was defined before the loop is carried: values[phi + k]
+ * holds it, init[k] on entry and next[k] after each iteration (after the loop: its
+ * final value). Nested loops lie inside their parent's body. */
+typedef struct {
+  Node *count;     /* at most this many iterations: an i64 host expression */
+  int phi, ncarry; /* the carried images; first == phi + ncarry */
+  int first, end;  /* the body's values */
+  int *init;       /* [ncarry] the value each carried image starts from (< phi) */
+  int *next;       /* [ncarry] its value at the end of an iteration (first .. end - 1) */
+  bool *until;     /* [ncarry] named in until unchanged(...) */
+  bool has_until;  /* stops after an iteration that changed none of the named images */
+  int parent;      /* the enclosing loop, -1: none */
+  Loc loc;
+} PipeLoop;
 
 struct Decl {
   DeclKind kind;
@@ -344,6 +362,8 @@ struct Decl {
   PipeValue *values;
   int nvalues;
   int result;         /* index of the returned value */
+  PipeLoop *loops;    /* in source order (a parent before its nested loops) */
+  int nloops;
   bool bad;           /* had syntax errors: not type-checked */
   int index;          /* position in Program.decls */
   uint64_t serial;    /* Program.serial of its program */

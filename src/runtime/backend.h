@@ -129,6 +129,22 @@ typedef struct {
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
 
+/* exec.c, for the pipeline runners: binds the arguments of call pv of pipeline P - images
+ * from vals (by value index), scalars evaluated from the pipeline's imgs and scalars -
+ * to the callee's image and scalar parameters. */
+void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const *vals, const ImgArg *imgs,
+                     const Lane *scalars, ImgArg *kimgs, Lane *ks);
+/* Checks a caller's output image `given` (size, type, no overlap with the nimgs inputs),
+ * or allocates one in be's memory (*owned), for an output of name of w x h of type t. */
+int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
+                        struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err);
+/* loops.c: the pxl source of the reductions that test `until unchanged` on device images
+ * (ne8, ne16, ne32: max(u32(a(0, 0) != b(0, 0))) over u8, u16, u32 views of the rows). */
+extern const char exec_loop_compare_source[];
+/* loops.c: runs pipeline P, which has loops (exec_entry's contract for pipelines). */
+int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars,
+                        struct pxl_image *given, ExecResult *res, Err *err);
+
 /* channels.c: the number of channels a run of D on imgs computes one by one - C when D
  * is a kernel or pipeline whose image parameters and output are one channel and its
  * images have C channels (the binding checked they all do), else 1. */

@@ -26,8 +26,7 @@ static int alloc_image(Backend *be, int w, int h, pxl_type t, int channels, stru
   return be->image_new ? be->image_new(be, w, h, t, channels, false, out, err) : image_new(w, h, t, channels, out, err);
 }
 
-/* Checks a caller's output image, or allocates one, for kernel output of w x h of type t. */
-static int prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
+int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
                           struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err) {
   if (given) {
     if (given->width != w || given->height != h || given->type != pxl_of_scalar(t.s) || given->channels != t.lanes)
@@ -45,8 +44,23 @@ static int prepare_output(Backend *be, const char *name, Type t, int w, int h, c
   return alloc_image(be, w, h, pxl_of_scalar(t.s), t.lanes, out, err);
 }
 
+void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const *vals, const ImgArg *imgs,
+                     const Lane *scalars, ImgArg *kimgs, Lane *ks) {
+  const Decl *K = pv->callee;
+  for (int a = 0; a < pv->nargs; a++) {
+    const Param *kp = K->params[a];
+    if (kp->is_image) {
+      kimgs[kp->img_index].img = vals[pv->args[a].source];
+      kimgs[kp->img_index].border = pv->args[a].border;
+    } else {
+      ks[kp->scalar_index] = interp_host_expr(pv->args[a].expr, P, imgs, scalars);
+    }
+  }
+}
+
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
                         ExecResult *res, Err *err) {
+  if (P->nloops) return exec_pipeline_loops(be, P, imgs, scalars, given, res, err);
   int n = P->nvalues;
   struct pxl_image **vals = PXL_CALLOC((size_t)n, sizeof *vals);
   bool *owned = PXL_CALLOC((size_t)n, sizeof *owned);
@@ -68,20 +82,12 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     const Decl *K = pv->callee;
     ImgArg kimgs[64];
     Lane ks[32];
-    for (int a = 0; a < pv->nargs; a++) {
-      const Param *kp = K->params[a];
-      if (kp->is_image) {
-        kimgs[kp->img_index].img = vals[pv->args[a].source];
-        kimgs[kp->img_index].border = pv->args[a].border;
-      } else {
-        ks[kp->scalar_index] = interp_host_expr(pv->args[a].expr, P, imgs, scalars);
-      }
-    }
+    exec_stage_args(P, pv, vals, imgs, scalars, kimgs, ks);
     int w, h;
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
     bool last = v == P->result;
-    rc = prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
+    rc = exec_prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
     if (rc) break;
     rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
     /* free intermediates whose last reader just ran */
@@ -120,7 +126,7 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
     int w, h;
     int rc = interp_output_size(D, imgs, scalars, &w, &h, err);
     if (rc) return rc;
-    rc = prepare_output(be, D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
+    rc = exec_prepare_output(be, D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
     if (rc) return rc;
     rc = be->kernel(be, spec_for(D, scalars), imgs, scalars, res->image, err);
     if (rc && res->image_owned) {
@@ -218,10 +224,11 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
   return run_pipeline(be, D, imgs, scalars, out, res, err);
 }
 
-/* Whether a run may be recorded: a pipeline that computes its result into the caller's
- * device image, from device images. */
+/* Whether a run may be recorded: a pipeline without loops (an until test reads a result
+ * back; loops.c) that computes its result into the caller's device image, from device
+ * images. */
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
-  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee) return false;
+  if (!be->replay || D->kind != D_PIPELINE || D->nloops || !out || !out->device || !D->values[D->result].callee) return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;
   return true;

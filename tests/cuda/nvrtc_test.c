@@ -4,7 +4,8 @@
  * Runs without a GPU (CI): NVRTC only. For every entry of the given .pxl files and every
  * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper),
  * with the autotuner's tile shapes (rows 1, 2, 4, 8; 4 or 8 bytes) in turn across the
- * border modes;
+ * border modes; then the reductions that test pipeline loops' until condition on GPUs
+ * (exec_loop_compare_source, runtime/loops.c), named "<loop test>";
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
@@ -18,6 +19,7 @@
 #include "api/api_internal.h"
 #include "common/read_file.h"
 #include "codegen/gpu/gen_gpu.h"
+#include "runtime/backend.h"
 #include "runtime/cuda/cuda_api.h"
 #include "util/alloc.h"
 
@@ -36,17 +38,18 @@ int main(int argc, char **argv) {
   static const BorderKind kinds[] = {B_CLAMP, B_MIRROR, B_MIRROR101, B_WRAP, B_CONSTANT, B_NONE};
   int passed = 0, failed = 0;
   pxl_context *ctx = pxl_context_new();
-  for (int i = 1; i < argc; i++) {
-    char *src = read_file(argv[i]);
+  for (int i = 1; i <= argc; i++) {
+    const char *name = i < argc ? argv[i] : "<loop test>";
+    char *src = i < argc ? read_file(argv[i]) : strdup(exec_loop_compare_source);
     if (!src) {
-      printf("FAIL %s: cannot read\n", argv[i]);
+      printf("FAIL %s: cannot read\n", name);
       failed++;
       continue;
     }
     for (char *p = strstr(src, "BORDER"); p; p = strstr(p, "BORDER")) memcpy(p, "clamp ", 6);
     pxl_program *prog;
-    if (pxl_program_from_string(ctx, argv[i], src, &prog)) {
-      printf("FAIL %s: %s\n", argv[i], pxl_errmsg(ctx));
+    if (pxl_program_from_string(ctx, name, src, &prog)) {
+      printf("FAIL %s: %s\n", name, pxl_errmsg(ctx));
       failed++;
       free(src);
       continue;
@@ -78,7 +81,7 @@ int main(int argc, char **argv) {
         }
         if (!rc) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e);
         if (rc) {
-          printf("FAIL %s %s border %s: %s\n", argv[i], D->name, border_name(kinds[k]), e.msg);
+          printf("FAIL %s %s border %s: %s\n", name, D->name, border_name(kinds[k]), e.msg);
           failed++;
         } else {
           passed++;

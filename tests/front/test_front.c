@@ -626,7 +626,7 @@ static void check_program_inv(const Program *p, const char *where) {
       for (int v = 0; v < D->nvalues; v++) {
         const PipeValue *pv = &D->values[v];
         if (!pv->callee) {
-          assert_non_null(pv->param);
+          assert_true(pv->carried >= 0 ? !pv->param && pv->carried < D->nloops : pv->param != NULL);
           continue;
         }
         assert_int_equal(pv->callee->kind, D_KERNEL);
@@ -642,6 +642,28 @@ static void check_program_inv(const Program *p, const char *where) {
           }
         }
       }
+      for (int l = 0; l < D->nloops; l++) { /* loops: IR.md, Pipelines */
+        const PipeLoop *L = &D->loops[l];
+        assert_true(L->ncarry > 0 && L->phi + L->ncarry == L->first && L->first <= L->end && L->end <= D->nvalues);
+        assert_true(L->parent < l);
+        if (L->parent >= 0)
+          assert_true(L->phi >= D->loops[L->parent].first && L->end <= D->loops[L->parent].end);
+        check_expr_inv(L->count, where);
+        assert_true(type_eq(L->count->type, type_scalar(T_I64)));
+        for (int k = 0; k < L->ncarry; k++) {
+          assert_int_equal(D->values[L->phi + k].carried, l);
+          assert_int_equal(D->values[L->phi + k].loop, L->parent);
+          assert_true(L->init[k] < L->phi && L->next[k] >= L->first && L->next[k] < L->end);
+          assert_true(type_eq(D->values[L->init[k]].type, D->values[L->phi + k].type));
+          assert_true(type_eq(D->values[L->next[k]].type, D->values[L->phi + k].type));
+        }
+        for (int v = L->first; v < L->end; v++) {
+          int in = 0;
+          for (int m = D->values[v].loop; m >= 0; m = D->loops[m].parent) in = in || m == l;
+          assert_true(in);
+        }
+      }
+      assert_true(D->values[D->result].loop < 0);
       break;
     }
   }
@@ -652,7 +674,7 @@ static void test_ir_invariants(void **state) {
   static const char *const files[] = {"binarize.pxl", "copy.pxl",       "transpose.pxl", "blur3.pxl",
                                       "sobel3.pxl",   "erode3.pxl",     "dilate5.pxl",   "gradient73.pxl",
                                       "sum.pxl",      "min.pxl",        "max.pxl",       "hist256.pxl",
-                                      "edges.pxl",    "cartoon.pxl"};
+                                      "edges.pxl",    "cartoon.pxl",    "reconstruct.pxl", "distance.pxl"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     char *src = read_example(files[i]);
     Compiled *c = compile_ok(src);
@@ -676,7 +698,13 @@ static void test_ir_invariants(void **state) {
       "reduce i32 am(image i16 in) = argmax(in(0, 0));\n"
       "histogram[10] h(image f32 in) { if (in(0, 0) > 0) bin(in(0, 0) * 10, 0.5); }\n"
       "kernel u8 m(image u8 in) { return in(0, 0); }\n"
-      "pipeline p(image u8 in, u8 t) -> image u8 { image u8 a = m(in : wrap); return m(m(a : none)); }\n");
+      "pipeline p(image u8 in, u8 t) -> image u8 { image u8 a = m(in : wrap); return m(m(a : none)); }\n"
+      "pipeline q(image u8 in, u8 t) -> image u8 {\n"
+      "  image u8 a = m(in); image u8 b = m(in);\n"
+      "  loop (t) { b = m(a); loop (3) until unchanged(a) { image u8 c = m(a); a = m(c); } in = m(b); }\n"
+      "  loop (in.width) until unchanged(a, b) { a = m(b); b = m(a); }\n"
+      "  return m(in);\n"
+      "}\n");
   check_program_inv(c->p, "every");
   compiled_free(c);
 }

@@ -175,7 +175,7 @@ static void install_handlers(void) {
 static const char *const vocab[] = {
     /* declarations and statements */
     "kernel", "reduce", "histogram", "pipeline", "image", "if", "else", "for", "return", "size", "bin",
-    "while", "break", "const", "scan", "along",
+    "while", "break", "const", "scan", "along", "loop", "until", "unchanged",
     /* types */
     "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64", "int", "uint", "float", "double", "u8x3",
     "u8x4", "f32x3", "f32x4", "i32x3", "u16x4", "f64x3",

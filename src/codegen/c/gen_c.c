@@ -497,6 +497,13 @@ static const char abi_text[] =
     "#endif\n";
 
 static const char threads_text[] =
+    "static inline void pxlc_rows_copy(pxlc_image *d, const pxlc_image *s, int es) {\n"
+    "  for (int32_t y = 0; y < s->height; y++)\n"
+    "    memcpy((char *)d->data + y * d->pitch, (const char *)s->data + y * s->pitch, (size_t)s->width * es);\n}\n"
+    "static inline int pxlc_rows_same(const pxlc_image *a, const pxlc_image *b, int es) {\n"
+    "  for (int32_t y = 0; y < a->height; y++)\n"
+    "    if (memcmp((const char *)a->data + y * a->pitch, (const char *)b->data + y * b->pitch, (size_t)a->width * es))\n"
+    "      return 0;\n  return 1;\n}\n"
     "static inline int pxlc_threads(int n) {\n"
     "#ifdef _OPENMP\n  return n > 0 ? n : omp_get_max_threads();\n#else\n  (void)n;\n  return 1;\n#endif\n}\n"
     "static inline int pxlc_thread_id(void) {\n"
@@ -681,35 +688,88 @@ static void stage_args(StrBuf *o, const Decl *P, const PipeValue *pv) {
   }
 }
 
-/* The static pipeline function `fn` (stages in order, intermediates malloc'd and freed;
- * out already of the right size) and its static size function `fn_size`; `pfx` + s<v> /
- * z<v> name the stage instances and their size functions. */
-static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
-  sb_printf(o, "\nstatic int %ss(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n", pfx);
-  unpack_scalars(o, P);
-  sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n  int rc = 0;\n", P->nvalues);
-  for (int i = 0; i < P->nvalues; i++) {
+/* Bytes of one pixel of value v. */
+static int value_bytes(const PipeValue *pv) { return scalar_size(pv->type.s) * pv->type.lanes; }
+
+static void pipe_values(StrBuf *o, const Decl *P, const char *pfx, int from, int to);
+
+/* A loop of pipeline_fn: each carried image gets a buffer of its own (allocated at the
+ * first run of the loop, its first value copied in); after each iteration it swaps
+ * buffers with the body's new value (double buffering). */
+static void pipe_loop(StrBuf *o, const Decl *P, const char *pfx, int li) {
+  const PipeLoop *L = &P->loops[li];
+  sb_printf(o, "  { /* loop of line %d */\n    const int64_t n%d = ", L->loc.line, li);
+  host_expr(o, P, L->count);
+  sb_printf(o, ";\n");
+  for (int k = 0; k < L->ncarry; k++) {
+    int p = L->phi + k, i = L->init[k];
+    sb_printf(o, "    if (!v[%d].data) {\n      v[%d] = v[%d];\n      v[%d].pitch = ((int64_t)v[%d].width * %d + 63) / 64 * 64;\n"
+                 "      v[%d].data = malloc((size_t)(v[%d].pitch * v[%d].height));\n"
+                 "      if (!v[%d].data) { rc = -1; goto done; }\n    }\n",
+              p, p, i, p, p, value_bytes(&P->values[p]), p, p, p, p);
+    sb_printf(o, "    pxlc_rows_copy(&v[%d], &v[%d], %d);\n", p, i, value_bytes(&P->values[p]));
+  }
+  sb_printf(o, "    for (int64_t it%d = 1; it%d <= n%d; it%d++) {\n", li, li, li, li);
+  pipe_values(o, P, pfx, L->first, L->end);
+  if (L->has_until) sb_printf(o, "    int same = it%d < n%d; /* no test at the cap */\n", li, li);
+  for (int k = 0; k < L->ncarry; k++) {
+    int p = L->phi + k, q = L->next[k];
+    sb_printf(o, "    if (v[%d].width != v[%d].width || v[%d].height != v[%d].height) { rc = -1; goto done; }\n", q, p,
+              q, p);
+    if (L->has_until && L->until[k])
+      sb_printf(o, "    same = same && pxlc_rows_same(&v[%d], &v[%d], %d);\n", p, q, value_bytes(&P->values[p]));
+  }
+  for (int k = 0; k < L->ncarry; k++)
+    sb_printf(o, "    { pxlc_image t = v[%d]; v[%d] = v[%d]; v[%d] = t; }\n", L->phi + k, L->phi + k, L->next[k],
+              L->next[k]);
+  sb_printf(o, "%s    }\n  }\n", L->has_until ? "    if (same) break;\n" : "");
+}
+
+/* The stages values[from .. to) of pipeline_fn, and the loops among them. A stage's
+ * buffer is allocated once and kept (a loop's body runs again into the same buffers). */
+static void pipe_values(StrBuf *o, const Decl *P, const char *pfx, int from, int to) {
+  for (int i = from; i < to; i++) {
     const PipeValue *pv = &P->values[i];
+    if (pv->carried >= 0) {
+      pipe_loop(o, P, pfx, pv->carried);
+      i = P->loops[pv->carried].end - 1;
+      continue;
+    }
     if (!pv->callee) {
       sb_printf(o, "  v[%d] = in[%d];\n", i, pv->param->img_index);
       continue;
     }
-    const Decl *K = pv->callee;
     stage_args(o, P, pv);
     sb_printf(o, "    int32_t W, H;\n    %sz%d(a, s, &W, &H);\n", pfx, i);
     if (i == P->result) {
       sb_printf(o, "    if (out->width != W || out->height != H) { rc = -1; goto done; }\n    v[%d] = *out;\n", i);
     } else {
-      int es = scalar_size(K->type.s) * K->type.lanes;
-      sb_printf(o, "    int64_t pitch = ((int64_t)W * %d + 63) / 64 * 64;\n", es);
-      sb_printf(o, "    v[%d].data = malloc((size_t)(pitch * H));\n    if (!v[%d].data) { rc = -1; goto done; }\n", i, i);
-      sb_printf(o, "    v[%d].width = W; v[%d].height = H; v[%d].pitch = pitch;\n", i, i, i);
+      sb_printf(o, "    if (!v[%d].data) {\n", i);
+      sb_printf(o, "      int64_t pitch = ((int64_t)W * %d + 63) / 64 * 64;\n", value_bytes(pv));
+      sb_printf(o, "      v[%d].data = malloc((size_t)(pitch * H));\n      if (!v[%d].data) { rc = -1; goto done; }\n",
+                i, i);
+      sb_printf(o, "      v[%d].width = W; v[%d].height = H; v[%d].pitch = pitch;\n    }\n", i, i, i);
     }
     sb_printf(o, "    %ss%d(a, s, &v[%d], nthreads);\n  }\n", pfx, i, i);
   }
+}
+
+/* The static pipeline function `fn` (stages in order, intermediates malloc'd and freed;
+ * out already of the right size) and its static size function `fn_size`; `pfx` + s<v> /
+ * z<v> name the stage instances and their size functions. In a loop the sizes do not
+ * change, so the size function runs each body once (and takes the carried images' sizes
+ * from their first values). */
+static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
+  sb_printf(o, "\nstatic int %ss(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n", pfx);
+  unpack_scalars(o, P);
+  sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n  int rc = 0;\n", P->nvalues);
+  pipe_values(o, P, pfx, 0, P->nvalues);
+  if (!P->values[P->result].callee) /* a carried image */
+    sb_printf(o, "  pxlc_rows_copy(out, &v[%d], %d);\n", P->result, value_bytes(&P->values[P->result]));
   sb_printf(o, "done:\n");
   for (int i = 0; i < P->nvalues; i++)
-    if (P->values[i].callee && i != P->result) sb_printf(o, "  free(v[%d].data);\n", i);
+    if ((P->values[i].callee || P->values[i].carried >= 0) && !(i == P->result && P->values[i].callee))
+      sb_printf(o, "  free(v[%d].data);\n", i);
   sb_printf(o, "  return rc;\n}\n");
   sb_printf(o, "static void %sz(const pxlc_image *in, const pxlc_scalar *sc, int32_t *width, int32_t *height) {\n",
             pfx);
@@ -717,6 +777,10 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
   sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n", P->nvalues);
   for (int i = 0; i < P->nvalues; i++) {
     const PipeValue *pv = &P->values[i];
+    if (pv->carried >= 0) {
+      sb_printf(o, "  v[%d] = v[%d];\n", i, P->loops[pv->carried].init[i - P->loops[pv->carried].phi]);
+      continue;
+    }
     if (!pv->callee) {
       sb_printf(o, "  v[%d] = in[%d];\n", i, pv->param->img_index);
       continue;
