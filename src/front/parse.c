@@ -38,6 +38,7 @@
  * 64 KiB on CUDA, of which the tables of one program may take half. */
 #define MAX_ARRAY_LEN 1024
 #define MAX_TABLE_LEN 4096
+#define MAX_PARAM_ARRAY 4096 /* elements of an array parameter */
 #define MAX_TABLE_BYTES 32768
 
 typedef struct Scope Scope;
@@ -1126,7 +1127,23 @@ static bool parse_border(Parser *P, Border *b) {
   return false;
 }
 
-/* params = "(" (param ("," param)*)? ")"; param = "image" type IDENT (":" border)? | type IDENT */
+/* After a parameter's name: "[" INT "]", an array parameter of kernels, reductions and
+ * histograms (one channel, 1 to MAX_PARAM_ARRAY elements, read like a table). */
+static void array_param(Parser *P, Param *p) {
+  Loc loc = P->tok->loc;
+  int len = array_len(P, MAX_PARAM_ARRAY);
+  if (len == 0) diag_error(P->d, loc, "an array parameter needs its length: %s %s[N]", scalar_name(p->type.s), p->name);
+  if (len <= 0) return;
+  if (P->in_func)
+    diag_error(P->d, loc, "a function takes values, not arrays; read the elements in the kernel and pass them");
+  else if (P->in_pipeline)
+    diag_error(P->d, loc, "a pipeline takes no array parameters; compute the table in the pipeline (a histogram) or "
+               "write it as a const table");
+  else
+    p->len = len;
+}
+
+/* params = "(" (param ("," param)*)? ")"; param = "image" type IDENT (":" border)? | type IDENT ("[" INT "]")? */
 static void params(Parser *P) {
   Decl *D = P->decl;
   Param *tmp[32];
@@ -1162,6 +1179,7 @@ static void params(Parser *P) {
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
         reserved_name(P, p->name, P->tok[-1].loc);
+        if (is(P, "[")) array_param(P, p);
         if (accept(P, ":")) {
           diag_error(P->d, P->tok[-1].loc, "only image parameters have border modes");
           Border ignored;
@@ -1192,6 +1210,7 @@ static void params(Parser *P) {
       p->scalar_index = D->nscalars++;
       p->var = bind_var(P, p->name, p->type, p->loc); /* names checked above */
       if (p->var) p->var->param = p;
+      if (p->var) p->var->len = p->len;
     }
   }
 }

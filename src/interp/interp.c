@@ -343,6 +343,10 @@ static Val array_get(Frame *F, const Var *v, int64_t i) {
   Val r;
   memset(&r, 0, sizeof r);
   if (i < 0 || i >= v->len) return r;
+  if (v->param) { /* an array parameter: the run's values */
+    r.l[0] = F->scalars[v->param->scalar_index].arr[i];
+    return r;
+  }
   if (v->is_const) {
     const Node *e = v->elems[i];
     if (scalar_is_float(v->type.s)) r.l[0].f = e->fval;

@@ -165,7 +165,8 @@ struct Var {
   Node **elems; /* tables: the elements, ND_NUM of `type` after checking */
 };
 
-/* Kernel parameter: an image or a scalar. */
+/* Kernel parameter: an image, a scalar, or an array of scalars (len > 0: its Var is an
+ * array with no slots of its own; the value is bound per run, Lane.arr). */
 struct Param {
   const char *name;
   bool is_image;
@@ -176,6 +177,7 @@ struct Param {
   Border border;     /* default border for image params (clamp unless written) */
   bool has_border;   /* written in the declaration */
   Var *var;          /* scalars: the Var that reads it */
+  int len;           /* array parameters (T name[N]): N elements, read-only; 0 for others */
   Loc loc;
 };
 

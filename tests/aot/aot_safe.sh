@@ -30,7 +30,7 @@ WARN="-std=c11 -O1 -Wall -Wextra -Werror"
 
 # ---- 1. warning-free ----
 mkdir "$T/w"
-for f in "$SRC"/examples/*.pxl "$SRC/tests/diff/semantics.pxl" "$SRC/tests/diff/tables.pxl"; do
+for f in "$SRC"/examples/*.pxl "$SRC/tests/diff/semantics.pxl" "$SRC/tests/diff/tables.pxl" "$SRC/tests/diff/params.pxl"; do
   b=$(basename "$f" .pxl)
   sed 's/BORDER/clamp /g' "$f" >"$T/w/$b.pxl"
   if ! "$PXL" compile "$T/w/$b.pxl" -o "$T/w/$b" >/dev/null; then

@@ -183,6 +183,15 @@ static int cuda_fetch(GpuCore *g, GpuBuf *b, size_t n, bool rezero, void *dst, c
   return rc;
 }
 
+/* Queued on the backend's stream, so after the kernels that read the previous values.
+ * src is pageable memory: the driver stages it before the call returns (CUDA's API
+ * synchronisation rules for pageable host-to-device copies), so it may be freed then. */
+static int cuda_upload(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r = cu->api->cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)b->p, src, n, cu->stream);
+  return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
+}
+
 /* gpu_instance_tune's timing: 3 launches after a warm-up, between two events. */
 static int cuda_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, double *ms, Err *err) {
   Cuda *cu = (Cuda *)g;
@@ -212,6 +221,7 @@ static const GpuDriver cuda_driver = {
     .alloc = cuda_alloc,
     .release = cuda_release,
     .fetch = cuda_fetch,
+    .upload = cuda_upload,
     .time = cuda_time,
 };
 
