@@ -1352,6 +1352,13 @@ static PipeArg parg(Parser *P, int *cap) {
   Decl *D = P->decl;
   Type t;
   bool size = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "."); /* in.width: a scalar */
+  Var *arr = P->tok->kind == TK_IDENT ? lookup_var(P, P->tok->text) : NULL;
+  if (arr && arr->pval && arr->len && P->tok[1].kind == TK_PUNCT &&
+      (!strcmp(P->tok[1].text, ",") || !strcmp(P->tok[1].text, ")"))) { /* a histogram's bins */
+    a.source = arr->pval - 1;
+    advance(P);
+    return a;
+  }
   if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0 &&
       !type_from_name(P->tok->text, &t) && !size) { /* an image: a call or a name */
     bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(");
@@ -1419,8 +1426,50 @@ static int pcall(Parser *P, int *cap) {
   return add_value(P, v, P->decl, cap);
 }
 
+/* pvalue = type IDENT [ "[" INT "]" ] "=" pcall ";": a reduction's result or a histogram's
+ * bins as a value of the pipeline, named by a variable that scalar arguments read (a
+ * scalar) or that is passed to an array parameter (the bins). */
+static void pvalue_stmt(Parser *P, int *cap) {
+  Decl *D = P->decl;
+  Loc loc = P->tok->loc;
+  Type t;
+  parse_type(P, &t);
+  const char *name = ident(P, "a value name");
+  if (!name) return;
+  Loc nloc = P->tok[-1].loc;
+  reserved_name(P, name, nloc);
+  int len = 0;
+  if (is(P, "[")) {
+    len = array_len(P, 1 << 20);
+    if (len == 0) diag_error(P->d, nloc, "a histogram's bins need their number: %s %s[N]", scalar_name(t.s), name);
+    if (len <= 0) return;
+  }
+  char tb[16];
+  if (t.lanes != 1) diag_error(P->d, loc, "a pipeline value has one channel, not %s", type_str(t, tb));
+  expect(P, "=");
+  if (!(P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "("))) {
+    diag_error(P->d, P->tok->loc, "expected a call of a %s", len ? "histogram" : "reduction");
+    return;
+  }
+  if (find_value(D, name) >= 0 || lookup_var(P, name)) diag_error(P->d, nloc, "'%s' is already defined", name);
+  int v = pcall(P, cap);
+  if (v < 0) return;
+  PipeValue *pv = &D->values[v];
+  pv->kind = len ? PV_ARRAY : PV_SCALAR;
+  pv->name = name;
+  pv->type = t;
+  pv->len = len;
+  pv->loc = loc;
+  pv->var = bind_var(P, name, t, nloc);
+  if (pv->var) {
+    pv->var->pval = v + 1;
+    pv->var->len = len;
+  }
+  expect(P, ";");
+}
+
 /* pipeline = "pipeline" IDENT params "->" "image" type "{" pstmt* "}"
- * pstmt = "image" type IDENT "=" pcall ";" | "return" (pcall | IDENT) ";" */
+ * pstmt = "image" type IDENT "=" pcall ";" | pvalue | "return" (pcall | IDENT) ";" */
 static Decl *pipeline_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_PIPELINE, loc);
   P->in_pipeline = true;
@@ -1462,6 +1511,8 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
         diag_error(P->d, P->tok->loc, "expected a kernel call");
       }
       expect(P, ";");
+    } else if (P->tok->kind == TK_IDENT && type_from_name(P->tok->text, &(Type){0})) {
+      pvalue_stmt(P, &cap);
     } else if (accept(P, "return")) {
       if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
         D->result = pcall(P, &cap);

@@ -703,6 +703,12 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
       break;
     }
     if (D->kind == D_PIPELINE) {
+      for (int v = 0; v < D->nvalues && !rc; v++)
+        if (D->values[v].kind != PV_IMAGE)
+          rc = err_set(err, PXL_EARG, "pipeline '%s' computes %s '%s' with %s '%s'; pxl compile writes pipelines of "
+                       "kernels only (run this one with pxl run or the C API)", D->name,
+                       D->values[v].kind == PV_SCALAR ? "the value" : "the bins", D->values[v].name,
+                       D->values[v].kind == PV_SCALAR ? "reduction" : "histogram", D->values[v].callee->name);
       for (int v = 0; v < D->nvalues && !rc; v++) {
         const PipeValue *pv = &D->values[v];
         if (!pv->callee) continue;
