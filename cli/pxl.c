@@ -133,7 +133,7 @@ static const char HELP_RUN[] =
     "  --param NAME=V,V,... values of array parameter NAME (T NAME[N]), e.g.\n"
     "                       --param taps=1,4,6,4,1: at most N numbers, the rest 0,\n"
     "                       each converted to the element type as the language does\n"
-    "                       (one value: write 'V,')\n"
+    "                       (a single number binds the first element)\n"
     "  --param NAME=@FILE   the values from FILE: numbers separated by commas or white\n"
     "                       space (at most 1 MiB). A malformed list or unreadable FILE\n"
     "                       is a usage error (exit 2); more than N values exit 4\n"

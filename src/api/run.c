@@ -372,6 +372,10 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       if (p->is_image)
         return api_fail(ctx, PXL_EARG, "%s '%s' needs an image for parameter '%s' (%s)", kind_name(D->kind), D->name,
                     p->name, t);
+      for (int j = 0; !p->is_image && !p->len && args && j < args->n; j++)
+        if (args->v[j].kind == ARG_ARRAY && !strcmp(args->v[j].name, p->name))
+          return api_fail(ctx, PXL_EARG, "parameter '%s' of %s '%s' is one %s value, not an array", p->name,
+                          kind_name(D->kind), D->name, scalar_name(p->type.s));
       if (p->len)
         return api_fail(ctx, PXL_EARG, "%s '%s' needs values for array parameter '%s' (%s[%d]; --param %s=V,V,... "
                         "or --param %s=@FILE)", kind_name(D->kind), D->name, p->name, scalar_name(p->type.s), p->len,

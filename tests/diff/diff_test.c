@@ -274,7 +274,7 @@ static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, p
   switch (pxl_result_kind_of(rr)) {
   case PXL_RESULT_IMAGE: {
     pxl_image *got = pxl_result_image(rd), *back = NULL;
-    if (resident && !pxl_image_on_device(got)) {
+    if (resident && D->nimages && !pxl_image_on_device(got)) { /* no images: a host result (exec.c) */
       snprintf(why, n, "the result of a run on device images is not in device memory");
       return false;
     }
