@@ -130,8 +130,8 @@ static int cuda_launch(GpuCore *g, const GpuModule *m, size_t gx, size_t gy, con
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
-/* Aux buffers: device memory, zero-filled; the result buffer: pinned host memory that the
- * kernels write directly. */
+/* Aux buffers (and the array parameters' buffer): device memory, zero-filled; the result
+ * buffer: pinned host memory that the kernels write directly. */
 static int cuda_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
   Cuda *cu = (Cuda *)g;
   CUresult r;
@@ -148,7 +148,9 @@ static int cuda_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
     p = 0;
     r = cu->api->cuMemAlloc_v2(&p, n);
     b->p = (void *)(uintptr_t)p;
-    if (!r) r = cu->api->cuMemsetD8_v2(p, 0, n);
+    /* zeroed on the backend's stream, so before the launches and uploads queued after it
+     * (the legacy stream's cuMemsetD8 is not ordered with a non-blocking stream) */
+    if (!r) r = cu->api->cuMemsetD8Async(p, 0, n, cu->stream);
   }
   if (r) return cu_fail(cu, r, "allocation", err);
   b->size = n;
