@@ -130,6 +130,13 @@ static const char HELP_RUN[] =
     "                       parameter takes any number. A VALUE that is not a number\n"
     "                       is a usage error (exit 2), one the parameter's type cannot\n"
     "                       hold a run-time error (exit 4)\n"
+    "  --param NAME=V,V,... values of array parameter NAME (T NAME[N]), e.g.\n"
+    "                       --param taps=1,4,6,4,1: at most N numbers, the rest 0,\n"
+    "                       each converted to the element type as the language does\n"
+    "                       (a single number binds the first element)\n"
+    "  --param NAME=@FILE   the values from FILE: numbers separated by commas or white\n"
+    "                       space (at most 1 MiB). A malformed list or unreadable FILE\n"
+    "                       is a usage error (exit 2); more than N values exit 4\n"
     "  --border NAME=MODE   override the border mode of image parameter NAME when a\n"
     "                       kernel is run directly: clamp, mirror, mirror101, wrap,\n"
     "                       constant(V) or none (another MODE: exit 2)\n"
@@ -596,6 +603,8 @@ typedef struct {
   const char *path; /* file, or the value text for --param / --border */
   pxl_image *img;   /* loaded image (--in only) */
   pxl_image *view;  /* its --roi view, or NULL */
+  char *list;       /* --param NAME=@FILE: the file's text (heap); NAME=V,V,...: NULL, path is the list */
+  int is_list;      /* --param of an array parameter: a list, or @FILE */
 } Binding;
 
 typedef struct {
@@ -654,7 +663,40 @@ static int add_input(const char *text, RunOpts *o) {
 }
 
 /* Which option value check_value checks, with the library's own parser of it. */
-typedef enum { CHECK_DEVICE, CHECK_PARAM, CHECK_BORDER } ValueKind;
+typedef enum { CHECK_DEVICE, CHECK_PARAM, CHECK_BORDER, CHECK_ARRAY } ValueKind;
+
+/* The most bytes of an --param NAME=@FILE list (4096 values with room for long ones). */
+#define LIST_FILE_MAX (1 << 20)
+
+/* Reads the list file of --param NAME=@FILE into b->list: a regular file of at most
+ * LIST_FILE_MAX bytes of text (no NUL). RC_USAGE with a message naming the file. */
+static int read_list_file(Binding *b, const char *path) {
+  if (!*path) return usage_error("run", "--param %s=@: give a file name after '@'", b->name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return usage_error("run", "--param %s=@%s: %s", b->name, path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return usage_error("run", "--param %s=@%s: not a regular file", b->name, path);
+  }
+  char *text = malloc(LIST_FILE_MAX + 1);
+  if (!text) {
+    fclose(f);
+    error("out of memory");
+    return RC_RUN;
+  }
+  size_t n = fread(text, 1, LIST_FILE_MAX + 1, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || n > LIST_FILE_MAX || memchr(text, 0, n)) {
+    free(text);
+    return usage_error("run", "--param %s=@%s: %s", b->name, path,
+                       bad ? "cannot read it" : n > LIST_FILE_MAX ? "larger than 1 MiB" : "not a text file (a NUL byte)");
+  }
+  text[n] = 0;
+  b->list = text;
+  return RC_OK;
+}
 
 /* Checks an option value against the library's grammar for it, on a scratch context
  * that loads nothing: a device name (pxl_set_device), a number (pxl_args_scalar_text),
@@ -671,6 +713,7 @@ static int check_value(ValueKind kind, const char *opt, const char *name, const 
   }
   int st = kind == CHECK_DEVICE   ? pxl_set_device(probe, value)
            : kind == CHECK_PARAM  ? pxl_args_scalar_text(args, name, value)
+           : kind == CHECK_ARRAY  ? pxl_args_array_text(args, name, value)
                                   : pxl_args_border(args, name, value);
   int rc = RC_OK;
   if (st == PXL_ENOMEM) {
@@ -678,7 +721,9 @@ static int check_value(ValueKind kind, const char *opt, const char *name, const 
     rc = RC_RUN;
   } else if (st) {
     const char *msg = pxl_errmsg(probe);
-    if (name)
+    if (kind == CHECK_ARRAY)
+      rc = usage_error("run", "--%s %s: %s", opt, name, *msg ? msg : status_text(st));
+    else if (name)
       rc = usage_error("run", "--%s %s=%s: %s", opt, name, value, *msg ? msg : status_text(st));
     else
       rc = usage_error("run", "--%s %s: %s", opt, value, *msg ? msg : status_text(st));
@@ -714,10 +759,16 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       o->out = v;
       break;
     case O_PARAM:
+    {
       if ((rc = add_pair("param", v, o->params, &o->nparam))) return rc;
-      if ((rc = check_value(CHECK_PARAM, "param", o->params[o->nparam - 1].name, o->params[o->nparam - 1].path)))
+      Binding *b = &o->params[o->nparam - 1];
+      /* an array parameter's values: a list with a comma, or @FILE */
+      b->is_list = b->path[0] == '@' || strchr(b->path, ',');
+      if (b->path[0] == '@' && (rc = read_list_file(b, b->path + 1))) return rc;
+      if ((rc = check_value(b->is_list ? CHECK_ARRAY : CHECK_PARAM, "param", b->name, b->list ? b->list : b->path)))
         return rc;
       break;
+    }
     case O_BORDER:
       if ((rc = add_pair("border", v, o->borders, &o->nborder))) return rc;
       if ((rc = check_value(CHECK_BORDER, "border", o->borders[o->nborder - 1].name,
@@ -886,7 +937,10 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     }
   }
   for (int k = 0; k < o->nparam; k++) {
-    if ((st = pxl_args_scalar_text(args, o->params[k].name, o->params[k].path))) {
+    const Binding *b = &o->params[k];
+    st = b->is_list ? pxl_args_array_text(args, b->name, b->list ? b->list : b->path)
+                    : pxl_args_scalar_text(args, b->name, b->path);
+    if (st) {
       snprintf(what, sizeof what, "--param %s=%s", o->params[k].name, o->params[k].path);
       rc = fail(ctx, st, what);
       goto done;
@@ -962,7 +1016,10 @@ static int cmd_run(int argc, char **argv) {
     rc = RC_OK; /* --help */
   }
   for (int k = 0; k < o.nin; k++) free(o.ins[k].name);
-  for (int k = 0; k < o.nparam; k++) free(o.params[k].name);
+  for (int k = 0; k < o.nparam; k++) {
+    free(o.params[k].name);
+    free(o.params[k].list);
+  }
   for (int k = 0; k < o.nborder; k++) free(o.borders[k].name);
   free(o.ins);
   free(o.params);

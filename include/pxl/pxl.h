@@ -255,6 +255,20 @@ int pxl_args_image(pxl_args *args, const char *name, pxl_image *img);
 int pxl_args_scalar(pxl_args *args, const char *name, double value);
 /* Binds a scalar from text ("40", "0.5"); PXL_EARG if it is not a number. */
 int pxl_args_scalar_text(pxl_args *args, const char *name, const char *text);
+/* The most elements an array parameter (`T name[N]`) has. */
+#define PXL_MAX_ARRAY 4096
+/* Binds array parameter `name` (`T name[N]` of a kernel, reduction or histogram) to n
+ * values (0..PXL_MAX_ARRAY): copied now, so `values` may be freed or changed after the
+ * call. Each is converted to the element type as the language converts an f64 (floats
+ * rounded to f32 for f32; for integer types rounded to the nearest, ties to even, and
+ * saturated, NaN 0); integers are exact up to 2^53. Fewer than N values leave the rest 0; more than N make the run
+ * fail with PXL_EARG naming the parameter and N. */
+int pxl_args_array(pxl_args *args, const char *name, const double *values, int n);
+/* Binds array parameter `name` from text: 1 to PXL_MAX_ARRAY numbers separated by commas
+ * and/or white space ("1,4,6,4,1", a file's contents; one trailing comma allowed); PXL_EARG
+ * naming the first value that is not a number. A value bound with pxl_args_scalar to an
+ * array parameter is its first element. */
+int pxl_args_array_text(pxl_args *args, const char *name, const char *text);
 /* Overrides the border mode of image parameter `name` for a kernel run directly:
  * "clamp", "mirror", "mirror101", "wrap", "constant(V)", "none". */
 int pxl_args_border(pxl_args *args, const char *name, const char *mode);

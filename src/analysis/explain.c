@@ -77,16 +77,23 @@ const char *explain_program(Program *p) {
         for (int l = pv->loop; l >= 0; l = D->loops[l].parent) depth++;
         if (pv->carried >= 0 && D->loops[pv->carried].phi == v) loop_header(&b, D, &D->loops[pv->carried], depth);
         if (!pv->callee) continue;
-        sb_printf(&b, "%*s  stage %s = %s(", 2 * depth, "", pv->name ? pv->name : "(anonymous)", pv->callee->name);
+        sb_printf(&b, "%*s  %s %s = %s(", 2 * depth, "", pv->kind == PV_IMAGE ? "stage" : "value",
+                  pv->name ? pv->name : "(anonymous)", pv->callee->name);
         for (int a = 0; a < pv->nargs; a++) {
           PipeArg *pa = &pv->args[a];
-          if (pa->source >= 0)
+          if (pa->source >= 0 && D->values[pa->source].kind == PV_ARRAY)
+            sb_printf(&b, "%s%s", a ? ", " : "", D->values[pa->source].name);
+          else if (pa->source >= 0)
             sb_printf(&b, "%s%s : %s", a ? ", " : "", D->values[pa->source].name ? D->values[pa->source].name : "(call)",
                 border_name(pa->border.kind));
           else
             sb_printf(&b, "%sscalar", a ? ", " : "");
         }
-        sb_printf(&b, ") -> image %s [%s]\n", type_str(pv->type, t), skeleton_name(pv->callee->skel));
+        if (pv->kind == PV_ARRAY)
+          sb_printf(&b, ") -> %s[%d] [%s]\n", type_str(pv->type, t), pv->len, skeleton_name(pv->callee->skel));
+        else
+          sb_printf(&b, ") -> %s%s [%s]\n", pv->kind == PV_IMAGE ? "image " : "", type_str(pv->type, t),
+                    skeleton_name(pv->callee->skel));
       }
       continue;
     }

@@ -143,6 +143,7 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
     const Param *p = D->params[j];
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s%s %s", j ? ", " : "", p->is_image ? "image " : "",
                           type_str(p->type, t), p->name);
+    if (p->len) n += (size_t)snprintf(buf + n, sizeof buf - n, "[%d]", p->len);
     if (p->has_border && D->kind != D_PIPELINE) {
       if (p->border.kind == B_CONSTANT)
         n += (size_t)snprintf(buf + n, sizeof buf - n, " : constant(%g)", p->border.value);

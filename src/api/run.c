@@ -15,7 +15,7 @@
 #include "interp/interp.h"
 #include "util/alloc.h"
 
-typedef enum { ARG_IMAGE, ARG_SCALAR, ARG_BORDER } ArgKind;
+typedef enum { ARG_IMAGE, ARG_SCALAR, ARG_BORDER, ARG_ARRAY } ArgKind;
 
 typedef struct {
   ArgKind kind;
@@ -24,6 +24,8 @@ typedef struct {
   double value;
   char text[64];   /* scalar given as text (exact for 64-bit integers), or "" */
   Border border;
+  double *vals;    /* ARG_ARRAY: a copy of the values (heap), nvals of them */
+  int nvals;
   bool used;
 } Arg;
 
@@ -51,6 +53,7 @@ pxl_args *pxl_args_new(pxl_context *ctx) {
 
 void pxl_args_free(pxl_args *args) {
   if (!args) return;
+  for (int i = 0; i < args->n; i++) PXL_FREE(args->v[i].vals);
   PXL_FREE(args->v);
   PXL_FREE(args);
 }
@@ -112,6 +115,71 @@ int pxl_args_scalar_text(pxl_args *args, const char *name, const char *text) {
   a->value = v;
   strcpy(a->text, text);
   return PXL_OK;
+}
+
+int pxl_args_array(pxl_args *args, const char *name, const double *values, int n) {
+  if (n < 0 || n > PXL_MAX_ARRAY || (n && !values))
+    return api_fail(args->ctx, PXL_EARG, "array argument '%s' must have 0 to %d values, got %d", name ? name : "",
+                    PXL_MAX_ARRAY, n);
+  double *copy = PXL_MALLOC(sizeof(double) * (size_t)(n ? n : 1));
+  if (!copy) return api_fail(args->ctx, PXL_ENOMEM, "out of memory");
+  Arg *a = add_arg(args, ARG_ARRAY, name);
+  if (!a) {
+    PXL_FREE(copy);
+    return args->ctx->err.code;
+  }
+  if (n) memcpy(copy, values, sizeof(double) * (size_t)n);
+  a->vals = copy;
+  a->nvals = n;
+  return PXL_OK;
+}
+
+int pxl_args_array_text(pxl_args *args, const char *name, const char *text) {
+  pxl_context *ctx = args->ctx;
+  if (!name) name = "";
+  if (!text) text = "";
+  double *v = PXL_MALLOC(sizeof(double) * PXL_MAX_ARRAY);
+  if (!v) return api_fail(ctx, PXL_ENOMEM, "out of memory");
+  int n = 0, rc = PXL_OK;
+  const char *p = text;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (!*p) break;
+    const char *start = p;
+    while (*p && *p != ',' && !isspace((unsigned char)*p)) p++;
+    int len = (int)(p - start);
+    char tok[64];
+    if (len >= (int)sizeof tok) {
+      rc = api_fail(ctx, PXL_EARG, "value %d of '%s' is too long (%.20s...)", n + 1, name, start);
+      break;
+    }
+    memcpy(tok, start, (size_t)len);
+    tok[len] = 0;
+    char *end;
+    double d = len ? strtod(tok, &end) : 0;
+    if (!len || *end) {
+      rc = api_fail(ctx, PXL_EARG, "value %d of '%s' is not a number: '%s'", n + 1, name, len ? tok : "(empty)");
+      break;
+    }
+    if (n == PXL_MAX_ARRAY) {
+      rc = api_fail(ctx, PXL_EARG, "'%s' has more than %d values", name, PXL_MAX_ARRAY);
+      break;
+    }
+    v[n++] = d;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == ',') { /* one comma between values; a trailing one ends the list */
+      p++;
+      while (isspace((unsigned char)*p)) p++;
+      if (*p == ',') {
+        rc = api_fail(ctx, PXL_EARG, "value %d of '%s' is not a number: '(empty)'", n + 1, name);
+        break;
+      }
+    }
+  }
+  if (!rc && !n) rc = api_fail(ctx, PXL_EARG, "'%s' has no values", name);
+  if (!rc) rc = pxl_args_array(args, name, v, n);
+  PXL_FREE(v);
+  return rc;
 }
 
 int pxl_args_border(pxl_args *args, const char *name, const char *mode) {
@@ -204,6 +272,21 @@ range : {
 }
 }
 
+/* The values of array parameter p: len + 1 Lanes (the last 0) in *out (heap, the
+ * caller frees), each value converted to p's element type as the language converts an
+ * f64; fewer values than elements leave the rest 0, more are PXL_EARG. */
+static int bind_array(pxl_context *ctx, const Decl *D, const Param *p, const Arg *a, Lane **out) {
+  if (a->nvals > p->len)
+    return api_fail(ctx, PXL_EARG, "array parameter '%s' of %s '%s' has %d elements (%s[%d]), got %d values", p->name,
+                    kind_name(D->kind), D->name, p->len, scalar_name(p->type.s), p->len, a->nvals);
+  Lane *v = PXL_CALLOC((size_t)p->len + 1, sizeof *v);
+  if (!v) return api_fail(ctx, PXL_ENOMEM, "out of memory");
+  if (a->kind == ARG_SCALAR) v[0] = lane_convert((Lane){.f = a->value}, T_F64, p->type.s);
+  for (int i = 0; i < a->nvals; i++) v[i] = lane_convert((Lane){.f = a->vals[i]}, T_F64, p->type.s);
+  *out = v;
+  return PXL_OK;
+}
+
 /* PXL_EARG: the image for p is not what p declares; `why` is added after the types. */
 static int image_type_error(pxl_context *ctx, const Decl *D, const Param *p, const pxl_image *img, const char *why) {
   char want[64], got[64];
@@ -264,14 +347,19 @@ static int check_images(pxl_context *ctx, const Decl *D, const ImgArg *imgs) {
   return PXL_OK;
 }
 
-static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, Lane *scalars) {
+/* Binds args to D's parameters: imgs, scalars (array parameters' values allocated into
+ * arrays[scalar_index], freed by the caller). */
+static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, Lane *scalars, Lane **arrays) {
   for (int i = 0; args && i < args->n; i++) args->v[i].used = false;
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     Arg *found = NULL;
     for (int j = 0; args && j < args->n && !found; j++) {
       Arg *a = &args->v[j];
-      if (a->used || a->kind != (p->is_image ? ARG_IMAGE : ARG_SCALAR)) continue;
+      if (a->used) continue;
+      if (a->kind != (p->is_image ? ARG_IMAGE : p->len ? ARG_ARRAY : ARG_SCALAR) &&
+          !(p->len && a->kind == ARG_SCALAR)) /* one value for an array: its first element */
+        continue;
       if (!strcmp(a->name, p->name)) found = a;
     }
     for (int j = 0; p->is_image && args && j < args->n && !found; j++) { /* unnamed images, in order */
@@ -284,6 +372,14 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       if (p->is_image)
         return api_fail(ctx, PXL_EARG, "%s '%s' needs an image for parameter '%s' (%s)", kind_name(D->kind), D->name,
                     p->name, t);
+      for (int j = 0; !p->is_image && !p->len && args && j < args->n; j++)
+        if (args->v[j].kind == ARG_ARRAY && !strcmp(args->v[j].name, p->name))
+          return api_fail(ctx, PXL_EARG, "parameter '%s' of %s '%s' is one %s value, not an array", p->name,
+                          kind_name(D->kind), D->name, scalar_name(p->type.s));
+      if (p->len)
+        return api_fail(ctx, PXL_EARG, "%s '%s' needs values for array parameter '%s' (%s[%d]; --param %s=V,V,... "
+                        "or --param %s=@FILE)", kind_name(D->kind), D->name, p->name, scalar_name(p->type.s), p->len,
+                        p->name, p->name);
       return api_fail(ctx, PXL_EARG, "%s '%s' needs a value for parameter '%s' (%s; --param %s=VALUE)", kind_name(D->kind),
                   D->name, p->name, scalar_name(p->type.s), p->name);
     }
@@ -293,6 +389,10 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
       ImgArg *ia = &imgs[p->img_index];
       ia->img = img;
       ia->border = p->border;
+    } else if (p->len) {
+      int rc = bind_array(ctx, D, p, found, &arrays[p->scalar_index]);
+      if (rc) return rc;
+      scalars[p->scalar_index].arr = arrays[p->scalar_index];
     } else {
       int rc = bind_scalar(ctx, D, p, found, &scalars[p->scalar_index]);
       if (rc) return rc;
@@ -325,7 +425,8 @@ static int bind(pxl_context *ctx, const Decl *D, pxl_args *args, ImgArg *imgs, L
     if (a->kind == ARG_IMAGE && !a->name[0])
       return api_fail(ctx, PXL_EARG, "too many input images for '%s' (its parameters: %s)", D->name, names);
     return api_fail(ctx, PXL_EARG, "'%s' is not %s parameter of '%s' (its parameters: %s)", a->name,
-                a->kind == ARG_IMAGE ? "an image" : "a scalar", D->name, D->nparams ? names : "none");
+                a->kind == ARG_IMAGE ? "an image" : a->kind == ARG_ARRAY ? "an array" : "a scalar", D->name,
+                D->nparams ? names : "none");
   }
   return PXL_OK;
 }
@@ -344,14 +445,18 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   if (!D) return ctx->err.code;
   ImgArg imgs[64];
   Lane scalars[32];
+  Lane *arrays[32] = {0};
   memset(imgs, 0, sizeof imgs);
   memset(scalars, 0, sizeof scalars);
-  int rc = bind(ctx, D, args, imgs, scalars);
-  if (rc) return rc;
-  if (args && args->output && D->kind != D_KERNEL && D->kind != D_PIPELINE)
-    return api_fail(ctx, PXL_EARG, "'%s' is a %s: it has no output image", D->name, kind_name(D->kind));
-  pxl_run_result *res = PXL_CALLOC(1, sizeof *res);
-  if (!res) return api_fail(ctx, PXL_ENOMEM, "out of memory");
+  int rc = bind(ctx, D, args, imgs, scalars, arrays);
+  if (!rc && args && args->output && D->kind != D_KERNEL && D->kind != D_PIPELINE)
+    rc = api_fail(ctx, PXL_EARG, "'%s' is a %s: it has no output image", D->name, kind_name(D->kind));
+  pxl_run_result *res = rc ? NULL : PXL_CALLOC(1, sizeof *res);
+  if (!rc && !res) rc = api_fail(ctx, PXL_ENOMEM, "out of memory");
+  if (rc) {
+    for (int i = 0; i < 32; i++) PXL_FREE(arrays[i]);
+    return rc;
+  }
   snprintf(res->name, sizeof res->name, "%s", D->name);
   Err e = {0};
   Backend *be;
@@ -376,6 +481,7 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
     for (int i = 0; !rc && i < res->r.nbins; i++)
       res->bins[i] = res->r.bins_float ? res->r.bins[i].f : (double)res->r.bins[i].i;
   }
+  for (int i = 0; i < 32; i++) PXL_FREE(arrays[i]); /* the runs are done with them (backends copy) */
   if (rc) {
     pxl_result_free(res);
     return api_fail_err(ctx, &e);

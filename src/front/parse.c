@@ -40,6 +40,7 @@
  * 64 KiB on CUDA, of which the tables of one program may take half. */
 #define MAX_ARRAY_LEN 1024
 #define MAX_TABLE_LEN 4096
+#define MAX_PARAM_ARRAY 4096 /* elements of an array parameter */
 #define MAX_TABLE_BYTES 32768
 
 typedef struct Scope Scope;
@@ -1132,7 +1133,23 @@ static bool parse_border(Parser *P, Border *b) {
   return false;
 }
 
-/* params = "(" (param ("," param)*)? ")"; param = "image" type IDENT (":" border)? | type IDENT */
+/* After a parameter's name: "[" INT "]", an array parameter of kernels, reductions and
+ * histograms (one channel, 1 to MAX_PARAM_ARRAY elements, read like a table). */
+static void array_param(Parser *P, Param *p) {
+  Loc loc = P->tok->loc;
+  int len = array_len(P, MAX_PARAM_ARRAY);
+  if (len == 0) diag_error(P->d, loc, "an array parameter needs its length: %s %s[N]", scalar_name(p->type.s), p->name);
+  if (len <= 0) return;
+  if (P->in_func)
+    diag_error(P->d, loc, "a function takes values, not arrays; read the elements in the kernel and pass them");
+  else if (P->in_pipeline)
+    diag_error(P->d, loc, "a pipeline takes no array parameters; compute the table in the pipeline (a histogram) or "
+               "write it as a const table");
+  else
+    p->len = len;
+}
+
+/* params = "(" (param ("," param)*)? ")"; param = "image" type IDENT (":" border)? | type IDENT ("[" INT "]")? */
 static void params(Parser *P) {
   Decl *D = P->decl;
   Param *tmp[32];
@@ -1168,6 +1185,7 @@ static void params(Parser *P) {
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
         reserved_name(P, p->name, P->tok[-1].loc);
+        if (is(P, "[")) array_param(P, p);
         if (accept(P, ":")) {
           diag_error(P->d, P->tok[-1].loc, "only image parameters have border modes");
           Border ignored;
@@ -1198,6 +1216,7 @@ static void params(Parser *P) {
       p->scalar_index = D->nscalars++;
       p->var = bind_var(P, p->name, p->type, p->loc); /* names checked above */
       if (p->var) p->var->param = p;
+      if (p->var) p->var->len = p->len;
     }
   }
 }
@@ -1389,6 +1408,13 @@ static PipeArg parg(Parser *P, int *cap) {
   Decl *D = P->decl;
   Type t;
   bool size = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "."); /* in.width: a scalar */
+  Var *arr = P->tok->kind == TK_IDENT ? lookup_var(P, P->tok->text) : NULL;
+  if (arr && arr->pval && arr->len && P->tok[1].kind == TK_PUNCT &&
+      (!strcmp(P->tok[1].text, ",") || !strcmp(P->tok[1].text, ")"))) { /* a histogram's bins */
+    a.source = arr->pval - 1;
+    advance(P);
+    return a;
+  }
   if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0 &&
       !type_from_name(P->tok->text, &t) && !size) { /* an image: a call or a name */
     bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(");
@@ -1454,6 +1480,48 @@ static int pcall(Parser *P, int *cap) {
   fake->loc = v.loc;
   v.callee = fake;
   return add_value(P, v, P->decl, cap);
+}
+
+/* pvalue = type IDENT [ "[" INT "]" ] "=" pcall ";": a reduction's result or a histogram's
+ * bins as a value of the pipeline, named by a variable that scalar arguments read (a
+ * scalar) or that is passed to an array parameter (the bins). */
+static void pvalue_stmt(Parser *P, int *cap) {
+  Decl *D = P->decl;
+  Loc loc = P->tok->loc;
+  Type t;
+  parse_type(P, &t);
+  const char *name = ident(P, "a value name");
+  if (!name) return;
+  Loc nloc = P->tok[-1].loc;
+  reserved_name(P, name, nloc);
+  int len = 0;
+  if (is(P, "[")) {
+    len = array_len(P, 1 << 20);
+    if (len == 0) diag_error(P->d, nloc, "a histogram's bins need their number: %s %s[N]", scalar_name(t.s), name);
+    if (len <= 0) return;
+  }
+  char tb[16];
+  if (t.lanes != 1) diag_error(P->d, loc, "a pipeline value has one channel, not %s", type_str(t, tb));
+  expect(P, "=");
+  if (!(P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "("))) {
+    diag_error(P->d, P->tok->loc, "expected a call of a %s", len ? "histogram" : "reduction");
+    return;
+  }
+  if (find_value(D, name) >= 0 || lookup_var(P, name)) diag_error(P->d, nloc, "'%s' is already defined", name);
+  int v = pcall(P, cap);
+  if (v < 0) return;
+  PipeValue *pv = &D->values[v];
+  pv->kind = len ? PV_ARRAY : PV_SCALAR;
+  pv->name = name;
+  pv->type = t;
+  pv->len = len;
+  pv->loc = loc;
+  pv->var = bind_var(P, name, t, nloc);
+  if (pv->var) {
+    pv->var->pval = v + 1;
+    pv->var->len = len;
+  }
+  expect(P, ";");
 }
 
 /* The names a loop body assigns (`name = ...` at the start of a statement, nested loops
@@ -1603,6 +1671,10 @@ static void pstmt(Parser *P, int *cap) {
       diag_error(P->d, P->tok->loc, "expected a kernel call");
     }
     expect(P, ";");
+  } else if (P->tok->kind == TK_IDENT && type_from_name(P->tok->text, &(Type){0})) {
+    if (P->loop >= 0)
+      diag_error(P->d, sloc, "a reduction or histogram is computed before a loop, not inside one");
+    pvalue_stmt(P, cap);
   } else if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "=")) {
     const char *name = P->tok->text;
     int prev = find_value(D, name);

@@ -18,6 +18,7 @@ typedef struct {
   const Decl *D;
   const ImgArg *imgs;
   const Lane *scalars;
+  const Lane *pvals; /* a pipeline's scalar values (Var.pval), for its scalar arguments */
   Val *slots;
   int x, y, w, h;   /* output coordinates and size */
   Val ret;          /* value of the last return */
@@ -299,6 +300,7 @@ static Lane eval_s(Frame *F, const Node *n) {
     return r;
   case ND_VAR:
     if (n->var->param) return F->scalars[n->var->param->scalar_index];
+    if (n->var->pval) return F->pvals[n->var->pval - 1];
     return F->slots[n->var->slot].l[0];
   case ND_COORD:
     r.i = n->ival == 0 ? F->x : n->ival == 1 ? F->y : n->ival == 2 ? F->w : F->h;
@@ -343,6 +345,10 @@ static Val array_get(Frame *F, const Var *v, int64_t i) {
   Val r;
   memset(&r, 0, sizeof r);
   if (i < 0 || i >= v->len) return r;
+  if (v->param) { /* an array parameter: the run's values */
+    r.l[0] = F->scalars[v->param->scalar_index].arr[i];
+    return r;
+  }
   if (v->is_const) {
     const Node *e = v->elems[i];
     if (scalar_is_float(v->type.s)) r.l[0].f = e->fval;
@@ -391,6 +397,10 @@ static Val eval(Frame *F, const Node *n) {
   case ND_VAR:
     if (n->var->param) {
       r.l[0] = F->scalars[n->var->param->scalar_index];
+      return r;
+    }
+    if (n->var->pval) {
+      r.l[0] = F->pvals[n->var->pval - 1];
       return r;
     }
     return F->slots[n->var->slot];
@@ -566,7 +576,11 @@ static int frame_init(Frame *F, const Decl *D, const ImgArg *imgs, const Lane *s
 }
 
 Lane interp_host_expr(const Node *n, const Decl *D, const ImgArg *imgs, const Lane *scalars) {
-  Frame F = {.D = D, .imgs = imgs, .scalars = scalars};
+  return interp_pipe_expr(n, D, imgs, scalars, NULL);
+}
+
+Lane interp_pipe_expr(const Node *n, const Decl *P, const ImgArg *imgs, const Lane *scalars, const Lane *pvals) {
+  Frame F = {.D = P, .imgs = imgs, .scalars = scalars, .pvals = pvals};
   return eval(&F, n).l[0];
 }
 

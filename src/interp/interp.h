@@ -14,6 +14,9 @@ int interp_output_size(const Decl *D, const ImgArg *imgs, const Lane *scalars, i
 
 /* Evaluates an expression that reads no pixels (size(), pipeline scalar arguments). */
 Lane interp_host_expr(const Node *n, const Decl *D, const ImgArg *imgs, const Lane *scalars);
+/* The same for a scalar argument of pipeline P that may read its scalar values:
+ * pvals[i] is the value of P->values[i] (a reduction's result) once computed. */
+Lane interp_pipe_expr(const Node *n, const Decl *P, const ImgArg *imgs, const Lane *scalars, const Lane *pvals);
 
 /* Runs kernel D into out (already of the output size and type). scalars[i] holds scalar
  * parameter i converted to its type. */

@@ -163,9 +163,12 @@ struct Var {
   bool is_const; /* a table: read-only, elements known at compile time */
   int table;    /* tables: index in Program.tables, else -1 */
   Node **elems; /* tables: the elements, ND_NUM of `type` after checking */
+  int pval;     /* a pipeline's scalar or array value (PV_SCALAR, PV_ARRAY): 1 + its index in
+                 * Decl.values; 0 for every other variable */
 };
 
-/* Kernel parameter: an image or a scalar. */
+/* Kernel parameter: an image, a scalar, or an array of scalars (len > 0: its Var is an
+ * array with no slots of its own; the value is bound per run, Lane.arr). */
 struct Param {
   const char *name;
   bool is_image;
@@ -176,6 +179,7 @@ struct Param {
   Border border;     /* default border for image params (clamp unless written) */
   bool has_border;   /* written in the declaration */
   Var *var;          /* scalars: the Var that reads it */
+  int len;           /* array parameters (T name[N]): N elements, read-only; 0 for others */
   Loc loc;
 };
 
@@ -299,21 +303,29 @@ typedef struct {
 /* One call in a pipeline: img = kernel(args...). */
 typedef struct PipeArg PipeArg;
 struct PipeArg {
-  int source;    /* >= 0: index of the pipeline value (see Stage numbering); -1: scalar expr */
+  int source;    /* >= 0: index of the pipeline value (an image, or for an array parameter a
+                  * PV_ARRAY value); -1: scalar expr */
   Node *expr;    /* scalar argument expression over the pipeline's scalar params (or NULL) */
   Border border; /* border for this use (image args) */
   bool has_border;
   Loc loc;
 };
 
+/* What a pipeline value is: an image (a parameter or a kernel's result), a reduction's
+ * result (`i64 s = total(in);`) or a histogram's bins (`i64 h[256] = hist(in);`). */
+typedef enum { PV_IMAGE, PV_SCALAR, PV_ARRAY } PipeValueKind;
+
 /* A pipeline value: either a pipeline parameter or the result of a call. */
 typedef struct {
+  PipeValueKind kind;
   const char *name; /* local name, or NULL for an anonymous nested call */
   Decl *callee;     /* NULL for a parameter */
   Param *param;     /* pipeline parameter (image) when callee == NULL */
   PipeArg *args;
   int nargs;
-  Type type;        /* pixel type */
+  Type type;        /* pixel type; PV_SCALAR, PV_ARRAY: the value's (element) type, one lane */
+  int len;          /* PV_ARRAY: the number of bins */
+  Var *var;         /* PV_SCALAR, PV_ARRAY: the variable naming it in the pipeline (Var.pval) */
   Loc loc;
   int loop;         /* the innermost loop whose body computes this value, -1: none */
   int carried;      /* >= 0: the image carried by loop `carried` (callee, param NULL) */

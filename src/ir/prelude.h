@@ -133,6 +133,13 @@ typedef unsigned long long uintptr_t;
 #else
 #define PXR_TABLE static const
 #endif
+/* An array parameter's elements: pxlc_scalar[len + 1] (the last 0) whose address sc[k].i
+ * holds (C, CUDA), or, in OpenCL, at byte offset sc[k].i of the buffer bprm. */
+#if defined(PXR_OPENCL)
+#define PXR_ARRAY_ARG(sc, k) ((const __global pxlc_scalar *)(bprm + (sc)[k].i))
+#else
+#define PXR_ARRAY_ARG(sc, k) ((const pxlc_scalar *)(unsigned long long)(sc)[k].i)
+#endif
 PXR_FN int32_t pxr_ix(int64_t i, int32_t n) { return (uint64_t)i < (uint64_t)n ? (int32_t)i : n; }
 
 /* Histogram bin updates: plain on the CPU (each thread has its own bins), atomic on GPUs.

@@ -2,7 +2,9 @@
  * value.h - run-time values shared by the interpreter, the runtime and the backends.
  *
  * A Lane holds one element of any scalar type: integers in i (u64 as its bit pattern),
- * floats in f (an f32 is stored as the double of its exact value). A Val holds up to
+ * floats in f (an f32 is stored as the double of its exact value); the value of an array
+ * parameter is arr, its elements as Lanes of its element type followed by one zero Lane
+ * (generated code reads it as pxlc_scalar[len + 1], the same layout). A Val holds up to
  * four lanes (a pixel of 1, 3 or 4 channels).
  */
 #ifndef PXL_VALUE_H
@@ -13,9 +15,10 @@
 #include "image/image.h"
 #include "ir/ir.h"
 
-typedef union {
+typedef union Lane {
   int64_t i;
   double f;
+  const union Lane *arr; /* an array parameter's value: len + 1 elements, the last 0 */
 } Lane;
 
 typedef struct {

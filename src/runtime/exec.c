@@ -58,6 +58,39 @@ void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const
   }
 }
 
+/* Frees the intermediates of pipeline P whose last reader, value v, just ran. */
+static void free_inputs(const Decl *P, int v, const int *last_use, struct pxl_image **vals, bool *owned) {
+  const PipeValue *pv = &P->values[v];
+  for (int a = 0; a < pv->nargs; a++) {
+    int s = pv->args[a].source;
+    if (s >= 0 && last_use[s] == v && owned[s] && s != P->result) {
+      image_free(vals[s]);
+      vals[s] = NULL;
+      owned[s] = false;
+    }
+  }
+}
+
+/* Computes pipeline value pv - a reduction's result, a histogram's bins (N + 1 Lanes, the
+ * last 0, heap: out->arr) - through the backend's reduce or histogram entry. On a GPU
+ * that is one launch and one read-back of the result (16 bytes, or the bins); a kernel
+ * that takes the bins uploads them again with its arguments (gpu_core.c: pack_arrays). */
+static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out, Err *err) {
+  const Decl *K = pv->callee;
+  if (pv->kind == PV_SCALAR) {
+    RedResult r;
+    int rc = be->reduce(be, spec_for(K, ks), kimgs, ks, &r, err);
+    if (!rc) *out = r.value;
+    return rc;
+  }
+  Lane *bins = PXL_CALLOC((size_t)K->nbins + 1, sizeof *bins);
+  if (!bins) return err_set(err, PXL_ENOMEM, "out of memory");
+  int rc = be->histogram(be, spec_for(K, ks), kimgs, ks, bins, err);
+  if (rc) PXL_FREE(bins);
+  else out->arr = bins;
+  return rc;
+}
+
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
                         ExecResult *res, Err *err) {
   if (P->nloops) return exec_pipeline_loops(be, P, imgs, scalars, given, res, err);
@@ -65,8 +98,9 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
   struct pxl_image **vals = PXL_CALLOC((size_t)n, sizeof *vals);
   bool *owned = PXL_CALLOC((size_t)n, sizeof *owned);
   int *last_use = PXL_CALLOC((size_t)n, sizeof *last_use);
+  Lane *pvals = PXL_CALLOC((size_t)n, sizeof *pvals); /* scalar values; arrays' bins in .arr */
   int rc = PXL_OK;
-  if (!vals || !owned || !last_use) {
+  if (!vals || !owned || !last_use || !pvals) {
     rc = err_set(err, PXL_ENOMEM, "out of memory");
     goto done;
   }
@@ -82,7 +116,22 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     const Decl *K = pv->callee;
     ImgArg kimgs[64];
     Lane ks[32];
-    exec_stage_args(P, pv, vals, imgs, scalars, kimgs, ks);
+    for (int a = 0; a < pv->nargs; a++) {
+      const Param *kp = K->params[a];
+      if (kp->is_image) {
+        kimgs[kp->img_index].img = vals[pv->args[a].source];
+        kimgs[kp->img_index].border = pv->args[a].border;
+      } else if (kp->len) { /* a histogram's bins */
+        ks[kp->scalar_index].arr = pvals[pv->args[a].source].arr;
+      } else {
+        ks[kp->scalar_index] = interp_pipe_expr(pv->args[a].expr, P, imgs, scalars, pvals);
+      }
+    }
+    if (pv->kind != PV_IMAGE) {
+      rc = run_value(be, pv, kimgs, ks, &pvals[v], err);
+      if (!rc) free_inputs(P, v, last_use, vals, owned);
+      continue;
+    }
     int w, h;
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
@@ -90,15 +139,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     rc = exec_prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
     if (rc) break;
     rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
-    /* free intermediates whose last reader just ran */
-    for (int a = 0; a < pv->nargs && !rc; a++) {
-      int s = pv->args[a].source;
-      if (s >= 0 && last_use[s] == v && owned[s] && s != P->result) {
-        image_free(vals[s]);
-        vals[s] = NULL;
-        owned[s] = false;
-      }
-    }
+    if (!rc) free_inputs(P, v, last_use, vals, owned); /* intermediates whose last reader just ran */
   }
   if (!rc) {
     res->kind = PXL_RESULT_IMAGE;
@@ -110,6 +151,9 @@ done:
   if (vals && owned)
     for (int v = 0; v < n; v++)
       if (owned[v]) image_free(vals[v]);
+  for (int v = 0; pvals && v < n; v++)
+    if (P->values[v].kind == PV_ARRAY) PXL_FREE((void *)pvals[v].arr);
+  PXL_FREE(pvals);
   PXL_FREE(vals);
   PXL_FREE(owned);
   PXL_FREE(last_use);
@@ -224,11 +268,22 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
   return run_pipeline(be, D, imgs, scalars, out, res, err);
 }
 
-/* Whether a run may be recorded: a pipeline without loops (an until test reads a result
- * back; loops.c) that computes its result into the caller's device image, from device
- * images. */
+/* Whether pipeline D computes reductions or histograms: their results come back to the
+ * host during the run (and array arguments are uploaded from there), which a recording
+ * cannot hold. */
+static bool has_values(const Decl *D) {
+  for (int v = 0; v < D->nvalues; v++)
+    if (D->values[v].kind != PV_IMAGE) return true;
+  return false;
+}
+
+/* Whether a run may be recorded: a pipeline that computes its result into the caller's
+ * device image, from device images, without reductions or histograms, nor loops (an
+ * until test reads a result back; loops.c). */
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
-  if (!be->replay || D->kind != D_PIPELINE || D->nloops || !out || !out->device || !D->values[D->result].callee) return false;
+  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee || has_values(D) ||
+      D->nloops)
+    return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;
   return true;

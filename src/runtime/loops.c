@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/specialise.h"
 #include "front/front.h"
 #include "interp/interp.h"
 #include "runtime/backend.h"
@@ -221,7 +222,7 @@ static int run_stage(Run *R, int v, struct pxl_image *given) {
   }
   if (rc) return rc;
   hold(R, v, b);
-  return R->be->kernel(R->be, K, kimgs, ks, b->img, R->err);
+  return R->be->kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
 }
 
 /* Runs loop li: its carried images start as their values before it, the body runs at

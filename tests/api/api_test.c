@@ -6,6 +6,7 @@
  * Usage: api_test DIR (the examples folder). Runs everywhere; the CUDA cases need a CUDA
  * device and are left out (saying so) where there is none.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,112 @@ static void smaller_second_image(const char *cache) {
   pxl_context_free(ctx);
 }
 
+/* Files in directory dir (the cache), to see whether a run compiled a new module. */
+static int count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* Runs lut4 (m[in & 3]) on img with values v[0..n) for m: the status, the output's first
+ * row in row (-1s on failure). */
+static int run_lut4(pxl_context *ctx, pxl_program *prog, pxl_image *img, const double *v, int n, int row[4]) {
+  pxl_args *args = pxl_args_new(ctx);
+  double copy[8];
+  memcpy(copy, v, sizeof(double) * (size_t)n);
+  pxl_args_image(args, "in", img);
+  int rc = pxl_args_array(args, "m", copy, n);
+  for (int i = 0; i < n; i++) copy[i] = -7; /* copied by pxl_args_array: no effect */
+  pxl_run_result *res = NULL;
+  if (!rc) rc = pxl_run(ctx, prog, "lut4", args, &res);
+  for (int x = 0; x < 4; x++) row[x] = rc ? -1 : ((const uint8_t *)pxl_image_data(pxl_result_image(res)))[x];
+  pxl_result_free(res);
+  pxl_args_free(args);
+  return rc;
+}
+
+/* pxl_args_array and pxl_args_array_text: values copied, converted, the rest 0, the
+ * refusals; every backend here equal to the hand-computed results; a second run with
+ * other values compiles nothing new (the values are no part of a cache key). */
+static void array_params(const char *cache) {
+  static const char *const devices[] = {"ref", "cpu", "opencl", "cuda"};
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_program *prog;
+  int rc = pxl_program_from_string(ctx, "arrays.pxl",
+                                   "kernel u8 lut4(image u8 in, i32 m[4]) { return m[in(0, 0) & 3]; }\n"
+                                   "reduce i64 wsum(image u8 in, i64 w[3]) = sum(w[in(0, 0) % 3]);\n"
+                                   "kernel u8 thr(image u8 in, u8 t) { return in(0, 0) > t; }\n",
+                                   &prog);
+  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
+  pxl_image *img;
+  pxl_image_create(ctx, 4, 1, PXL_U8, 1, &img);
+  for (int x = 0; x < 4; x++) ((uint8_t *)pxl_image_data(img))[x] = (uint8_t)(x + 4); /* & 3: 0 1 2 3 */
+  for (size_t d = 0; d < sizeof devices / sizeof *devices; d++) {
+    if (pxl_set_device(ctx, devices[d])) continue;
+    int row[4];
+    rc = run_lut4(ctx, prog, img, (const double[]){9, 8, 7, 6}, 4, row);
+    if (rc == PXL_EDEVICE && d >= 2) continue; /* absent GPU */
+    CHECK(row[0] == 9 && row[1] == 8 && row[2] == 7 && row[3] == 6, "%s: lut4 gave %d %d %d %d (%s)", devices[d],
+          row[0], row[1], row[2], row[3], pxl_errmsg(ctx));
+    int files = count_files(cache);
+    run_lut4(ctx, prog, img, (const double[]){300, -2, 2.5}, 3, row); /* saturated, ties to even, the rest 0 */
+    CHECK(row[0] == 255 && row[1] == 0 && row[2] == 2 && row[3] == 0, "%s: lut4 gave %d %d %d %d (%s)",
+          devices[d], row[0], row[1], row[2], row[3], pxl_errmsg(ctx));
+    CHECK(count_files(cache) == files, "%s: other values added cache files (%d, then %d)", devices[d], files,
+          count_files(cache));
+    pxl_args *args = pxl_args_new(ctx);
+    pxl_args_image(args, "in", img);
+    CHECK(pxl_args_array_text(args, "w", " 1, 10\n100 ") == PXL_OK, "%s", pxl_errmsg(ctx));
+    pxl_run_result *res = NULL;
+    rc = pxl_run(ctx, prog, "wsum", args, &res);
+    pxl_scalar_result sr = {0};
+    if (!rc) pxl_result_scalar(res, &sr);
+    CHECK(rc == PXL_OK && sr.ivalue == 10 + 100 + 1 + 10, "%s: wsum gave %lld (%s)", devices[d],
+          (long long)sr.ivalue, pxl_errmsg(ctx)); /* pixels 4 5 6 7: w[1] w[2] w[0] w[1] */
+    pxl_result_free(res);
+    pxl_args_free(args);
+  }
+  pxl_set_device(ctx, "ref");
+  int row[4];
+  run_lut4(ctx, prog, img, (const double[]){1, 2, 3, 4, 5}, 5, row);
+  CHECK(row[0] == -1 && strstr(pxl_errmsg(ctx), "has 4 elements"), "5 values for m[4]: %s", pxl_errmsg(ctx));
+  pxl_args *args = pxl_args_new(ctx);
+  CHECK(pxl_args_array(args, "m", NULL, 2) == PXL_EARG, "NULL values accepted");
+  CHECK(pxl_args_array(args, "m", (const double[]){1}, -1) == PXL_EARG, "n = -1 accepted");
+  CHECK(pxl_args_array(args, "m", (const double[]){1}, PXL_MAX_ARRAY + 1) == PXL_EARG, "n too large accepted");
+  CHECK(pxl_args_array_text(args, "m", "1,2,") == PXL_OK, "a trailing comma: %s", pxl_errmsg(ctx));
+  pxl_args_free(args);
+  static const char *const bad[] = {"", " ", "1,,2", ",1", "1,x", "1e999999x", "nan(", "1;2"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    args = pxl_args_new(ctx);
+    CHECK(pxl_args_array_text(args, "m", bad[i]) == PXL_EARG, "'%s' accepted", bad[i]);
+    pxl_args_free(args);
+  }
+  args = pxl_args_new(ctx); /* an array for a scalar parameter; a scalar for an array */
+  pxl_args_image(args, "in", img);
+  pxl_args_array(args, "t", (const double[]){1}, 1);
+  pxl_run_result *res = NULL;
+  CHECK(pxl_run(ctx, prog, "thr", args, &res) == PXL_EARG && strstr(pxl_errmsg(ctx), "'t' of kernel 'thr' is one u8 value, not an array"),
+        "an array for scalar t: %s", pxl_errmsg(ctx));
+  pxl_args_free(args);
+  args = pxl_args_new(ctx);
+  pxl_args_image(args, "in", img);
+  pxl_args_scalar(args, "m", 5);
+  rc = pxl_run(ctx, prog, "lut4", args, &res);
+  CHECK(rc == PXL_OK && ((const uint8_t *)pxl_image_data(pxl_result_image(res)))[0] == 5 &&
+        ((const uint8_t *)pxl_image_data(pxl_result_image(res)))[1] == 0,
+        "one value for m: %s", pxl_errmsg(ctx));
+  pxl_result_free(res);
+  pxl_args_free(args);
+  pxl_image_free(img);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: api_test EXAMPLES_DIR CACHE_DIR\n");
@@ -212,6 +319,7 @@ int main(int argc, char **argv) {
   compiler_failure(argv[1], argv[2]);
   cuda_faults(argv[1], argv[2]);
   smaller_second_image(argv[2]);
+  array_params(argv[2]);
   printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
   return failed != 0;
 }

@@ -572,6 +572,41 @@ printf '\223NUMPY\001\000\020\000{"descr": 1}   \n' >bad.npy
 px run negi.pxl --in bad.npy --out bad2.npy
 assert "a malformed .npy header exits 3 naming the file" '[ $rc -eq 3 ] && has err.txt "bad.npy: invalid .npy header"'
 
+# ---- array parameters (--param NAME=V,V,... and NAME=@FILE) ----
+
+# lut4 maps each pixel by its low two bits: img.pgm & 3 is 0 1 2 3 / 2 0 2 0 / 0 0 2 3.
+printf 'kernel u8 lut4(image u8 in, u8 m[4]) { return m[in(0, 0) & 3]; }\n' >arr.pxl
+printf '\011\010\007\006\007\011\007\011\011\011\007\006' >lut9876.raw
+printf '\011\010\000\000\000\011\000\011\011\011\000\000' >lut98.raw
+printf '\377\000\002\004\002\377\002\377\377\377\002\004' >lutsat.raw
+px run arr.pxl --in img.pgm --param m=9,8,7,6 --out lut.pgm
+assert "--param m=9,8,7,6 binds an array parameter" '[ $rc -eq 0 ] && pgm_is lut.pgm 4 3 lut9876.raw'
+printf ' 9 8\n7,\t6,\n' >vals.txt
+px run arr.pxl --in img.pgm --param m=@vals.txt --out lutf.pgm
+assert "--param m=@FILE reads numbers separated by commas and white space" '[ $rc -eq 0 ] && pgm_is lutf.pgm 4 3 lut9876.raw'
+px run arr.pxl --in img.pgm --param m=9,8 --out lut2.pgm
+assert "fewer values than elements leave the rest 0" '[ $rc -eq 0 ] && pgm_is lut2.pgm 4 3 lut98.raw'
+px run arr.pxl --in img.pgm --param m=300,-5,2.5,3.5 --out lut3.pgm
+assert "array values are converted as the language converts (saturated, ties to even)" '[ $rc -eq 0 ] && pgm_is lut3.pgm 4 3 lutsat.raw'
+px run arr.pxl --in nosuch.pgm --param m=1,x --out keep.pgm
+assert "a list with a value that is not a number exits 2 before any file is read" '[ $rc -eq 2 ] && has err.txt "value 2 of '"'"'m'"'"' is not a number" && ! has err.txt "nosuch.pgm" && cmp -s keep.pgm keep.orig'
+px run arr.pxl --in img.pgm --param m=1,,2 --out keep.pgm
+assert "an empty value in a list exits 2" '[ $rc -eq 2 ] && has err.txt "(empty)"'
+px run arr.pxl --in img.pgm --param m=@nosuch.txt --out keep.pgm
+assert "a missing @FILE exits 2 naming it" '[ $rc -eq 2 ] && has err.txt "m=@nosuch.txt"'
+head -c 1048577 /dev/zero | tr '\000' ' ' >big.txt
+px run arr.pxl --in img.pgm --param m=@big.txt --out keep.pgm
+assert "an @FILE over 1 MiB exits 2" '[ $rc -eq 2 ] && has err.txt "larger than 1 MiB"'
+printf '1 2\0003' >nul.txt
+px run arr.pxl --in img.pgm --param m=@nul.txt --out keep.pgm
+assert "an @FILE with a NUL byte exits 2" '[ $rc -eq 2 ] && has err.txt "not a text file"'
+px run arr.pxl --in img.pgm --param m=1,2,3,4,5 --out keep.pgm
+assert "more values than elements exit 4 naming the length" '[ $rc -eq 4 ] && has err.txt "has 4 elements" && cmp -s keep.pgm keep.orig'
+px run arr.pxl --in img.pgm --out keep.pgm
+assert "a missing array argument exits 4 and says how to give it" '[ $rc -eq 4 ] && has err.txt "--param m=V,V,..."'
+px compile "$SRC/examples/equalize.pxl" -o eq_aot
+assert "pxl compile refuses a pipeline with a histogram's bins as a value, naming it" '[ $rc -ne 0 ] && has err.txt "pxl compile writes pipelines of kernels only" && [ ! -e eq_aot.c ]'
+
 # ---- summary ----
 
 echo "$npass passed, $nfail failed, $nskip skipped"

@@ -241,6 +241,14 @@ static double scalar_value(const Param *p) {
   return (double)(r % 11);
 }
 
+/* An element of an array parameter: floats in -1..1 in steps of 1/1000, integers in
+ * -128..383 (converted with saturation, so the ends of u8 and i8-like ranges show). */
+static double array_value(const Param *p) {
+  uint64_t r = next();
+  if (scalar_is_float(p->type.s)) return (double)(r % 2001) / 1000.0 - 1;
+  return (double)(r % 512) - 128;
+}
+
 /* Counts a case; prints a failure with what identifies it. */
 static void report(bool ok, const char *file, const char *entry, const char *border, Size s, Input in, int run,
                    int runs, const char *why) {
@@ -267,7 +275,7 @@ static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, p
   switch (pxl_result_kind_of(rr)) {
   case PXL_RESULT_IMAGE: {
     pxl_image *got = pxl_result_image(rd), *back = NULL;
-    if (resident && !pxl_image_on_device(got)) {
+    if (resident && D->nimages && !pxl_image_on_device(got)) { /* no images: a host result (exec.c) */
       snprintf(why, n, "the result of a run on device images is not in device memory");
       return false;
     }
@@ -348,6 +356,12 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
         pxl_args_border(ar, p->name, border);
         pxl_args_border(ad, p->name, border);
       }
+    } else if (p->len) { /* an array parameter: random values, sometimes fewer (the rest 0) */
+      double v[4096];
+      int n = p->len - (int)(next() % 2);
+      for (int k = 0; k < n; k++) v[k] = array_value(p);
+      pxl_args_array(ar, p->name, v, n);
+      pxl_args_array(ad, p->name, v, n);
     } else {
       double v = scalar_value(p);
       pxl_args_scalar(ar, p->name, v);

@@ -7,7 +7,9 @@ For each case, writes an input image, runs `PXL run` on each DEVICE and compares
 result with the OpenCV call named in the example's header comment, pixel for pixel
 (exact equality: these operators are defined on integers in both). Inputs: the sample
 photograph in grey (in colour for the colour conversions), random bytes and a gradient at
-awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows). Prints 'N passed, N failed' and exits 1 on a failure.
+awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows), a flat image (one grey level:
+equalizeHist keeps it, Otsu finds no split) and images of few levels (ties of Otsu's
+variance). Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import os
 import subprocess
@@ -22,13 +24,28 @@ def box(r):
     return lambda a: cv2.blur(a, (2 * r + 1, 2 * r + 1), borderType=cv2.BORDER_REPLICATE)
 
 
-def cases():
-    """(example file, entry, --param values, OpenCV function of a u8 gray image)."""
+def filter_row(a, taps, div):
+    k = np.array([taps], np.float32) / np.float32(div)
+    return cv2.filter2D(a, -1, k, borderType=cv2.BORDER_REPLICATE)
+
+
+def cases(tmp):
+    """(example file, entry, extra pxl run arguments, OpenCV function of a u8 gray image)."""
+    taps_file = os.path.join(tmp, "taps.txt")
+    with open(taps_file, "w") as f:
+        f.write("-1\n 3, 12\n\t3 -1\n")
     return [
         ("gauss5.pxl", "gauss5", [], lambda a: cv2.GaussianBlur(a, (5, 5), 0)),
         ("median3.pxl", "median3", [], lambda a: cv2.medianBlur(a, 3)),
         ("median5.pxl", "median5", [], lambda a: cv2.medianBlur(a, 5)),
-    ] + [("boxr.pxl", "boxr", ["r=%d" % r], box(r)) for r in (1, 2, 7)]
+        ("equalize.pxl", "equalize", [], cv2.equalizeHist),
+        ("otsu.pxl", "otsu", [], lambda a: cv2.threshold(a, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)[1]),
+        ("conv5.pxl", "conv5", ["--param", "taps=1,4,6,4,1", "--param", "div=16"],
+         lambda a: filter_row(a, [1, 4, 6, 4, 1], 16)),
+        ("conv5.pxl", "conv5", ["--param", "taps=@" + taps_file, "--param", "div=8"],
+         lambda a: filter_row(a, [-1, 3, 12, 3, -1], 8)),
+        ("conv5.pxl", "conv5", ["--param", "taps=0,0,1,", "--param", "div=1"], lambda a: a.copy()),
+    ] + [("boxr.pxl", "boxr", ["--param", "r=%d" % r], box(r)) for r in (1, 2, 7)]
 
 
 def colour_cases():
@@ -54,6 +71,16 @@ def inputs(examples, colour=False):
         yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w, 3) if colour else (h, w), dtype=np.uint8)
     g = (np.add.outer(np.arange(61) * 3, np.arange(83) * 2) % 256).astype(np.uint8)
     yield "gradient 83x61", np.dstack([g, 255 - g, g // 2]) if colour else g
+    if colour:
+        return
+    yield "flat 9x4", np.full((4, 9), 77, np.uint8)
+    yield "two levels 16x16", np.where(rng.integers(0, 2, (16, 16)) > 0, 200, 10).astype(np.uint8)
+    yield "symmetric levels 4x1", np.array([[0, 0, 255, 255]], np.uint8)
+    for k in range(12):  # narrow or skewed histograms: ties and near-ties of the variance
+        lo, width = int(rng.integers(0, 200)), int(rng.integers(1, 56))
+        w, h = int(rng.integers(1, 120)), int(rng.integers(1, 90))
+        a = rng.integers(lo, lo + width + 1, (h, w)) if k % 2 else lo + rng.binomial(width, 0.2, (h, w))
+        yield "levels %d..%d %dx%d" % (lo, lo + width, w, h), np.clip(a, 0, 255).astype(np.uint8)
 
 
 def write(path, img):
@@ -75,21 +102,19 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "in.png")
         out = os.path.join(tmp, "out.png")
-        runs = [(name, img, cases()) for name, img in inputs(examples)]
+        runs = [(name, img, cases(tmp)) for name, img in inputs(examples)]
         runs += [(name, img, colour_cases()) for name, img in inputs(examples, colour=True)]
         for name, img, todo in runs:
             write(src, img)
-            for file, entry, params, ref in todo:
+            for file, entry, args, ref in todo:
                 want = ref(img)
                 for dev in devices:
                     if os.path.exists(out):
                         os.remove(out)
                     cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src, "--out", out,
-                           "--device", dev]
-                    for p in params:
-                        cmd += ["--param", p]
+                           "--device", dev] + args
                     run = subprocess.run(cmd, capture_output=True, text=True)
-                    what = "%s%s on %s, %s" % (entry, "".join(" " + p for p in params), name, dev)
+                    what = "%s%s on %s, %s" % (entry, "".join(" " + x for x in args if x != "--param"), name, dev)
                     if run.returncode != 0:
                         print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
                         failed += 1

@@ -430,6 +430,12 @@ void cg_expr(Gen *g, const Node *n, int lane) {
     return;
   case ND_INDEX: {
     const Var *v = n->var;
+    if (v->param) { /* an array parameter: pxlc_scalar elements */
+      OUT("((%s)s%d[pxr_ix(", cg_ctype(v->type.s), v->param->scalar_index);
+      cg_expr(g, n->a, 0);
+      OUT(", %d)].%c)", v->len, scalar_is_float(v->type.s) ? 'f' : 'i');
+      return;
+    }
     if (v->is_const) OUT("%s_t%d[", g->pfx, v->table);
     else OUT("v%d[", v->slot);
     if (n->flags & NF_IN_RANGE) { /* analysis: always inside */
@@ -715,8 +721,13 @@ static void img_params(Gen *g) {
       OUT("const PXR_GLOBAL %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", cg_ctype(p->type.s), p->img_index, p->img_index,
           p->img_index, p->img_index);
     else
-      OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
+      cg_scalar_param(g, p);
   }
+}
+
+void cg_scalar_param(Gen *g, const Param *p) {
+  if (p->len) OUT("const PXR_GLOBAL pxlc_scalar *s%d", p->scalar_index);
+  else OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
 }
 
 static void img_args(Gen *g);
@@ -870,6 +881,8 @@ void cg_prologue(Gen *g, bool has_out) {
       OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
           " const int w%d = in[%d].width, h%d = in[%d].height;\n",
           cg_ctype(p->type.s), k, cg_ctype(p->type.s), k, k, k, cg_ctype(p->type.s), k, k, k, k);
+    else if (p->len)
+      OUT("  const PXR_GLOBAL pxlc_scalar *s%d = PXR_ARRAY_ARG(sc, %d);\n", p->scalar_index, p->scalar_index);
     else
       OUT("  const %s s%d = (%s)sc[%d].%c;\n", cg_ctype(p->type.s), p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
           scalar_is_float(p->type.s) ? 'f' : 'i');
@@ -995,8 +1008,14 @@ void cg_combine_fn(Gen *g) {
   OUT("PXR_FN %s %s_comb(%s v%d, %s v%d", cg_ctype(D->type.s), g->pfx, cg_ctype(D->type.s), D->combine_a->slot,
       cg_ctype(D->type.s), D->combine_b->slot);
   for (int i = 0; i < D->nparams; i++)
-    if (!D->params[i]->is_image) OUT(", %s s%d", cg_ctype(D->params[i]->type.s), D->params[i]->scalar_index);
-  OUT(") {\n  return ");
+    if (!D->params[i]->is_image) {
+      OUT(", ");
+      cg_scalar_param(g, D->params[i]);
+    }
+  OUT(") {\n ");
+  for (int i = 0; i < D->nparams; i++)
+    if (!D->params[i]->is_image) OUT(" (void)s%d;", D->params[i]->scalar_index);
+  OUT("\n  return ");
   g->variant = V_EDGE;
   cg_expr(g, D->combine, 0);
   OUT(";\n}\n");

@@ -69,6 +69,9 @@ int cg_use_tile_buffer(Gen *g);
 void cg_prologue(Gen *g, bool has_out);
 /* The pixel functions' argument list as text. */
 void cg_args_text(Gen *g, StrBuf *buf);
+/* The declaration of scalar parameter p in a parameter list: "T sK", or for an array
+ * parameter the pointer to its pxlc_scalar elements. */
+void cg_scalar_param(Gen *g, const Param *p);
 /* `acc = acc OP v;` of a reduction; the better-than test of argmin/argmax; its identity. */
 void cg_combine(Gen *g, const char *acc, const char *v);
 void cg_better(Gen *g, const char *v, const char *acc);

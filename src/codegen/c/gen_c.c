@@ -794,13 +794,19 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
 /* The declaration of entry D, exported as `name`, with its comment. */
 static void header_entry(StrBuf *h, const Decl *D, const char *name) {
   char t[16];
+  bool has_array = false;
   sb_printf(h, "\n/* %s %s(", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce"
                                  : D->kind == D_HISTOGRAM ? "histogram" : "pipeline", D->name);
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     sb_printf(h, "%s%s%s %s", i ? ", " : "", p->is_image ? "image " : "", type_str(p->type, t), p->name);
+    if (p->len) sb_printf(h, "[%d]", p->len);
+    has_array |= p->len > 0;
   }
   sb_printf(h, ")\n * in[]: the image parameters in order; sc[]: the scalar parameters in order\n");
+  if (has_array)
+    sb_printf(h, " * (an array parameter T a[N]: sc[k].i = (intptr_t)e, e a pxlc_scalar[N + 1] of the elements,\n"
+                 " * integers in i, floats in f, and e[N] zero; read only, borrowed for the call)\n");
   switch (D->kind) {
   case D_KERNEL:
   case D_PIPELINE:
@@ -884,6 +890,12 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
       break;
     }
     if (D->kind == D_PIPELINE) {
+      for (int v = 0; v < D->nvalues && !rc; v++)
+        if (D->values[v].kind != PV_IMAGE)
+          rc = err_set(err, PXL_EARG, "pipeline '%s' computes %s '%s' with %s '%s'; pxl compile writes pipelines of "
+                       "kernels only (run this one with pxl run or the C API)", D->name,
+                       D->values[v].kind == PV_SCALAR ? "the value" : "the bins", D->values[v].name,
+                       D->values[v].kind == PV_SCALAR ? "reduction" : "histogram", D->values[v].callee->name);
       for (int v = 0; v < D->nvalues && !rc; v++) {
         const PipeValue *pv = &D->values[v];
         if (!pv->callee) continue;

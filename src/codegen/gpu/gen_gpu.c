@@ -105,7 +105,7 @@ static void entry_open(Gen *g, const char *name, bool has_out, unsigned threads)
   if (g->dialect == GPU_OPENCL) {
     OUT("__kernel void %s(", name);
     for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
-    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, pxl_kargs a) {\n");
+    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
   } else {
     OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
   }

@@ -8,7 +8,7 @@
  *   CUDA:   extern "C" __global__ void pxl_stage(pxl_kargs a)
  *   OpenCL: __kernel void pxl_stage(__global uchar *b0, ..., __global uchar *b7,
  *                                   __global uchar *bo, __global uchar *baux,
- *                                   __global uchar *bres, pxl_kargs a)
+ *                                   __global uchar *bres, __global uchar *bprm, pxl_kargs a)
  * pxl_kargs is passed by value: images, scalars, output, an auxiliary device buffer
  * (reduction partials, histogram bins), where results go, and a count. In CUDA the
  * image `data` fields and aux/res are device (or pinned host) addresses; in OpenCL,

@@ -130,8 +130,8 @@ static int cuda_launch(GpuCore *g, const GpuModule *m, size_t gx, size_t gy, con
   return r ? cu_fail(cu, r, "kernel launch", err) : PXL_OK;
 }
 
-/* Aux buffers: device memory, zero-filled; the result buffer: pinned host memory that the
- * kernels write directly. */
+/* Aux buffers (and the array parameters' buffer): device memory, zero-filled; the result
+ * buffer: pinned host memory that the kernels write directly. */
 static int cuda_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
   Cuda *cu = (Cuda *)g;
   CUresult r;
@@ -148,7 +148,9 @@ static int cuda_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
     p = 0;
     r = cu->api->cuMemAlloc_v2(&p, n);
     b->p = (void *)(uintptr_t)p;
-    if (!r) r = cu->api->cuMemsetD8_v2(p, 0, n);
+    /* zeroed on the backend's stream, so before the launches and uploads queued after it
+     * (the legacy stream's cuMemsetD8 is not ordered with a non-blocking stream) */
+    if (!r) r = cu->api->cuMemsetD8Async(p, 0, n, cu->stream);
   }
   if (r) return cu_fail(cu, r, "allocation", err);
   b->size = n;
@@ -183,6 +185,15 @@ static int cuda_fetch(GpuCore *g, GpuBuf *b, size_t n, bool rezero, void *dst, c
   return rc;
 }
 
+/* Queued on the backend's stream, so after the kernels that read the previous values.
+ * src is pageable memory: the driver stages it before the call returns (CUDA's API
+ * synchronisation rules for pageable host-to-device copies), so it may be freed then. */
+static int cuda_upload(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r = cu->api->cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)b->p, src, n, cu->stream);
+  return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
+}
+
 /* gpu_instance_tune's timing: 3 launches after a warm-up, between two events. */
 static int cuda_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, double *ms, Err *err) {
   Cuda *cu = (Cuda *)g;
@@ -212,6 +223,7 @@ static const GpuDriver cuda_driver = {
     .alloc = cuda_alloc,
     .release = cuda_release,
     .fetch = cuda_fetch,
+    .upload = cuda_upload,
     .time = cuda_time,
 };
 

@@ -88,9 +88,46 @@ static GpuKImage kimage(const struct pxl_image *img) {
   return (GpuKImage){(uint64_t)(uintptr_t)img->data, img->width, img->height, (int64_t)img->pitch};
 }
 
+static int need(GpuCore *g, GpuBuf *b, size_t n, Err *err);
+
+/* The elements of D's array parameters, uploaded into g->prm (each pxlc_scalar[len + 1],
+ * the last 0; f32 values as floats where f32_float), and their addresses or byte offsets
+ * in c's scalar slots. One upload per launch that has array parameters: a few KiB. */
+static int pack_arrays(GpuCore *g, const Decl *D, const Lane *scalars, GpuArgs *c, Err *err) {
+  size_t total = 0;
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->len) total += (size_t)D->params[i]->len + 1;
+  if (!total) return PXL_OK;
+  if (!g->drv->upload)
+    return err_set(err, PXL_EDEVICE, "%s: the %s backend takes no array parameters", D->name, g->drv->name);
+  int rc = need(g, &g->prm, total * sizeof(GpuKScalar), err);
+  if (rc) return rc;
+  GpuKScalar *blob = PXL_CALLOC(total, sizeof(GpuKScalar));
+  if (!blob) return err_set(err, PXL_ENOMEM, "out of memory");
+  size_t at = 0; /* in elements */
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->len) continue;
+    const Lane *v = scalars[p->scalar_index].arr;
+    for (int k = 0; k < p->len; k++) {
+      GpuKScalar *e = &blob[at + (size_t)k];
+      if (p->type.s == T_F32 && g->f32_float) e->f32 = (float)v[k].f;
+      else if (scalar_is_float(p->type.s)) e->f = v[k].f;
+      else e->i = v[k].i;
+    }
+    uint64_t off = at * sizeof(GpuKScalar);
+    c->a.sc[p->scalar_index].i = (int64_t)(g->base.buffer_images ? off : (uint64_t)(uintptr_t)g->prm.p + off);
+    at += (size_t)p->len + 1;
+  }
+  rc = g->drv->upload(g, &g->prm, blob, total * sizeof(GpuKScalar), err);
+  PXL_FREE(blob);
+  c->buf[GPU_ARG_PRM] = g->prm.p;
+  return rc;
+}
+
 /* The images and scalars of a stage in c (f32 scalars as floats where f32_float:
  * PXR_SCALAR_FLOAT); a buffer dialect's images must be buffers. */
-static int pack(const GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind, GpuArgs *c,
+static int pack(GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind, GpuArgs *c,
                 Err *err) {
   memset(c, 0, sizeof *c);
   c->kind = kind;
@@ -104,12 +141,12 @@ static int pack(const GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane 
   }
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
-    if (p->is_image) continue;
+    if (p->is_image || p->len) continue;
     if (p->type.s == T_F32 && g->f32_float) c->a.sc[p->scalar_index].f32 = (float)scalars[p->scalar_index].f;
     else if (scalar_is_float(p->type.s)) c->a.sc[p->scalar_index].f = scalars[p->scalar_index].f;
     else c->a.sc[p->scalar_index].i = scalars[p->scalar_index].i;
   }
-  return PXL_OK;
+  return pack_arrays(g, D, scalars, c, err);
 }
 
 /* Passes aux and the result buffer: as buffer arguments, or as addresses in pxl_kargs. */
@@ -252,7 +289,7 @@ void gpu_core_free(GpuCore *g) {
   instance_list_free(g->instances);
   g->instances = NULL;
   gpu_tuner_free(&g->tuner);
-  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res};
+  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->p) g->drv->release(g, bufs[i]);
 }

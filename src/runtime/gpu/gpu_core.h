@@ -26,7 +26,10 @@
  * whose `data` is the image's `data` field (a device address for CUDA, a byte offset in
  * the image's buffer for OpenCL), the scalars, and for pointer dialects the aux and
  * result addresses. A buffer dialect (Backend.buffer_images) also passes the images',
- * output's, aux and result buffers as arguments 0..10 (GpuArgs.buf) and pxl_kargs as 11.
+ * output's, aux, result and array-parameter buffers as arguments 0..11 (GpuArgs.buf) and
+ * pxl_kargs as 12. An array parameter's slot in pxl_kargs holds the address (pointer
+ * dialects) or byte offset in that buffer (buffer dialects) of its elements, uploaded by
+ * the core before each launch that reads it (pxlc_scalar[len + 1], the last 0).
  */
 #ifndef PXL_GPU_CORE_H
 #define PXL_GPU_CORE_H
@@ -60,7 +63,14 @@ typedef struct {
 } GpuKArgs;
 
 /* Argument numbers of the buffers of a buffer dialect (gen_gpu.h); pxl_kargs follows. */
-enum { GPU_ARG_OUT = PXL_GPU_MAX_IMAGES, GPU_ARG_AUX, GPU_ARG_RES, GPU_ARG_KARGS, GPU_NBUFFERS = GPU_ARG_KARGS };
+enum {
+  GPU_ARG_OUT = PXL_GPU_MAX_IMAGES,
+  GPU_ARG_AUX,
+  GPU_ARG_RES,
+  GPU_ARG_PRM, /* the array parameters' elements (bprm) */
+  GPU_ARG_KARGS,
+  GPU_NBUFFERS = GPU_ARG_KARGS
+};
 
 /* The arguments of one launch. */
 typedef struct {
@@ -116,6 +126,10 @@ typedef struct {
    * rezero: then leaves those bytes zero on the device (histogram bins handed back in
    * aux). `name`: the stage, for profiles. */
   int (*fetch)(GpuCore *g, GpuBuf *b, size_t n, bool rezero, void *dst, const char *name, Err *err);
+  /* Queues a copy of n bytes from the host at src to the start of aux buffer b, ordered
+   * after the work queued before it and before the work queued after it; src may be
+   * freed or changed once it returns (array parameters' values). */
+  int (*upload)(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *err);
   /* Times m on a over w x h for the autotuner, in ms: 3 launches (gpu_core_launch) after
    * a warm-up; the launches write the run's output. */
   int (*time)(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, double *ms, Err *err);
@@ -130,6 +144,7 @@ struct GpuCore {
   Instance *instances;   /* the memo (GpuInstance records) */
   GpuTuner tuner;        /* autotuner choices: the driver initialises it (gpu_tuner_init) */
   GpuBuf red, hist, res; /* reduction partials, histogram bins, results */
+  GpuBuf prm;            /* array parameters' elements, uploaded per launch (pack_arrays) */
 };
 
 /* Sets up g (zero-filled) for drv and fills base.kernel, reduce and histogram. */

@@ -458,7 +458,8 @@ static void pack(const Decl *D, const ImgArg *imgs, const Lane *scalars, CImage 
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (p->is_image) continue;
-    if (scalar_is_float(p->type.s)) cs[p->scalar_index].f = scalars[p->scalar_index].f;
+    if (p->len) cs[p->scalar_index].i = (int64_t)(intptr_t)scalars[p->scalar_index].arr; /* Lane = pxlc_scalar */
+    else if (scalar_is_float(p->type.s)) cs[p->scalar_index].f = scalars[p->scalar_index].f;
     else cs[p->scalar_index].i = scalars[p->scalar_index].i;
   }
 }

@@ -123,6 +123,9 @@ enum {
   X(clEnqueueReadBuffer, cl_int,                                                              \
     (cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset, size_t size, void *dst, cl_uint nwait, \
      const cl_event *wait, cl_event *ev))                                                     \
+  X(clEnqueueWriteBuffer, cl_int,                                                             \
+    (cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset, size_t size, const void *src, cl_uint nwait, \
+     const cl_event *wait, cl_event *ev))                                                     \
   X(clEnqueueReadBufferRect, cl_int,                                                          \
     (cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *buf_origin, const size_t *host_origin, \
      const size_t *region, size_t buf_row_pitch, size_t buf_slice_pitch, size_t host_row_pitch,             \

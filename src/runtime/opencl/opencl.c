@@ -10,7 +10,7 @@
  * for a whole image; a view adds its offset). Rows are padded to 256 bytes, or to the
  * device's base-address alignment when that is larger. The generated kernel takes the
  * eight input buffers, the output buffer, the auxiliary buffer and the result buffer as
- * arguments 0..10 (a small dummy buffer where there is none) and pxl_kargs, with the
+ * arguments 0..11 (a small dummy buffer where there is none) and pxl_kargs, with the
  * offsets, as argument 11 (gen_gpu.h). Kernels return without waiting; reductions and
  * histograms read their result back with a blocking read.
  *
@@ -463,7 +463,7 @@ static void ocl_unload(GpuCore *g, void *prog, void *fn) {
 }
 
 /* Enqueues m's kernel over gx x gy work-groups of bx x by: the buffers as arguments
- * 0..10 (the dummy where there is none), pxl_kargs as 11. */
+ * 0..11 (the dummy where there is none), pxl_kargs as 12. */
 static int ocl_launch(GpuCore *g, const GpuModule *m, size_t gx, size_t gy, const GpuArgs *c, Err *err) {
   Ocl *cl = (Ocl *)g;
   const GpuLaunch *L = &m->launch;
@@ -498,6 +498,14 @@ static int ocl_alloc(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
   if (r || !m) return cl_fail(cl, r, "allocation", err);
   b->size = n;
   return PXL_OK;
+}
+
+/* A blocking write: the host copy may go once it returns; the in-order queue runs it
+ * after the kernels queued before it. */
+static int ocl_upload(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  cl_int r = cl->api->clEnqueueWriteBuffer(cl->queue, b->p, CL_TRUE, 0, n, src, 0, NULL, NULL);
+  return r ? cl_fail(cl, r, "copy", err) : PXL_OK;
 }
 
 static void ocl_release(GpuCore *g, GpuBuf *b) { ((Ocl *)g)->api->clReleaseMemObject(b->p); }
@@ -535,6 +543,7 @@ static const GpuDriver ocl_driver = {
     .alloc = ocl_alloc,
     .release = ocl_release,
     .fetch = ocl_fetch,
+    .upload = ocl_upload,
     .time = ocl_time,
 };
 
