@@ -836,9 +836,9 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLa
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
   if (dialect == GPU_OPENCL) {
-    OUT("__kernel void pxl_stage(");
+    OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
     for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
-    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, pxl_kargs a) {\n");
+    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
   } else {
     OUT("extern \"C\" __global__ void __launch_bounds__(256) pxl_stage(pxl_kargs a) {\n");
   }
