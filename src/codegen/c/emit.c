@@ -485,6 +485,20 @@ void cg_expr(Gen *g, const Node *n, int lane) {
 
 static void stmts(Gen *g, const Node *s);
 
+/* `T t_[lanes] = {e...}; v<slot><elem>[k] = t_[k]; ...`: a vector value stored lane by lane
+ * through a temporary, since e may read the variable it is stored into (elem: "" for the
+ * variable, "[i_]" for an array element). */
+static void store_lanes(Gen *g, const Var *v, const Node *e, const char *elem) {
+  int lanes = v->type.lanes;
+  OUT("%s t_[%d] = {", cg_ctype(v->type.s), lanes);
+  for (int k = 0; k < lanes; k++) {
+    if (k) OUT(", ");
+    cg_expr(g, e, lane_of(e, k));
+  }
+  OUT("}; ");
+  for (int k = 0; k < lanes; k++) OUT("v%d%s[%d] = t_[%d]; ", v->slot, elem, k, k);
+}
+
 static void stmt(Gen *g, const Node *s) {
   int lanes;
   switch (s->kind) {
@@ -536,13 +550,8 @@ static void stmt(Gen *g, const Node *s) {
     lanes = s->var->type.lanes;
     ind(g);
     if (lanes > 1) { /* through a temporary: the right side may read the variable */
-      OUT("{ %s t_[%d] = {", cg_ctype(s->var->type.s), lanes);
-      for (int k = 0; k < lanes; k++) {
-        if (k) OUT(", ");
-        cg_expr(g, s->a, lane_of(s->a, k));
-      }
-      OUT("}; ");
-      for (int k = 0; k < lanes; k++) OUT("v%d[%d] = t_[%d]; ", s->var->slot, k, k);
+      OUT("{ ");
+      store_lanes(g, s->var, s->a, "");
       OUT("}\n");
     } else {
       OUT("v%d = ", s->var->slot);
@@ -562,13 +571,7 @@ static void stmt(Gen *g, const Node *s) {
     if (s->flags & NF_IN_RANGE) OUT("; { "); /* analysis: always inside */
     else OUT("; if ((uint64_t)i_ < %uu) { ", (unsigned)s->var->len);
     if (lanes > 1) { /* through a temporary: the right side may read the array */
-      OUT("%s t_[%d] = {", cg_ctype(s->var->type.s), lanes);
-      for (int k = 0; k < lanes; k++) {
-        if (k) OUT(", ");
-        cg_expr(g, s->b, lane_of(s->b, k));
-      }
-      OUT("}; ");
-      for (int k = 0; k < lanes; k++) OUT("v%d[i_][%d] = t_[%d]; ", s->var->slot, k, k);
+      store_lanes(g, s->var, s->b, "[i_]");
     } else {
       OUT("v%d[i_] = ", s->var->slot);
       cg_expr(g, s->b, 0);
