@@ -46,8 +46,13 @@ typedef struct Token {
   Loc loc;
 } Token;
 
-/* Splits src into tokens (last is TK_EOF); *n receives the count. Lexical errors are
- * reported to d and the offending characters skipped. NULL only on out-of-memory. */
+/* How far past the current token the parser may look (P->tok[LEX_LOOKAHEAD]). */
+#define LEX_LOOKAHEAD 2
+
+/* Splits src into tokens (last is TK_EOF); *n receives the count. LEX_LOOKAHEAD more
+ * TK_EOF tokens follow the counted ones, so that a look-ahead at the end of the file reads
+ * the end again instead of memory past the array. Lexical errors are reported to d and
+ * the offending characters skipped. NULL only on out-of-memory. */
 Token *lex(Arena *a, Diag *d, const char *src, int *n);
 
 /* ---- parse and check ---- */

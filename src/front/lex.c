@@ -69,7 +69,7 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
         break;
       }
     }
-    if (cnt + 1 >= cap) {
+    if (cnt + 1 + LEX_LOOKAHEAD >= cap) {
       cap *= 2;
       Token *t = PXL_REALLOC(toks, sizeof(Token) * (size_t)cap);
       if (!t) {
@@ -81,9 +81,8 @@ Token *lex(Arena *a, Diag *d, const char *src, int *n) {
     Token *t = &toks[cnt];
     memset(t, 0, sizeof *t);
     t->loc = LOC_AT(p);
-    if (!*p) {
-      t->kind = TK_EOF;
-      t->text = "";
+    if (!*p) { /* the end, repeated so that the parser's look-ahead stays inside the array */
+      for (int k = 0; k <= LEX_LOOKAHEAD; k++) t[k] = (Token){.kind = TK_EOF, .text = "", .loc = t->loc};
       cnt++;
       break;
     }
