@@ -32,7 +32,12 @@
  * (PXL_TEST_QUICK=1 also means --quick; --shard runs the border modes b with b % N == I,
  * pipelines of the source in shard 0: N tests together cover the file; --inputs: only
  * the random or only the photo-like cases; --samples: where shapes.png and scene.jpg
- * are, by default the source tree's samples/; --verbose names each case before it runs)
+ * are, by default the source tree's samples/; --verbose names each case before it runs;
+ * a FILE containing the line `// diff_test: quick` always runs the quick cases: its
+ * pipelines iterate over the image hundreds of times in the interpreter;
+ * PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
+ * ref_cache.h). A case's inputs depend only on the case (file, entry, border, size,
+ * input kind), never on which cases ran before it.
  * Prints one line per failure, the largest float deviation accepted, and a summary
  * "N passed, M failed".
  */
@@ -45,6 +50,7 @@
 #include "common/gpu_device.h"
 #include "common/read_file.h"
 #include "diff/compare.h"
+#include "diff/ref_cache.h"
 #include "image/image.h"
 #include "ir/value.h"
 #include "pxl/pxl.h"
@@ -57,7 +63,13 @@ typedef struct {
 } Size;
 
 static const Size sizes_full[] = {{1, 1}, {1, 17}, {17, 1}, {3, 5}, {64, 64}, {257, 129}, {1023, 767}};
+/* A random case larger than this runs in one border mode per entry (the entry's index
+ * modulo the number of modes, so that a file's entries share the modes out): at 1023x767
+ * it is 95% of the interpreter's work, and the border code it runs is the same as at
+ * 257x129, which runs in every mode. */
+enum { BIG_PIXELS = 100000 };
 static const Size sizes_quick[] = {{1, 1}, {3, 5}, {257, 129}};
+enum { NFULL = sizeof sizes_full / sizeof *sizes_full, NQUICK = sizeof sizes_quick / sizeof *sizes_quick };
 
 /* Input images: random bits, or one of the photo-like patterns. */
 typedef enum { IN_RANDOM, IN_SAMPLE, IN_GRADIENT, IN_FLAT, IN_LEVELS } Input;
@@ -90,6 +102,7 @@ static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N ==
 static pxl_image *sample_gray, *sample_rgb; /* --samples: shapes.png, scene.jpg */
 
 static bool in_shard(int b) { return b % nshards == shard; }
+static const char *case_src; /* the source text of the program being run (the cache key) */
 static int cases;     /* run so far (alternates the offset of resident inputs) */
 
 /* A device copy of img inside a device image one pixel wider, at x offset 0 or 1; the
@@ -265,14 +278,14 @@ static void report(bool ok, const char *file, const char *entry, const char *bor
 }
 
 /* Compares the device's result rd with the interpreter's rr; the reason in why. */
-static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, pxl_run_result *rd, char *why,
+static bool results_equal(pxl_context *dev, const Decl *D, const RefOut *rr, pxl_run_result *rd, char *why,
                           size_t n) {
-  if (pxl_result_kind_of(rr) != pxl_result_kind_of(rd)) {
+  if (rr->kind != pxl_result_kind_of(rd)) {
     snprintf(why, n, "the results are of different kinds");
     return false;
   }
   bool ok = true;
-  switch (pxl_result_kind_of(rr)) {
+  switch (rr->kind) {
   case PXL_RESULT_IMAGE: {
     pxl_image *got = pxl_result_image(rd), *back = NULL;
     if (resident && D->nimages && !pxl_image_on_device(got)) { /* no images: a host result (exec.c) */
@@ -284,13 +297,12 @@ static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, p
       snprintf(why, n, "download (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
       return false;
     }
-    ok = images_equal(pxl_result_image(rr), resident ? back : got, why, n);
+    ok = images_equal(rr->img, resident ? back : got, why, n);
     pxl_image_free(back);
     break;
   }
   case PXL_RESULT_SCALAR: {
-    pxl_scalar_result a, b;
-    pxl_result_scalar(rr, &a);
+    pxl_scalar_result a = rr->scalar, b;
     pxl_result_scalar(rd, &b);
     bool f32 = D->type.s == T_F32;
     double tol = f32 ? REDUCTION_TOLERANCE_F32 : REDUCTION_TOLERANCE_F64;
@@ -304,8 +316,8 @@ static bool results_equal(pxl_context *dev, const Decl *D, pxl_run_result *rr, p
     break;
   }
   case PXL_RESULT_HISTOGRAM: {
-    int na, nb, fa, fb;
-    const double *ba = pxl_result_bins(rr, &na, &fa), *bb = pxl_result_bins(rd, &nb, &fb);
+    int na = rr->nbins, nb, fa = rr->float_bins, fb;
+    const double *ba = rr->bins, *bb = pxl_result_bins(rd, &nb, &fb);
     ok = na == nb && fa == fb;
     if (!ok) snprintf(why, n, "ref has %d %s bins, device %d %s bins", na, fa ? "float" : "count", nb,
                       fb ? "float" : "count");
@@ -328,6 +340,15 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
   pxl_args *ar = pxl_args_new(ref), *ad = pxl_args_new(dev);
   const char *shown = border ? border : "(source)";
   cases++;
+  /* the inputs of a case depend on the case alone, whichever others ran before it (a
+   * shard, another test): so its interpreter result can come from the cache */
+  RefKey seed = key_new();
+  key_str(&seed, file), key_str(&seed, D->name), key_str(&seed, shown);
+  key_int(&seed, s.w), key_int(&seed, s.h), key_int(&seed, in);
+  rng = seed.a | 1;
+  RefKey key = key_new();
+  key_str(&key, case_src), key_str(&key, D->name), key_str(&key, border);
+  key_int(&key, s.w), key_int(&key, s.h), key_int(&key, in);
   if (verbose) {
     printf("case %s %s border=%s size=%dx%d input=%s\n", file, D->name, shown, s.w, s.h, input_names[in]);
     fflush(stdout);
@@ -346,6 +367,7 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
       if (in == IN_RANDOM) fill_random(img);
       else fill_pattern(img, in, p->img_index);
       imgs[p->img_index] = img;
+      key_str(&key, p->name), key_image(&key, img);
       pxl_args_image(ar, p->name, img);
       if (resident && !(dimgs[p->img_index] = device_copy(dev, img, &dbase[p->img_index], why, sizeof why))) {
         ok = false;
@@ -360,33 +382,41 @@ static void run_case(pxl_context *ref, pxl_context *dev, pxl_program *pr, pxl_pr
       double v[4096];
       int n = p->len - (int)(next() % 2);
       for (int k = 0; k < n; k++) v[k] = array_value(p);
+      key_str(&key, p->name), key_int(&key, n), key_bytes(&key, v, sizeof *v * (size_t)n);
       pxl_args_array(ar, p->name, v, n);
       pxl_args_array(ad, p->name, v, n);
     } else {
       double v = scalar_value(p);
+      key_str(&key, p->name), key_f64(&key, v);
       pxl_args_scalar(ar, p->name, v);
       pxl_args_scalar(ad, p->name, v);
     }
   }
   pxl_run_result *rr = NULL;
-  int ref_rc = ok ? pxl_run(ref, pr, D->name, ar, &rr) : PXL_OK;
+  RefOut ro = {0};
+  if (ok && !ref_cache_get(key, ref, &ro)) {
+    int rc = pxl_run(ref, pr, D->name, ar, &rr);
+    refout_from_run(&ro, ref, rc, rr);
+    ref_cache_put(key, &ro);
+  }
   if (!ok) report(false, file, D->name, shown, s, in, 0, 1, why);
   for (int run = 0; ok && run < runs; run++) {
     pxl_run_result *rd = NULL;
     int rc = pxl_run(dev, pd, D->name, ad, &rd);
     bool same;
-    if (ref_rc) { /* an invalid size (size() of a tiny image) must fail on both */
+    if (ro.rc) { /* an invalid size (size() of a tiny image) must fail on both */
       same = rc != PXL_OK;
-      if (!same) snprintf(why, sizeof why, "ref failed (%s) but the device succeeded", pxl_errmsg(ref));
+      if (!same) snprintf(why, sizeof why, "ref failed (%s) but the device succeeded", ro.msg);
     } else if (rc) {
       same = false;
       snprintf(why, sizeof why, "device failed (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
     } else {
-      same = results_equal(dev, D, rr, rd, why, sizeof why);
+      same = results_equal(dev, D, &ro, rd, why, sizeof why);
     }
     report(same, file, D->name, shown, s, in, run, runs, why);
     pxl_result_free(rd);
   }
+  refout_free(&ro);
   pxl_result_free(rr);
   pxl_args_free(ar);
   pxl_args_free(ad);
@@ -419,6 +449,7 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
   char name[512];
   snprintf(name, sizeof name, "%s%s%s", file, mode ? ":" : "", mode ? mode : "");
   pxl_program *pr, *pd;
+  case_src = src;
   if (pxl_program_from_string(ref, name, src, &pr)) {
     printf("FAIL %s: does not compile:\n%s\n", name, pxl_errmsg(ref));
     failed++;
@@ -431,16 +462,22 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     return;
   }
   const Program *P = pxl_program_ir(pr);
+  int mode_index = -1;
+  for (int b = 0; mode && b < NBORDERS; b++)
+    if (!strcmp(mode, borders[b])) mode_index = b;
   for (int d = 0; d < P->ndecls; d++) {
     const Decl *D = P->decls[d];
+    int big_border = d % NBORDERS; /* the one border mode of this entry's large random case */
     for (int si = 0; si < nsizes; si++) {
+      bool big = (long)sizes[si].w * sizes[si].h > BIG_PIXELS;
       if (D->kind == D_PIPELINE || mode) {
-        if (D->kind == D_PIPELINE && (mode || in_shard(0)))
+        if (D->kind == D_PIPELINE && (mode ? !big || mode_index == big_border : in_shard(0)))
           run_case(ref, dev, pr, pd, D, file, mode, sizes[si], IN_RANDOM, 1);
         continue;
       }
       for (int b = 0; b < NBORDERS; b++)
-        if (in_shard(b)) run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si], IN_RANDOM, 1);
+        if (in_shard(b) && (!big || b == big_border))
+          run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si], IN_RANDOM, 1);
     }
     for (int i = 0; photos && i < NPHOTO; i++) {
       const PhotoCase *c = &photo_cases[i];
@@ -538,10 +575,10 @@ int main(int argc, char **argv) {
     }
   }
   if (first >= argc) return usage();
-  const Size *sizes = quick ? sizes_quick : sizes_full;
-  int nsizes = quick ? (int)(sizeof sizes_quick / sizeof *sizes_quick) : (int)(sizeof sizes_full / sizeof *sizes_full);
+  const bool all_quick = quick;
+  const Size *sizes;
+  int nsizes;
   bool photos = strcmp(inputs, "random");
-  if (!strcmp(inputs, "photo")) nsizes = 0;
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
   if (!ref || !dev || pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
     fprintf(stderr, "diff_test: %s\n", dev ? pxl_errmsg(dev) : "out of memory");
@@ -553,6 +590,7 @@ int main(int argc, char **argv) {
     if (rc == GPU_OPEN) rc = probe_device(dev) ? 1 : 0;
   }
   if (!rc && photos && !load_samples(ref, samples)) rc = 1;
+  ref_cache_open();
   if (rc) {
     pxl_image_free(sample_gray);
     pxl_image_free(sample_rgb);
@@ -568,6 +606,10 @@ int main(int argc, char **argv) {
       continue;
     }
     const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+    /* a file whose pipelines iterate over the image many times asks for the quick cases */
+    quick = all_quick || strstr(src, "// diff_test: quick");
+    sizes = quick ? sizes_quick : sizes_full;
+    nsizes = !strcmp(inputs, "photo") ? 0 : quick ? NQUICK : NFULL;
     if (strstr(src, "BORDER")) {
       for (int b = 0; b < NBORDERS; b++) {
         if (!in_shard(b)) continue;
@@ -595,6 +637,7 @@ int main(int argc, char **argv) {
     printf("FAIL: no case ran\n");
     failed++;
   }
+  if (ref_dir) printf("interpreter results: %d from the cache, %d computed\n", ref_hits, ref_misses);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
