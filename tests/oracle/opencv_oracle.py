@@ -9,7 +9,9 @@ result with the OpenCV call named in the example's header comment, pixel for pix
 photograph in grey (in colour for the colour conversions), random bytes and a gradient at
 awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows), a flat image (one grey level:
 equalizeHist keeps it, Otsu finds no split) and images of few levels (ties of Otsu's
-variance). Prints 'N passed, N failed' and exits 1 on a failure.
+variance). Prints 'N passed, N failed' and exits 1 on a failure. The entries in TOLERANCE
+(bilateral: OpenCV's SIMD float sums) may differ by 1 in a small share of the pixels;
+the largest share seen is printed.
 """
 import os
 import subprocess
@@ -45,7 +47,18 @@ def cases(tmp):
         ("conv5.pxl", "conv5", ["--param", "taps=@" + taps_file, "--param", "div=8"],
          lambda a: filter_row(a, [-1, 3, 12, 3, -1], 8)),
         ("conv5.pxl", "conv5", ["--param", "taps=0,0,1,", "--param", "div=1"], lambda a: a.copy()),
-    ] + [("boxr.pxl", "boxr", ["--param", "r=%d" % r], box(r)) for r in (1, 2, 7)]
+    ] + [("boxr.pxl", "boxr", ["--param", "r=%d" % r], box(r)) for r in (1, 2, 7)] + [
+        ("canny.pxl", "canny", ["--param", "lo=%g" % lo, "--param", "hi=%g" % hi, "--param", "l2=%d" % l2],
+         lambda a, lo=lo, hi=hi, l2=l2: cv2.Canny(a, lo, hi, L2gradient=bool(l2)))
+        for lo, hi, l2 in ((50, 150, 0), (20, 60.5, 1), (100, 30, 0), (0, 4000, 1))] + [
+        ("bilateral.pxl", "bilateral", ["--param", "sigma_color=%g" % sc, "--param", "sigma_space=%g" % ss],
+         lambda a, sc=sc, ss=ss: cv2.bilateralFilter(a, 5, sc, ss))
+        for sc, ss in ((30, 2), (75, 1.5), (10, 0))]
+
+
+# Entries that cannot equal OpenCV bit for bit (the example says why): the largest
+# difference allowed, and in what fraction of the pixels at most.
+TOLERANCE = {"bilateral": (1, 0.001)}
 
 
 def colour_cases():
@@ -99,6 +112,7 @@ def main():
         print("skipped: no CUDA device")  # absent; a device that fails is a failure
         return 77
     passed = failed = 0
+    tolerated = {}  # entry -> (largest fraction of pixels off, the case)
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "in.png")
         out = os.path.join(tmp, "out.png")
@@ -126,13 +140,20 @@ def main():
                         failed += 1
                         continue
                     diff = got.astype(np.int32) - want.astype(np.int32)
-                    if np.any(diff):
+                    most, share = TOLERANCE.get(entry, (0, 0))
+                    off = np.count_nonzero(diff)
+                    if off and np.abs(diff).max() <= most and off <= share * diff.size:
+                        tolerated[entry] = max(tolerated.get(entry, (0, 0)), (off / diff.size, what))
+                        passed += 1
+                    elif off:
                         y, x = np.argwhere(diff)[0][:2]
                         print("FAIL %s: %d values differ, first at (%d, %d): pxl %s, OpenCV %s" %
                               (what, np.count_nonzero(diff), x, y, got[y, x], want[y, x]))
                         failed += 1
                     else:
                         passed += 1
+    for entry, (share, what) in sorted(tolerated.items()):
+        print("within tolerance: %s, at most %.4f%% of the pixels off by 1 (%s)" % (entry, 100 * share, what))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
