@@ -206,7 +206,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   const char *OT = cg_ctype(D->type.s);
   OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n",
       exported ? "" : "static ", fname);
-  OUT("  (void)sc;\n");
+  OUT("  (void)in; (void)sc;\n");
   cg_prologue(g, true);
   OUT("  %s *o = (%s *)out->data;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
   /* the call of a pixel function, with %s_%s left for prefix and variant */
@@ -364,7 +364,7 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
   const char *A = args.s ? args.s : "";
   OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, pxlc_scalar *res, int32_t *pos, int nthreads) {\n",
       exported ? "" : "static ", fname);
-  OUT("  (void)sc;\n");
+  OUT("  (void)in; (void)sc;\n");
   cg_prologue(g, false);
   OUT("  enum { MAXCH = 64 };\n  const int nch = H < MAXCH ? H : MAXCH;\n");
   OUT("  %s part[MAXCH]; int32_t px_[MAXCH], py_[MAXCH];\n  (void)px_; (void)py_;\n", T);
@@ -434,7 +434,7 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   const char *A = args.s ? args.s : "";
   OUT("%svoid %s(const pxlc_image *in, const pxlc_scalar *sc, void *bins_out, int nthreads) {\n",
       exported ? "" : "static ", fname);
-  OUT("  (void)sc;\n");
+  OUT("  (void)in; (void)sc;\n");
   cg_prologue(g, false);
   OUT("  %s *bins = (%s *)bins_out;\n  const int NB = %d;\n", BT, BT, D->nbins);
   OUT("  for (int b = 0; b < NB; b++) bins[b] = 0;\n");
