@@ -179,6 +179,11 @@ struct HostImage {
   int64_t at(int x, int y) const {
     const uint8_t *p = px.data() + ((size_t)y * w + x) * esize;
     if (esize == 1) return *p;
+    if (esize == 4) {
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
     int16_t v;
     std::memcpy(&v, p, sizeof v);
     return v;
@@ -621,6 +626,104 @@ void npp_reduction(NppRun &r, const std::string &k, const NppStreamContext &c, c
   }
 }
 
+// median k x k: NPP's median has no border variant and reads the whole mask around each
+// ROI pixel, so it runs on the interior (a margin of k / 2, which the check leaves out).
+void npp_median(NppRun &r, int k, const NppStreamContext &c, const DevImage &src, const DevImage &dst) {
+  int m = k / 2, ss = src.step(), ds = dst.step();
+  NppiSize roi = {src.width() - 2 * m, src.height() - 2 * m}, mask = {k, k};
+  NppiPoint anchor = {m, m};
+  Npp32u bytes = 0;
+  NPP_CALL(nppiFilterMedianGetBufferSize_8u_C1R_Ctx, roi, mask, &bytes, c);
+  r.bufs.emplace_back(bytes);
+  Npp8u *buf = r.bufs.back().as<Npp8u>();
+  const Npp8u *s = src.ptr<Npp8u>() + (size_t)m * ss + m;
+  Npp8u *d = dst.ptr<Npp8u>() + (size_t)m * ds + m;
+  r.run = [=]() { NPP_CALL(nppiFilterMedian_8u_C1R_Ctx, s, ss, d, ds, roi, mask, anchor, buf, c); };
+}
+
+// integral: NPP writes (W+1) x (H+1) values with a zero first row and column; pxl's scan
+// is the W x H rest. NPP writes into an image one larger, whose rest dst views: the
+// check compares the same W x H values.
+void npp_integral(NppRun &r, pxl_context *px, const NppStreamContext &c, const DevImage &src,
+                  const DevImage &dst) {
+  r.images.push_back(std::make_unique<DevImage>(px, src.width() + 1, src.height() + 1, PXL_I32));
+  const DevImage &big = *r.images.back();
+  const Npp8u *s = src.ptr<Npp8u>();
+  Npp32s *b = big.ptr<Npp32s>();
+  int ss = src.step(), bs = big.step(), ds = dst.step(), w = src.width(), h = src.height();
+  void *d = dst.ptr<void>();
+  NppiSize size = src.size();
+  r.run = [=]() { NPP_CALL(nppiIntegral_8u32s_C1R_Ctx, s, ss, b, bs, size, 0, c); };
+  // untimed, for the check: the W x H rest into dst
+  r.fetch = [=](Output &) {
+    CUDA_CALL(cudaMemcpy2D, d, (size_t)ds, (const char *)b + bs + 4, (size_t)bs, (size_t)w * 4,
+              (size_t)h, cudaMemcpyDeviceToDevice);
+  };
+}
+
+// equalize, as a user of NPP writes cv::equalizeHist: the histogram (nppiHistogramEven),
+// copied to the host, the look-up table computed there as OpenCV does, uploaded, and
+// applied with nppiLUTPalette. The copy back makes each run wait for the device, as
+// pxl's does (its histogram is a pipeline value read back before the table is built).
+void npp_equalize(NppRun &r, const NppStreamContext &c, const DevImage &src, const DevImage &dst) {
+  const Npp8u *s = src.ptr<Npp8u>();
+  Npp8u *d = dst.ptr<Npp8u>();
+  int ss = src.step(), ds = dst.step();
+  NppiSize roi = src.size();
+  size_t scratch = 0;
+  NPP_CALL(nppiHistogramEvenGetBufferSize_8u_C1R_Ctx, roi, 257, &scratch, c);
+  r.bufs.emplace_back(scratch);
+  r.bufs.emplace_back(256 * sizeof(Npp32s));
+  r.bufs.emplace_back(256);
+  Npp8u *buf = r.bufs[0].as<Npp8u>();
+  Npp32s *dhist = r.bufs[1].as<Npp32s>();
+  Npp8u *dlut = r.bufs[2].as<Npp8u>();
+  r.host = HostPinned(256 * sizeof(Npp32s) + 256);
+  Npp32s *hist = r.host.as<Npp32s>();
+  Npp8u *lut = reinterpret_cast<Npp8u *>(hist + 256);
+  double total = (double)roi.width * roi.height;
+  r.run = [=]() {
+    NPP_CALL(nppiHistogramEven_8u_C1R_Ctx, s, ss, roi, dhist, 257, 0, 256, buf, c);
+    CUDA_CALL(cudaMemcpyAsync, hist, dhist, 256 * sizeof(Npp32s), cudaMemcpyDeviceToHost, c.hStream);
+    CUDA_CALL(cudaStreamSynchronize, c.hStream);
+    int i = 0;
+    while (!hist[i]) i++;
+    if (hist[i] == total) {
+      for (int j = 0; j < 256; j++) lut[j] = (Npp8u)i;
+    } else {
+      float scale = 255.f / (float)(total - hist[i]);
+      int sum = 0;
+      for (int j = 0; j < 256; j++) {
+        if (j > i) sum += hist[j];
+        int v = j <= i ? 0 : (int)std::lrint(sum * scale);
+        lut[j] = (Npp8u)std::min(255, std::max(0, v));
+      }
+    }
+    CUDA_CALL(cudaMemcpyAsync, dlut, lut, 256, cudaMemcpyHostToDevice, c.hStream);
+    NPP_CALL(nppiLUTPalette_8u_C1R_Ctx, s, ss, d, ds, roi, dlut, 8, c);
+  };
+}
+
+// canny: nppiFilterCannyBorder (Sobel 3x3, L1, replicated border) with pxl's thresholds.
+// NPP's suppression and hysteresis are its own: the check shows how many pixels differ
+// (tolerated; examples/canny.pxl equals cv::Canny, tests/oracle).
+constexpr short kCannyLow = 50, kCannyHigh = 150;
+void npp_canny(NppRun &r, const NppStreamContext &c, const DevImage &src, const DevImage &dst) {
+  NppiSize roi = src.size();
+  int bytes = 0;
+  NPP_CALL(nppiFilterCannyBorderGetBufferSize, roi, &bytes);
+  r.bufs.emplace_back((size_t)bytes);
+  Npp8u *buf = r.bufs.back().as<Npp8u>();
+  const Npp8u *s = src.ptr<Npp8u>();
+  Npp8u *d = dst.ptr<Npp8u>();
+  int ss = src.step(), ds = dst.step();
+  NppiPoint origin = {0, 0};
+  r.run = [=]() {
+    NPP_CALL(nppiFilterCannyBorder_8u_C1R_Ctx, s, ss, roi, origin, d, ds, roi, NPP_FILTER_SOBEL,
+             NPP_MASK_SIZE_3_X_3, kCannyLow, kCannyHigh, nppiNormL1, NPP_BORDER_REPLICATE, buf, c);
+  };
+}
+
 // ------------------------------------------------------------------------------------
 // Section "table": the skeleton kernels
 
@@ -647,6 +750,15 @@ const KernelDef kKernels[] = {
     {"min",        Kind::Scalar, PXL_U8,  false, 0, 0, 0},
     {"max",        Kind::Scalar, PXL_U8,  false, 0, 0, 0},
     {"hist256",    Kind::Hist,   PXL_U8,  false, 0, 0, 0},
+    // the operators of the language issue (examples written with tables, loops, scans,
+    // pipeline values): NPP's closest functions
+    {"gauss5",     Kind::Image,  PXL_U8,  false, 2, 2, 255},
+    {"median3",    Kind::Image,  PXL_U8,  false, 1, 1, 0},
+    {"median5",    Kind::Image,  PXL_U8,  false, 2, 2, 0},
+    {"boxr",       Kind::Image,  PXL_U8,  false, 15, 15, 1},
+    {"integral",   Kind::Image,  PXL_I32, false, 0, 0, 0},
+    {"equalize",   Kind::Image,  PXL_U8,  false, 0, 0, 0},
+    {"canny",      Kind::Image,  PXL_U8,  false, 1, 1, 255},
 };
 // clang-format on
 
@@ -679,6 +791,18 @@ std::unique_ptr<NppRun> npp_prepare(const KernelDef &k, pxl_context *px, const N
     r->run = npp_filter(Family::Dilate, 5, c, src, *dst, r->bufs);
   else if (name == "gradient73")
     npp_gradient73(*r, px, c, src, *dst);
+  else if (name == "gauss5")  // NPP's own 5x5 weights (not 1 4 6 4 1): the check counts differences
+    r->run = npp_filter(Family::Gauss, 5, c, src, *dst, r->bufs);
+  else if (name == "median3" || name == "median5")
+    npp_median(*r, name == "median3" ? 3 : 5, c, src, *dst);
+  else if (name == "boxr")  // 31x31, NPP truncates the mean, pxl rounds it
+    r->run = npp_filter(Family::Box, 31, c, src, *dst, r->bufs);
+  else if (name == "integral")
+    npp_integral(*r, px, c, src, *dst);
+  else if (name == "equalize")
+    npp_equalize(*r, c, src, *dst);
+  else if (name == "canny")
+    npp_canny(*r, c, src, *dst);
   else
     throw Failure("no NPP peer for " + name);
   return r;
@@ -750,17 +874,35 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
       out_pxl = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
       out_npp = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
     }
+    // canny reads a picture of edges (blocks of 64 x 64 pixels, two levels, with noise):
+    // on random bytes its hysteresis would follow noise across the whole image
+    const std::string name = k.name;
+    std::unique_ptr<DevImage> edges;
+    if (name == "canny") {
+      edges = std::make_unique<DevImage>(px.ctx(), w, h, PXL_U8);
+      std::vector<uint8_t> pic = random_bytes((size_t)w * h, 0xED6E5ULL ^ (uint64_t)w);
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+          uint8_t &v = pic[(size_t)y * w + x];
+          v = (uint8_t)((((x >> 6) + (y >> 6)) & 1 ? 190 : 60) + v % 17 - 8);
+        }
+      upload(*edges, pic.data());
+    }
+    const DevImage &src = edges ? *edges : in;
     PxlRun pr(px.ctx(), px.example(k.name), k.name, k.kind);
-    pr.image("in", in);
-    if (std::string(k.name) == "binarize") pr.scalar("t", 128);
+    pr.image("in", src);
+    if (name == "binarize") pr.scalar("t", 128);
+    if (name == "boxr") pr.scalar("r", 15);
+    if (name == "canny") pr.scalar("lo", kCannyLow), pr.scalar("hi", kCannyHigh), pr.scalar("l2", 0);
     if (out_pxl) pr.output(*out_pxl);
-    std::unique_ptr<NppRun> nr = npp_prepare(k, px.ctx(), c, in, out_npp.get());
+    std::unique_ptr<NppRun> nr = npp_prepare(k, px.ctx(), c, src, out_npp.get());
 
     tp = time_op([&pr]() { pr.run(); }, px.sync(), reps);
     tn = time_op(nr->run, device_sync, reps);
 
     if (tp.ok && tn.ok) {
       if (k.kind == Kind::Image) {
+        if (nr->fetch) nr->fetch(on);  // integral: NPP's values into out_npp
         op.img = download(*out_pxl), on.img = download(*out_npp);
       } else {
         op.scalar = pr.last_scalar(), op.bins = pr.last_bins();
@@ -820,6 +962,11 @@ int run_table(Pxl &px, const NppStreamContext &c, const std::vector<std::pair<in
       "nppiFilterBoxBorder 3x3, sobel3 nppiFilterSobelVertBorder 8u16s 3x3, erode3 nppiErode3x3Border,\n"
       "dilate5 nppiDilateBorder 5x5, gradient73 nppiDilateBorder + nppiErodeBorder 7x3 + nppiSub (3 calls),\n"
       "sum/min/max nppiSum/Min/Max + copy of the value to the host, hist256 nppiHistogramEven (257 levels);\n"
+      "gauss5 nppiFilterGaussBorder 5x5 (NPP's weights, not 1 4 6 4 1: the check counts the differences),\n"
+      "median3/5 nppiFilterMedian (interior),\n"
+      "boxr nppiFilterBoxBorder 31x31 (pxl: radius 15, rounded), integral nppiIntegral_8u32s (W+1 x H+1),\n"
+      "equalize nppiHistogramEven + table on the host + nppiLUTPalette, canny nppiFilterCannyBorder\n"
+      "(L1, 50/150; on 64x64 blocks with noise; NPP's edges are its own: the check counts differences);\n"
       "all with NPP_BORDER_REPLICATE (pxl: clamp). pxl's reductions wait for the device on every run.\n");
   for (const auto &n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   return status;
