@@ -289,9 +289,61 @@ static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, con
   return true;
 }
 
+void exec_result_free(ExecResult *res) {
+  if (res->image_owned) image_free(res->image);
+  res->image = NULL;
+  res->image_owned = false;
+  for (int k = 0; k < PXL_MAX_OUTS - 1; k++) {
+    image_free(res->more[k]);
+    res->more[k] = NULL;
+  }
+  res->nimages = 0;
+}
+
+/* Kernel D with several outputs: in one pass where the backend can (the interpreter, on
+ * images of the kernel's own channels), else output by output, each output's projection
+ * run as an entry of its own (device copies, per-channel runs and all). */
+static int run_outputs(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                       ExecResult *res, Err *err) {
+  int rc = PXL_OK;
+  res->kind = PXL_RESULT_IMAGE;
+  if (be->kernel_outs && !be->image_new && exec_channels(D, imgs) == 1) {
+    rc = check_memory(be, D, imgs, out, err);
+    int w, h;
+    if (!rc) rc = interp_output_size(D, imgs, scalars, &w, &h, err);
+    struct pxl_image *outs[PXL_MAX_OUTS] = {0};
+    bool owned = true;
+    for (int k = 0; k < D->nouts && !rc; k++)
+      rc = exec_prepare_output(be, D->name, D->out_types[k], w, h, imgs, D->nimages, k ? NULL : out, &outs[k],
+                               k ? &(bool){true} : &owned, err);
+    if (!rc) rc = be->kernel_outs(be, D, imgs, scalars, outs, err);
+    res->image = outs[0];
+    res->image_owned = owned && outs[0];
+    for (int k = 1; k < D->nouts; k++) res->more[k - 1] = outs[k];
+    res->nimages = D->nouts;
+  } else {
+    for (int k = 0; k < D->nouts && !rc; k++) {
+      ExecResult r;
+      rc = exec_entry(be, D->outs[k], imgs, scalars, k ? NULL : out, &r, err);
+      if (rc) break;
+      if (k == 0) {
+        res->image = r.image;
+        res->image_owned = r.image_owned;
+      } else {
+        res->more[k - 1] = r.image;
+      }
+      res->nimages = k + 1;
+    }
+  }
+  if (rc) exec_result_free(res);
+  res->kind = PXL_RESULT_IMAGE;
+  return rc;
+}
+
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err) {
   memset(res, 0, sizeof *res);
+  if (D->kind == D_KERNEL && D->nouts) return run_outputs(be, D, imgs, scalars, out, res, err);
   if (exec_channels(D, imgs) > 1) return exec_per_channel(be, D, imgs, scalars, out, res, err);
   int rc = check_memory(be, D, imgs, out, err);
   if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);

@@ -1,0 +1,121 @@
+/*
+ * outputs.c - kernels with several outputs, as the backends run them (see analysis.h).
+ *
+ * A kernel `kernel (T1 a, T2 b) k(...)` returns one value per output. The interpreter
+ * runs it as written: the body once per pixel, every output stored. For the code
+ * generators each output k gets a projection: a copy of the declaration whose returns
+ * give value k alone (type T_k), a single-output kernel like any other, with a
+ * Decl.index of its own after the entries so that instance memos and caches tell the
+ * projections apart. Pipelines call the projections (a tuple statement's value k is
+ * output k), so every pipeline runner, loop, recording and backend runs them unchanged.
+ * The body is a pure function of the pixel position and the inputs, so each projection
+ * computes exactly the value the interpreter stores for its output.
+ *
+ * A projection reads a subset of its kernel's reads; its analysis would find a window
+ * as small as that subset, and with border `none` the region left 0 follows the window.
+ * So a projection whose reads differ from the kernel's takes the kernel's access and
+ * class (a window at least as large as its reads: correct for every path) and no
+ * separable passes; the output region is then the kernel's for every output.
+ */
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+typedef struct {
+  Arena *a;
+  int out;
+  bool failed;
+} Proj;
+
+static Node *proj_clone(Proj *C, const Node *n) {
+  if (!n || C->failed) return NULL;
+  Node *c = arena_alloc(C->a, sizeof *c);
+  if (!c) {
+    C->failed = true;
+    return NULL;
+  }
+  *c = *n;
+  if (n->kind == ND_RETURN && n->nargs) { /* return (v0, v1, ...): v_out alone */
+    c->a = proj_clone(C, n->args[C->out]);
+    c->args = NULL;
+    c->nargs = 0;
+    c->next = proj_clone(C, n->next);
+    return c;
+  }
+  c->a = proj_clone(C, n->a);
+  c->b = proj_clone(C, n->b);
+  c->c = proj_clone(C, n->c);
+  c->init = proj_clone(C, n->init);
+  c->step = proj_clone(C, n->step);
+  c->body = proj_clone(C, n->body);
+  c->next = proj_clone(C, n->next);
+  if (n->nargs) {
+    c->args = arena_alloc(C->a, sizeof(Node *) * (size_t)n->nargs);
+    if (!c->args) {
+      C->failed = true;
+      return NULL;
+    }
+    for (int i = 0; i < n->nargs; i++) c->args[i] = proj_clone(C, n->args[i]);
+  }
+  return c;
+}
+
+static bool same_access(const Access *x, const Access *y) {
+  return x->read_rel == y->read_rel && x->window_known == y->window_known && x->x0 == y->x0 && x->x1 == y->x1 &&
+         x->y0 == y->y0 && x->y1 == y->y1 && x->read_abs == y->read_abs && x->abs_affine == y->abs_affine &&
+         !memcmp(&x->ax, &y->ax, sizeof x->ax) && !memcmp(&x->ay, &y->ay, sizeof x->ay) && x->gather == y->gather;
+}
+
+/* Projection `out` of kernel D (analysed already). NULL when out of memory. */
+static Decl *project(Program *p, Decl *D, int out) {
+  Proj C = {.a = p->arena, .out = out};
+  Decl *S = arena_alloc(p->arena, sizeof *S);
+  if (!S) return NULL;
+  *S = *D;
+  S->body = proj_clone(&C, D->body);
+  if (C.failed) return NULL;
+  S->type = D->out_types[out];
+  S->nouts = 0;
+  S->out_types = NULL;
+  S->out_names = NULL;
+  S->out_locs = NULL;
+  S->outs = NULL;
+  S->parent = D;
+  S->out_index = out;
+  S->access = NULL;
+  S->sep = NULL;
+  memset(&S->metrics, 0, sizeof S->metrics);
+  S->specs = NULL;
+  S->nspecs = 0;
+  S->index = p->next_index++;
+  if (!analyze_decl_again(S, p->arena)) return NULL;
+  bool same = S->skel == D->skel;
+  for (int i = 0; i < D->nimages; i++) same = same && same_access(&S->access[i], &D->access[i]);
+  if (!same) {
+    memcpy(S->access, D->access, sizeof(Access) * (size_t)D->nimages);
+    S->skel = D->skel;
+    S->sep = NULL;
+    S->spec_mask = D->spec_mask;
+  }
+  return S;
+}
+
+bool outputs_lower(Program *p) {
+  for (int i = 0; i < p->ndecls; i++) {
+    Decl *D = p->decls[i];
+    if (D->kind != D_KERNEL || !D->nouts) continue;
+    D->outs = arena_alloc(p->arena, sizeof(Decl *) * (size_t)D->nouts);
+    if (!D->outs) return false;
+    for (int k = 0; k < D->nouts; k++)
+      if (!(D->outs[k] = project(p, D, k))) return false;
+  }
+  for (int i = 0; i < p->ndecls; i++) { /* tuple statements call the projections */
+    Decl *P = p->decls[i];
+    if (P->kind != D_PIPELINE) continue;
+    for (int v = 0; v < P->nvalues; v++) {
+      PipeValue *pv = &P->values[v];
+      if (pv->nouts && pv->callee && pv->callee->outs) pv->callee = pv->callee->outs[pv->out];
+    }
+  }
+  return true;
+}
