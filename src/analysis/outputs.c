@@ -60,6 +60,58 @@ static Node *proj_clone(Proj *C, const Node *n) {
   return c;
 }
 
+/* ---- dead stores: what only the other outputs needed ---- */
+
+/* Marks in `read` (by slot) every variable n reads. */
+static void mark_reads(const Node *n, bool *read) {
+  for (; n; n = n->next) {
+    if ((n->kind == ND_VAR || n->kind == ND_INDEX) && n->var && n->var->slot >= 0 && !n->var->param)
+      read[n->var->slot] = true;
+    mark_reads(n->a, read), mark_reads(n->b, read), mark_reads(n->c, read);
+    mark_reads(n->init, read), mark_reads(n->step, read), mark_reads(n->body, read);
+    for (int i = 0; i < n->nargs; i++) mark_reads(n->args[i], read);
+  }
+}
+
+/* Whether statement s only stores into a local variable nothing reads. Expressions have
+ * no effects (division by zero, indices outside arrays are defined), so it can go. */
+static bool dead(const Node *s, const bool *read) {
+  return (s->kind == ND_DECL || s->kind == ND_ASSIGN || s->kind == ND_LANESET || s->kind == ND_ISET) && s->var &&
+         s->var->slot >= 0 && !s->var->param && !read[s->var->slot];
+}
+
+/* Unlinks the dead stores of the statement list at *list (blocks, branches and loop
+ * bodies included); true when it removed one. */
+static bool drop_dead(Node **list, const bool *read) {
+  bool changed = false;
+  for (Node **at = list; *at;) {
+    Node *s = *at;
+    if (dead(s, read)) {
+      *at = s->next;
+      changed = true;
+      continue;
+    }
+    if (s->kind == ND_BLOCK) changed |= drop_dead(&s->body, read);
+    if (s->kind == ND_IF) changed |= drop_dead(&s->b, read) | drop_dead(&s->c, read);
+    if (s->kind == ND_FOR) changed |= drop_dead(&s->b, read) | drop_dead(&s->step, read);
+    at = &s->next;
+  }
+  return changed;
+}
+
+/* Removes from projection S the variables only other outputs read, until none is left:
+ * the generated code then has no unused variables, and the analysis sees only the reads
+ * this output needs. */
+static bool prune(Arena *a, Decl *S) {
+  bool *read = arena_alloc(a, (size_t)S->nslots + 1);
+  if (!read) return false;
+  do {
+    memset(read, 0, (size_t)S->nslots + 1);
+    mark_reads(S->body, read);
+  } while (drop_dead(&S->body->body, read));
+  return true;
+}
+
 static bool same_access(const Access *x, const Access *y) {
   return x->read_rel == y->read_rel && x->window_known == y->window_known && x->x0 == y->x0 && x->x1 == y->x1 &&
          x->y0 == y->y0 && x->y1 == y->y1 && x->read_abs == y->read_abs && x->abs_affine == y->abs_affine &&
@@ -88,7 +140,7 @@ static Decl *project(Program *p, Decl *D, int out) {
   S->specs = NULL;
   S->nspecs = 0;
   S->index = p->next_index++;
-  if (!analyze_decl_again(S, p->arena)) return NULL;
+  if (!prune(p->arena, S) || !analyze_decl_again(S, p->arena)) return NULL;
   bool same = S->skel == D->skel;
   for (int i = 0; i < D->nimages; i++) same = same && same_access(&S->access[i], &D->access[i]);
   if (!same) {

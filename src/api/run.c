@@ -320,9 +320,11 @@ static int check_images(pxl_context *ctx, const Decl *D, const ImgArg *imgs) {
              "declare the parameter %sx%d)", kind_name(D->kind), scalar_name(multi->type.s), C);
     return image_type_error(ctx, D, multi, mimg, why);
   }
-  if (D->type.lanes != 1) {
-    snprintf(why, sizeof why, "; '%s' makes %sx%d pixels, so it does not run per channel", D->name,
-             scalar_name(D->type.s), D->type.lanes);
+  for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (t.lanes == 1) continue;
+    snprintf(why, sizeof why, "; '%s' makes %sx%d pixels%s%s, so it does not run per channel", D->name,
+             scalar_name(t.s), t.lanes, D->nouts ? " in output " : "", D->nouts ? D->out_names[k] : "");
     return image_type_error(ctx, D, multi, mimg, why);
   }
   for (int i = 0; i < D->nparams; i++) {

@@ -21,6 +21,8 @@ int exec_channels(const Decl *D, const ImgArg *imgs) {
   if ((D->kind != D_KERNEL && D->kind != D_PIPELINE) || D->type.lanes != 1 || D->nimages == 0) return 1;
   for (int i = 0; i < D->nparams; i++)
     if (D->params[i]->is_image && D->params[i]->type.lanes != 1) return 1;
+  for (int k = 0; k < D->nouts; k++) /* several outputs: every one a channel */
+    if (D->out_types[k].lanes != 1) return 1;
   return imgs[0].img->channels;
 }
 
