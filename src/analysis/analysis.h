@@ -28,6 +28,9 @@ bool analyze_decl_again(Decl *D, Arena *arena);
  * pipelines' tuple values at them. Runs once the entries have their indices. False when
  * out of memory. */
 bool outputs_lower(Program *p);
+/* Makes D->outs for kernel D with several outputs (analysed already): one projection per
+ * output, in p's arena. False when out of memory (D->outs unchanged). */
+bool outputs_project(Program *p, Decl *D);
 
 /* The `pxl check --explain` report for the whole program, in the program's arena. */
 const char *explain_program(Program *p);

@@ -15,7 +15,10 @@
  * as small as that subset, and with border `none` the region left 0 follows the window.
  * So a projection whose reads differ from the kernel's takes the kernel's access and
  * class (a window at least as large as its reads: correct for every path) and no
- * separable passes; the output region is then the kernel's for every output.
+ * separable passes; the output region is then the kernel's for every output. For the
+ * same reason a projection is specialised on scalar values through its kernel
+ * (specialise.c): the kernel is specialised, and the projection run is that
+ * specialisation's own projection.
  */
 #include <string.h>
 
@@ -152,14 +155,19 @@ static Decl *project(Program *p, Decl *D, int out) {
   return S;
 }
 
+bool outputs_project(Program *p, Decl *D) {
+  Decl **outs = arena_alloc(p->arena, sizeof(Decl *) * (size_t)D->nouts);
+  if (!outs) return false;
+  for (int k = 0; k < D->nouts; k++)
+    if (!(outs[k] = project(p, D, k))) return false;
+  D->outs = outs;
+  return true;
+}
+
 bool outputs_lower(Program *p) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
-    if (D->kind != D_KERNEL || !D->nouts) continue;
-    D->outs = arena_alloc(p->arena, sizeof(Decl *) * (size_t)D->nouts);
-    if (!D->outs) return false;
-    for (int k = 0; k < D->nouts; k++)
-      if (!(D->outs[k] = project(p, D, k))) return false;
+    if (D->kind == D_KERNEL && D->nouts && !outputs_project(p, D)) return false;
   }
   for (int i = 0; i < p->ndecls; i++) { /* tuple statements call the projections */
     Decl *P = p->decls[i];

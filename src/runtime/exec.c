@@ -316,7 +316,7 @@ static int run_outputs(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
     for (int k = 0; k < D->nouts && !rc; k++)
       rc = exec_prepare_output(be, D->name, D->out_types[k], w, h, imgs, D->nimages, k ? NULL : out, &outs[k],
                                k ? &(bool){true} : &owned, err);
-    if (!rc) rc = be->kernel_outs(be, D, imgs, scalars, outs, err);
+    if (!rc) rc = be->kernel_outs(be, spec_for(D, scalars), imgs, scalars, outs, err);
     res->image = outs[0];
     res->image_owned = owned && outs[0];
     for (int k = 1; k < D->nouts; k++) res->more[k - 1] = outs[k];
