@@ -70,11 +70,18 @@ const char *explain_program(Program *p) {
                 D->scan == SCAN_X ? "along each row (x), left to right"
                 : D->scan == SCAN_Y ? "along each column (y), top to bottom"
                                     : "rows left to right, then columns top to bottom");
-    if (D->nouts) {
+    if (D->nouts && D->kind == D_KERNEL) {
       sb_printf(&b, "  outputs:");
       for (int k = 0; k < D->nouts; k++)
         sb_printf(&b, "%s image %s %s", k ? "," : "", type_str(D->out_types[k], t), D->out_names[k]);
       sb_printf(&b, " (the same size; compiled backends run one pass per output)\n");
+    }
+    if (D->nouts && D->kind == D_PIPELINE) {
+      sb_printf(&b, "  returns:");
+      for (int k = 0; k < D->nouts; k++)
+        sb_printf(&b, "%s image %s %s", k ? "," : "", type_str(D->out_types[k], t),
+                  D->values[D->results[k]].name ? D->values[D->results[k]].name : "(anonymous)");
+      sb_printf(&b, "\n");
     }
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues; v++) {

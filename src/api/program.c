@@ -140,7 +140,7 @@ int pxl_program_entry_output_at(const pxl_program *prog, int i, int k, pxl_type 
   if (scalar_of_pxl(pt) != t.s || t.lanes < 1) return 0;
   if (type) *type = pt;
   if (channels) *channels = t.lanes;
-  if (name) *name = D->nouts ? D->out_names[k] : "";
+  if (name) *name = D->out_names ? D->out_names[k] : "";
   return 1;
 }
 
@@ -178,9 +178,15 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
         n += (size_t)snprintf(buf + n, sizeof buf - n, " : %s", border_name(p->border.kind));
     }
   }
-  if (n < sizeof buf - 40)
+  if (n < sizeof buf - 40 && D->kind == D_PIPELINE && D->nouts) { /* -> (image T1, image T2) */
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ") -> (");
+    for (int k = 0; k < D->nouts; k++)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%simage %s", k ? ", " : "", type_str(D->out_types[k], t));
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ")");
+  } else if (n < sizeof buf - 40) {
     n += (size_t)snprintf(buf + n, sizeof buf - n, D->kind == D_PIPELINE ? ") -> image %s" : ")",
                           type_str(D->type, t));
+  }
   return arena_strndup(prog->prog->arena, buf, n < sizeof buf ? n : sizeof buf - 1);
 }
 

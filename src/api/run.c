@@ -324,7 +324,7 @@ static int check_images(pxl_context *ctx, const Decl *D, const ImgArg *imgs) {
     Type t = D->nouts ? D->out_types[k] : D->type;
     if (t.lanes == 1) continue;
     snprintf(why, sizeof why, "; '%s' makes %sx%d pixels%s%s, so it does not run per channel", D->name,
-             scalar_name(t.s), t.lanes, D->nouts ? " in output " : "", D->nouts ? D->out_names[k] : "");
+             scalar_name(t.s), t.lanes, D->out_names ? " in output " : "", D->out_names ? D->out_names[k] : "");
     return image_type_error(ctx, D, multi, mimg, why);
   }
   for (int i = 0; i < D->nparams; i++) {

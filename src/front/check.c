@@ -839,9 +839,12 @@ static void check_array_arg(Checker *C, const Decl *D, const PipeArg *a, int j, 
 
 static void check_pipeline(Checker *C, Decl *D) {
   check_image_params(C, D);
-  if (!is_pixel_type(D->type))
-    diag_error(C->d, D->loc, "pipeline '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
-               tstr(D->type));
+  for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (!is_pixel_type(t))
+      diag_error(C->d, D->loc, "pipeline '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
+                 tstr(t));
+  }
   for (int i = 0; i < D->nvalues; i++) {
     PipeValue *v = &D->values[i];
     if (!v->callee) continue; /* a parameter */
@@ -907,17 +910,40 @@ static void check_pipeline(Checker *C, Decl *D) {
       }
     }
   }
-  if (D->result >= 0 && D->result < D->nvalues && D->values[D->result].kind != PV_IMAGE) {
-    diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns an image", D->name,
-               D->values[D->result].name, D->values[D->result].kind == PV_SCALAR ? "reduction's result" : "histogram");
+  int want = D->nouts ? D->nouts : 1, given = D->results ? D->nresults : 1;
+  if (D->result >= 0 && given != want) {
+    if (want == 1)
+      diag_error(C->d, D->loc, "pipeline '%s' returns one image (-> image %s); its return gives %d", D->name,
+                 tstr(D->type), given);
+    else
+      diag_error(C->d, D->loc, "pipeline '%s' returns %d images; its return gives %d", D->name, want, given);
     return;
   }
-  if (D->result >= 0 && D->result < D->nvalues && D->values[D->result].type.s != T_VOID &&
-      !type_eq(D->values[D->result].type, D->type))
-    diag_error(C->d, D->loc, "pipeline '%s' returns image %s but is declared -> image %s", D->name,
-               tstr(D->values[D->result].type), tstr(D->type));
-  if (D->result >= 0 && D->result < D->nvalues && !D->values[D->result].callee && D->values[D->result].param)
-    diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
+  for (int k = 0; k < want; k++) {
+    int r = D->results ? D->results[k] : D->result;
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (r < 0 || r >= D->nvalues) continue;
+    const PipeValue *v = &D->values[r];
+    if (v->kind != PV_IMAGE) {
+      diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns images", D->name, v->name,
+                 v->kind == PV_SCALAR ? "reduction's result" : "histogram");
+      return;
+    }
+    if (v->type.s != T_VOID && !type_eq(v->type, t)) {
+      if (D->nouts)
+        diag_error(C->d, D->loc, "pipeline '%s' returns image %s as its image %d, but declares image %s", D->name,
+                   tstr(v->type), k + 1, tstr(t));
+      else
+        diag_error(C->d, D->loc, "pipeline '%s' returns image %s but is declared -> image %s", D->name,
+                   tstr(v->type), tstr(t));
+    }
+    if (!v->callee && v->param)
+      diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
+    for (int j = 0; j < k; j++)
+      if (D->results[j] == r)
+        diag_error(C->d, D->loc, "pipeline '%s' returns '%s' twice; each image it returns is a stage of its own",
+                   D->name, v->name ? v->name : "(call)");
+  }
 }
 
 /* The counts of a pipeline's loops: integer host expressions (constants, scalar

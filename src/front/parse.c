@@ -1829,7 +1829,31 @@ static void pstmt(Parser *P, int *cap) {
     expect(P, ";");
   } else if (accept(P, "return")) {
     if (P->loop >= 0) diag_error(P->d, sloc, "return inside a loop; return the image after the loop");
-    if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+    if (is(P, "(")) { /* return (a, b, ...): a pipeline with several images */
+      int tmp[PXL_MAX_OUTS + 1], n = 0;
+      advance(P);
+      do {
+        int r = -1;
+        if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+          r = pcall(P, cap);
+        } else if (P->tok->kind == TK_IDENT) {
+          r = find_value(D, P->tok->text);
+          if (r < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+          advance(P);
+        } else {
+          diag_error(P->d, P->tok->loc, "expected a kernel call or an image name");
+          break;
+        }
+        if (n <= PXL_MAX_OUTS) tmp[n++] = r;
+      } while (accept(P, ","));
+      expect(P, ")");
+      D->results = alloc(P, sizeof(int) * (size_t)(n ? n : 1));
+      if (D->results && n) {
+        memcpy(D->results, tmp, sizeof(int) * (size_t)n);
+        D->result = tmp[0];
+        D->nresults = n;
+      }
+    } else if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
       D->result = pcall(P, cap);
     } else if (P->tok->kind == TK_IDENT) {
       D->result = find_value(D, P->tok->text);
@@ -1866,14 +1890,31 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
     add_value(P, v, D, &cap);
   }
   expect(P, "->");
-  if (is(P, "(")) {
-    diag_error(P->d, P->tok->loc, "a pipeline returns one image; several (-> (image T, ...)) are not supported yet: "
-               "call the kernel with several outputs directly");
-    P->in_pipeline = false;
-    return D;
+  if (is(P, "(")) { /* -> (image T1, image T2, ...): several images */
+    Type t[PXL_MAX_OUTS];
+    int n = 0;
+    Loc open = P->tok->loc;
+    advance(P);
+    do {
+      Type ty = {0};
+      if (!expect(P, "image") || !parse_type(P, &ty)) break;
+      if (n == PXL_MAX_OUTS) diag_error(P->d, P->tok[-1].loc, "too many images (at most %d)", PXL_MAX_OUTS);
+      if (n < PXL_MAX_OUTS) t[n] = ty;
+      n++;
+    } while (accept(P, ","));
+    expect(P, ")");
+    if (n > PXL_MAX_OUTS) n = PXL_MAX_OUTS;
+    if (n == 1) diag_error(P->d, open, "a pipeline returning one image is written '-> image %s'", scalar_name(t[0].s));
+    D->type = n ? t[0] : (Type){0};
+    if (n > 1) {
+      D->out_types = alloc(P, sizeof(Type) * (size_t)n);
+      if (D->out_types) memcpy(D->out_types, t, sizeof(Type) * (size_t)n);
+      D->nouts = D->out_types ? n : 0;
+    }
+  } else {
+    expect(P, "image");
+    parse_type(P, &D->type);
   }
-  expect(P, "image");
-  parse_type(P, &D->type);
   D->result = -1;
   if (!expect(P, "{")) {
     P->in_pipeline = false;

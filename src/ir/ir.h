@@ -379,11 +379,15 @@ struct Decl {
   /* pipeline */
   PipeValue *values;
   int nvalues;
-  int result;         /* index of the returned value */
+  int result;         /* index of the returned value (several: results[0]) */
+  int *results;       /* a pipeline -> (image T1, image T2, ...): the returned values, nouts
+                       * of them after checking (out_types their types); NULL for one */
+  int nresults;       /* as written in the return (checked against nouts) */
   PipeLoop *loops;    /* in source order (a parent before its nested loops) */
   int nloops;
   /* several outputs: kernel (T1 a, T2 b) name(...): nouts 2..PXL_MAX_OUTS, else 0 (type is
-   * then out_types[0]); a return gives one value per output (ND_RETURN args) */
+   * then out_types[0]); a return gives one value per output (ND_RETURN args). A pipeline
+   * -> (image T1, image T2) also has nouts and out_types (out_names NULL) and results */
   int nouts;
   Type *out_types;
   const char **out_names;

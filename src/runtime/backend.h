@@ -138,6 +138,8 @@ typedef struct {
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
 
+/* Which image of pipeline P's result value v is (0 for the only or first), -1: none. */
+int exec_result_index(const Decl *P, int v);
 /* Frees the images res owns (the output when image_owned, and the further outputs). */
 void exec_result_free(ExecResult *res);
 

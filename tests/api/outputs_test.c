@@ -48,7 +48,11 @@ static const char SOURCE[] =
     "  return (in(0, 0) / 2, in(0, 0) * 300 + in(1, 0));\n"
     "}\n"
     "kernel u8 lo(image u8 in) size(in.width - 1, in.height) { return in(0, 0) / 2; }\n"
-    "kernel u16 hi(image u8 in) size(in.width - 1, in.height) { return in(0, 0) * 300 + in(1, 0); }\n";
+    "kernel u16 hi(image u8 in) size(in.width - 1, in.height) { return in(0, 0) * 300 + in(1, 0); }\n"
+    "pipeline both(image u8 in) -> (image u16, image u8) {\n"
+    "  (image u8 a, image u16 b) = pair(in : wrap);\n"
+    "  return (b, a);\n"
+    "}\n";
 
 static int compared;
 
@@ -245,6 +249,35 @@ int main(int argc, char **argv) {
   pxl_args_free(args);
   pxl_image_free(rgb);
   result_access(ctx, prog);
+  /* a pipeline returning several images: pair's, swapped; per channel too; a bound
+   * output is image 0 */
+  static const char *const swapped[] = {"hi", "lo"};
+  for (int c = 1; c <= 3; c += 2) {
+    pxl_image *in = random_image(ctx, 41, 13, c);
+    compare_outputs(ctx, prog, "both", swapped, 2, in, -1, NULL);
+    pxl_image_free(in);
+  }
+  {
+    pxl_image *in = random_image(ctx, 41, 13, 1), *bound = NULL;
+    pxl_image_create(ctx, 40, 13, PXL_U16, 1, &bound);
+    pxl_args *ba = pxl_args_new(ctx);
+    pxl_args_image(ba, "in", in);
+    pxl_args_output(ba, bound);
+    pxl_run_result *rb = NULL;
+    CHECK(pxl_run(ctx, prog, "both", ba, &rb) == PXL_OK && pxl_result_image_at(rb, 0) == bound &&
+              pxl_result_image_count(rb) == 2 && pxl_image_type(pxl_result_image_at(rb, 1)) == PXL_U8,
+          "both with a bound output: %s", pxl_errmsg(ctx));
+    pxl_result_free(rb);
+    pxl_args_free(ba);
+    pxl_image_free(bound);
+    pxl_image_free(in);
+    int e = pxl_program_entry_find(prog, "both");
+    const char *sig = pxl_program_entry_signature(prog, e);
+    CHECK(sig && !strcmp(sig, "pipeline both(image u8 in) -> (image u16, image u8)"), "signature '%s'", sig ? sig : "");
+    pxl_type t;
+    CHECK(pxl_program_entry_output_count(prog, e) == 2 && pxl_program_entry_output_at(prog, e, 1, &t, NULL, NULL) &&
+              t == PXL_U8, "both's outputs");
+  }
   if (gpu) { /* device images in, device images out */
     pxl_image *in = random_image(ctx, 45, 23, 1), *din = NULL;
     CHECK(pxl_image_to_device(ctx, in, &din) == PXL_OK, "to device: %s", pxl_errmsg(ctx));

@@ -647,6 +647,18 @@ done
 px compile two.pxl -o two_aot
 assert "pxl compile writes a kernel with several outputs" '[ $rc -eq 0 ] && has two_aot.h "out: 2 images of the same size"'
 
+cat >tworet.pxl <<'EOF'
+kernel (u8 a, u8 b) split(image u8 in) { return (255 - in(0, 0), in(0, 0) > 100 ? 255 : 0); }
+pipeline swap(image u8 in) -> (image u8, image u8) {
+    (image u8 a, image u8 b) = split(in);
+    return (b, a);
+}
+EOF
+px run tworet.pxl swap --in img.pgm --out r1.pgm --out r2.pgm --device cpu
+assert "a pipeline returning two images saves each to its --out, in order" '[ $rc -eq 0 ] && pgm_is r1.pgm 4 3 thr100.raw && pgm_is r2.pgm 4 3 inv.raw'
+px compile tworet.pxl -o tworet_aot
+assert "pxl compile refuses a pipeline returning several images, naming it" '[ $rc -ne 0 ] && has err.txt "pipeline '"'"'swap'"'"' returns 2 images" && [ ! -e tworet_aot.c ]'
+
 # ---- summary ----
 
 echo "$npass passed, $nfail failed, $nskip skipped"

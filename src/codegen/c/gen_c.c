@@ -915,6 +915,11 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
       rc = err_set(err, PXL_ENOMEM, "out of memory generating C");
       break;
     }
+    if (D->kind == D_PIPELINE && D->nouts) {
+      rc = err_set(err, PXL_EARG, "pipeline '%s' returns %d images; pxl compile writes pipelines that return one "
+                   "(run this one with pxl run or the C API)", D->name, D->nouts);
+      break;
+    }
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues && !rc; v++)
         if (D->values[v].kind != PV_IMAGE)
