@@ -925,8 +925,8 @@ static void check_pipeline(Checker *C, Decl *D) {
     if (r < 0 || r >= D->nvalues) continue;
     const PipeValue *v = &D->values[r];
     if (v->kind != PV_IMAGE) {
-      diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns images", D->name, v->name,
-                 v->kind == PV_SCALAR ? "reduction's result" : "histogram");
+      diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns %s", D->name, v->name,
+                 v->kind == PV_SCALAR ? "reduction's result" : "histogram", D->nouts ? "images" : "an image");
       return;
     }
     if (v->type.s != T_VOID && !type_eq(v->type, t)) {
