@@ -50,7 +50,7 @@ static const char HELP_MAIN[] =
     "pxl - compile and run image-processing kernels written in the pxl kernel language\n"
     "\n"
     "Usage:\n"
-    "  pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"
+    "  pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH ...] [OPTIONS]\n"
     "  pxl check FILE.pxl [--explain]\n"
     "  pxl compile FILE.pxl [-o BASE]\n"
     "  pxl help [COMMAND]\n"
@@ -80,7 +80,7 @@ static const char HELP_MAIN[] =
     "  (130, 143, 129 in a shell), leaving no partial output file.\n"
     "\n"
     "A single-valued option given twice is a usage error; --in, --param and --border\n"
-    "repeat with different NAMEs.\n"
+    "repeat with different NAMEs, --out once per output of the entry.\n"
     "\n"
     "Errors go to standard error as \"pxl: error: MESSAGE\", warnings (problems pxl\n"
     "worked around) as \"pxl: warning: MESSAGE\"; results go to standard output or to\n"
@@ -99,7 +99,7 @@ static const char HELP_MAIN[] =
     "                 0: no limit); past it the compile is a failure (exit 4)\n";
 
 static const char HELP_RUN[] =
-    "Usage: pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH] [OPTIONS]\n"
+    "Usage: pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH ...] [OPTIONS]\n"
     "\n"
     "Compiles FILE.pxl and runs one of its entry points on image files.\n"
     "\n"
@@ -121,7 +121,11 @@ static const char HELP_RUN[] =
     "                       format follows the extension: .png (u8, u16), .jpg .jpeg\n"
     "                       (u8), .pgm .ppm .pnm (u8, u16), .tif .tiff .npy (every type).\n"
     "                       A result type the format cannot store is refused before the\n"
-    "                       run (exit 2).\n"
+    "                       run (exit 2). A kernel with several outputs (kernel (i16\n"
+    "                       gx, i16 gy) k(...)) or a pipeline returning several images\n"
+    "                       (-> (image T1, image T2)) takes one --out per output, in\n"
+    "                       the declared order; too few or too many is exit 2 before\n"
+    "                       the run, and each output's type is checked against its file.\n"
     "                       For a histogram, --out FILE.csv writes the CSV there instead\n"
     "                       of standard output. Ignored, with a note, for a reduction.\n"
     "  --param NAME=VALUE   scalar parameter NAME, e.g. --param t=40 --param s=0.5;\n"
@@ -195,7 +199,8 @@ static const char HELP_RUN[] =
     "  pxl run edges.pxl --in photo.png --out edges.png --param t=40\n"
     "  pxl run blend.pxl blend --in a=left.png --in b=right.png -o out.png\n"
     "  pxl run stats.pxl total --in photo.png --roi 0,0,64,64\n"
-    "  pxl run stats.pxl hist --in photo.png --out hist.csv\n";
+    "  pxl run stats.pxl hist --in photo.png --out hist.csv\n"
+    "  pxl run sobel_xy.pxl sobel_xy --in photo.png --out gx.tiff --out gy.tiff\n";
 
 static const char HELP_CHECK[] =
     "Usage: pxl check FILE.pxl [--explain]\n"
@@ -593,7 +598,7 @@ static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) 
 enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_HELP };
 
 static const Opt RUN_OPTS[] = {
-    {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 0},         {"param", 0, 1, O_PARAM, 1},
+    {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 1},         {"param", 0, 1, O_PARAM, 1},
     {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
     {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
     {"help", 'h', 0, O_HELP, 1},   {NULL, 0, 0, 0, 0}};
@@ -608,7 +613,9 @@ typedef struct {
 } Binding;
 
 typedef struct {
-  const char *file, *entry, *out, *device;
+  const char *file, *entry, *out, *device; /* out: the first --out (outs[0]) */
+  const char *outs[8]; /* every --out in order: one per output of a kernel with several */
+  int nout;
   int threads;      /* -1: library default */
   int roi[4], has_roi, time;
   double time_limit;           /* seconds; 0: none */
@@ -756,7 +763,10 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       break;
     case O_OUT:
       if (!*v) return usage_error("run", "--out needs a file name");
-      o->out = v;
+      if (o->nout == 8)
+        return usage_error("run", "--out is given more than 8 times (a kernel has at most 8 outputs)");
+      o->outs[o->nout++] = v;
+      o->out = o->outs[0];
       break;
     case O_PARAM:
     {
@@ -810,21 +820,28 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
         return usage_error("run", "--in '%s' needs NAME= when more than one --in is given",
                            o->ins[k].path);
   if (o->has_roi && o->nin == 0) return usage_error("run", "--roi needs an --in image");
-  if (o->out) {
-    if (strcasecmp(extension(o->out), "csv") != 0 && !pxl_image_save_format(o->out))
+  for (int j = 0; j < o->nout; j++) {
+    const char *out = o->outs[j];
+    if (strcasecmp(extension(out), "csv") != 0 && !pxl_image_save_format(out))
       return usage_error("run",
                          "--out '%s': unknown file type; use .png, .jpg, .jpeg, .pgm, .ppm, "
                          ".pnm, .tif, .tiff or .npy for an image, .csv for a histogram",
-                         o->out);
-    /* Refuse to overwrite an input, before anything is loaded or run. */
-    if (same_file(o->out, o->file)) {
-      error("--out '%s' is the kernel source '%s'; refusing to overwrite it", o->out, o->file);
+                         out);
+    /* Refuse to overwrite an input, or an output with another, before anything is
+     * loaded or run. */
+    if (same_file(out, o->file)) {
+      error("--out '%s' is the kernel source '%s'; refusing to overwrite it", out, o->file);
       return RC_USAGE;
     }
     for (int k = 0; k < o->nin; k++)
-      if (same_file(o->out, o->ins[k].path)) {
+      if (same_file(out, o->ins[k].path)) {
         error("--out '%s' is the same file as input '%s'; refusing to overwrite an input",
-              o->out, o->ins[k].path);
+              out, o->ins[k].path);
+        return RC_USAGE;
+      }
+    for (int k = 0; k < j; k++)
+      if (same_file(out, o->outs[k]) || strcmp(out, o->outs[k]) == 0) {
+        error("--out '%s' is given twice (outputs %d and %d)", out, k + 1, j + 1);
         return RC_USAGE;
       }
   }
@@ -838,13 +855,22 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
   int is_csv = o->out && strcasecmp(extension(o->out), "csv") == 0;
   switch (pxl_result_kind_of(res)) {
   case PXL_RESULT_IMAGE: {
+    int count = pxl_result_image_count(res);
     if (!o->out) return usage_error("run", "'%s' produces an image: give --out PATH", name);
-    if (is_csv)
-      return usage_error("run", "'%s' produces an image; --out '%s' is for histograms", name,
-                         o->out);
-    int st = pxl_image_save(ctx, pxl_result_image(res), o->out);
-    print_warnings(ctx);
-    return st ? fail(ctx, st, NULL) : RC_OK;
+    if (o->nout != count) /* checked before the run (check_output_file); kept for safety */
+      return usage_error("run", "'%s' produces %d image%s; --out is given %d time%s", name, count,
+                         count == 1 ? "" : "s", o->nout, o->nout == 1 ? "" : "s");
+    for (int k = 0; k < count; k++) {
+      if (strcasecmp(extension(o->outs[k]), "csv") == 0)
+        return usage_error("run", "'%s' produces an image; --out '%s' is for histograms", name,
+                           o->outs[k]);
+    }
+    for (int k = 0; k < count; k++) {
+      int st = pxl_image_save(ctx, pxl_result_image_at(res, k), o->outs[k]);
+      print_warnings(ctx);
+      if (st) return fail(ctx, st, NULL);
+    }
+    return RC_OK;
   }
   case PXL_RESULT_SCALAR: {
     pxl_scalar_result s;
@@ -888,14 +914,32 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
 static int check_output_file(pxl_context *ctx, pxl_program *prog, const RunOpts *o) {
   pxl_type type;
   int channels, entry = pxl_program_entry_find(prog, o->entry);
-  if (!o->out || strcasecmp(extension(o->out), "csv") == 0 ||
-      !pxl_program_entry_output(prog, entry, &type, &channels))
-    return RC_OK;
-  if (pxl_image_save_check(ctx, o->out, type, channels) == PXL_OK) return RC_OK;
-  error("--out: %s; '%s' produces %s with %d channel%s (.tif, .tiff and .npy store every type)",
-        pxl_errmsg(ctx), pxl_program_entry_name(prog, entry), pxl_type_name(type), channels,
-        channels == 1 ? "" : "s");
-  return RC_USAGE;
+  int count = pxl_program_entry_output_count(prog, entry);
+  if (o->nout > 1 && count == 0) {
+    error("--out is given %d times, but '%s' produces no image", o->nout, pxl_program_entry_name(prog, entry));
+    return RC_USAGE;
+  }
+  if (!o->out || count == 0) return RC_OK;
+  if (o->nout != count) { /* one --out per output, in order */
+    if (count == 1)
+      error("--out is given %d times, but '%s' produces one image", o->nout, pxl_program_entry_name(prog, entry));
+    else
+      error("'%s' produces %d images; give --out once for each, in order (--out is given %d time%s)",
+            pxl_program_entry_name(prog, entry), count, o->nout, o->nout == 1 ? "" : "s");
+    return RC_USAGE;
+  }
+  for (int k = 0; k < count; k++) {
+    const char *oname = "";
+    if (strcasecmp(extension(o->outs[k]), "csv") == 0 ||
+        !pxl_program_entry_output_at(prog, entry, k, &type, &channels, &oname))
+      continue;
+    if (pxl_image_save_check(ctx, o->outs[k], type, channels) == PXL_OK) continue;
+    error("--out: %s; '%s' produces %s%s%s%s with %d channel%s (.tif, .tiff and .npy store every type)",
+          pxl_errmsg(ctx), pxl_program_entry_name(prog, entry), *oname ? "as output '" : "", oname,
+          *oname ? "' " : "", pxl_type_name(type), channels, channels == 1 ? "" : "s");
+    return RC_USAGE;
+  }
+  return RC_OK;
 }
 
 /* Loads the inputs, binds the arguments, runs and emits; returns the exit code. */

@@ -128,6 +128,16 @@ int pxl_program_entry_makes_image(const pxl_program *prog, int i);
 /* 1 when entry i produces an image, with its element type and channel count in *type and
  * *channels (either may be NULL); 0 otherwise. Known before any run. */
 int pxl_program_entry_output(const pxl_program *prog, int i, pxl_type *type, int *channels);
+/* The number of images entry i produces: a kernel with several outputs (`kernel (i16 gx,
+ * i16 gy) k(...)`) one per output, a pipeline `-> (image T1, image T2)` one per image it
+ * returns, other kernels and pipelines 1, others 0. */
+int pxl_program_entry_output_count(const pxl_program *prog, int i);
+/* 1 when entry i has output k (0 <= k < pxl_program_entry_output_count), with its element
+ * type, channel count and name (a kernel's output name; "" for a single output and for a
+ * pipeline's images; owned by prog) in the non-NULL pointers; 0 otherwise.
+ * pxl_program_entry_output is output 0. */
+int pxl_program_entry_output_at(const pxl_program *prog, int i, int k, pxl_type *type, int *channels,
+                                const char **name);
 /* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
  * counts. Returns a string owned by prog, valid until pxl_program_free. */
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);
@@ -297,6 +307,17 @@ pxl_result_kind pxl_result_kind_of(const pxl_run_result *res);
 pxl_image *pxl_result_image(pxl_run_result *res);
 /* Transfers the image to the caller (free with pxl_image_free); NULL if none. */
 pxl_image *pxl_result_take_image(pxl_run_result *res);
+/* The number of images of the result: a kernel `kernel (T1 a, T2 b, ...) k(...)` with
+ * several outputs gives one per output, in the declared order, and a pipeline `-> (image
+ * T1, image T2, ...)` one per image it returns; other image results 1; scalars and
+ * histograms 0. pxl_result_image and pxl_result_take_image are image 0 (a
+ * bound output, pxl_args_output, is image 0; the others are allocated by the run). */
+int pxl_result_image_count(const pxl_run_result *res);
+/* Image i (0 <= i < pxl_result_image_count), owned by res; NULL when out of range. */
+pxl_image *pxl_result_image_at(pxl_run_result *res, int i);
+/* Transfers image i to the caller (free with pxl_image_free); NULL when out of range,
+ * already taken, or (image 0) the caller's bound output. */
+pxl_image *pxl_result_take_image_at(pxl_run_result *res, int i);
 /* Reduction value; for argmin/argmax also the position (x, y). Integers are exact up to
  * 2^53 in `value`; `ivalue` holds integer results exactly. */
 typedef struct {

@@ -23,6 +23,15 @@ bool analyze_program(Program *p, Diag *d);
  * class, metrics and separable passes. False when out of memory. */
 bool analyze_decl_again(Decl *D, Arena *arena);
 
+/* outputs.c: makes the projections of every kernel with several outputs (Decl.outs: a
+ * single-output copy per output, analysed, indexed after the entries) and points the
+ * pipelines' tuple values at them. Runs once the entries have their indices. False when
+ * out of memory. */
+bool outputs_lower(Program *p);
+/* Makes D->outs for kernel D with several outputs (analysed already): one projection per
+ * output, in p's arena. False when out of memory (D->outs unchanged). */
+bool outputs_project(Program *p, Decl *D);
+
 /* The `pxl check --explain` report for the whole program, in the program's arena. */
 const char *explain_program(Program *p);
 

@@ -360,6 +360,7 @@ static void walk_stmts(An *A, Node *s, double w) {
       break;
     case ND_ASSIGN: case ND_LANESET: case ND_RETURN: case ND_EXPRSTMT:
       A->expr(A, s->a, w);
+      for (int i = 0; s->kind == ND_RETURN && i < s->nargs; i++) A->expr(A, s->args[i], w); /* several outputs */
       break;
     case ND_BIN: case ND_ISET:
       A->expr(A, s->a, w);
@@ -559,6 +560,8 @@ static Separable *find_separable(Decl *D, Arena *a) {
     if (reads_image(s->a, S.img) || reads_image(s->b, S.img) || reads_image(s->c, S.img) ||
         reads_image(s->body, S.img))
       return NULL;
+    for (int i = 0; i < s->nargs; i++) /* return (a, b) */
+      if (reads_image(s->args[i], S.img)) return NULL;
   }
   Separable *out = arena_alloc(a, sizeof *out);
   if (!out) return NULL;
@@ -678,7 +681,7 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     D->metrics.arith += passes;
     D->metrics.reads += passes;
   }
-  if (D->skel == SK_N2P) D->sep = find_separable(D, arena);
+  if (D->skel == SK_N2P && !D->nouts) D->sep = find_separable(D, arena); /* several outputs: per projection */
   an_mark_ranges(&A, D);
   spec_mark(D);
   return true;

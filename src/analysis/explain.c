@@ -70,6 +70,19 @@ const char *explain_program(Program *p) {
                 D->scan == SCAN_X ? "along each row (x), left to right"
                 : D->scan == SCAN_Y ? "along each column (y), top to bottom"
                                     : "rows left to right, then columns top to bottom");
+    if (D->nouts && D->kind == D_KERNEL) {
+      sb_printf(&b, "  outputs:");
+      for (int k = 0; k < D->nouts; k++)
+        sb_printf(&b, "%s image %s %s", k ? "," : "", type_str(D->out_types[k], t), D->out_names[k]);
+      sb_printf(&b, " (the same size; compiled backends run one pass per output)\n");
+    }
+    if (D->nouts && D->kind == D_PIPELINE) {
+      sb_printf(&b, "  returns:");
+      for (int k = 0; k < D->nouts; k++)
+        sb_printf(&b, "%s image %s %s", k ? "," : "", type_str(D->out_types[k], t),
+                  D->values[D->results[k]].name ? D->values[D->results[k]].name : "(anonymous)");
+      sb_printf(&b, "\n");
+    }
     if (D->kind == D_PIPELINE) {
       for (int v = 0; v < D->nvalues; v++) {
         PipeValue *pv = &D->values[v];
@@ -92,8 +105,10 @@ const char *explain_program(Program *p) {
         if (pv->kind == PV_ARRAY)
           sb_printf(&b, ") -> %s[%d] [%s]\n", type_str(pv->type, t), pv->len, skeleton_name(pv->callee->skel));
         else
-          sb_printf(&b, ") -> %s%s [%s]\n", pv->kind == PV_IMAGE ? "image " : "", type_str(pv->type, t),
+          sb_printf(&b, ") -> %s%s [%s]", pv->kind == PV_IMAGE ? "image " : "", type_str(pv->type, t),
                     skeleton_name(pv->callee->skel));
+        if (pv->nouts) sb_printf(&b, " output %d of %d", pv->out + 1, pv->nouts);
+        if (pv->kind != PV_ARRAY) sb_printf(&b, "\n");
       }
       continue;
     }

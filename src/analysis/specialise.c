@@ -134,6 +134,11 @@ static bool narrow_enough(const Decl *S) {
 }
 
 const Decl *spec_for(const Decl *D, const Lane *scalars) {
+  if (D->parent) { /* a projection (outputs.c): the same output of its kernel's specialisation,
+                    * so that every output has the kernel's window (border none's frame) */
+    const Decl *S = spec_for(D->parent, scalars);
+    return S != D->parent && S->outs ? S->outs[D->out_index] : D;
+  }
   if (!D->spec_mask || !D->prog) return D;
   Decl *M = (Decl *)D; /* the memo lives on the declaration */
   for (Decl *S = M->specs; S; S = S->spec_next)
@@ -164,6 +169,8 @@ const Decl *spec_for(const Decl *D, const Lane *scalars) {
   /* only windows are worth it (and an affine read made exact, such as in.at(x + d, y),
    * keeps the gather path, which is tested on every backend for it); remembered */
   if ((S->skel != SK_N2P && S->skel != SK_P2P) || !narrow_enough(S)) S->skel = SK_GATHER;
+  S->outs = NULL; /* several outputs: the specialisation's own projections */
+  if (S->nouts && S->skel != SK_GATHER && !outputs_project(D->prog, S)) S->skel = SK_GATHER;
   S->spec_next = M->specs;
   M->specs = S;
   M->nspecs++;

@@ -125,6 +125,25 @@ int pxl_program_entry_output(const pxl_program *prog, int i, pxl_type *type, int
   return 1;
 }
 
+int pxl_program_entry_output_count(const pxl_program *prog, int i) {
+  if (!pxl_program_entry_makes_image(prog, i)) return 0;
+  const Decl *D = prog->prog->decls[i];
+  return D->nouts ? D->nouts : 1;
+}
+
+int pxl_program_entry_output_at(const pxl_program *prog, int i, int k, pxl_type *type, int *channels,
+                                const char **name) {
+  if (k < 0 || k >= pxl_program_entry_output_count(prog, i)) return 0;
+  const Decl *D = prog->prog->decls[i];
+  Type t = D->nouts ? D->out_types[k] : D->type;
+  pxl_type pt = pxl_of_scalar(t.s);
+  if (scalar_of_pxl(pt) != t.s || t.lanes < 1) return 0;
+  if (type) *type = pt;
+  if (channels) *channels = t.lanes;
+  if (name) *name = D->out_names ? D->out_names[k] : "";
+  return 1;
+}
+
 const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
   if (!prog || i < 0 || i >= prog->prog->ndecls) return NULL;
   const Decl *D = prog->prog->decls[i];
@@ -132,6 +151,14 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
   size_t n = 0;
   switch (D->kind) {
   case D_KERNEL:
+    if (D->nouts) { /* kernel (T1 a, T2 b) name( */
+      n += (size_t)snprintf(buf, sizeof buf, "kernel (");
+      for (int k = 0; k < D->nouts; k++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s %s", k ? ", " : "", type_str(D->out_types[k], t),
+                              D->out_names[k]);
+      n += (size_t)snprintf(buf + n, sizeof buf - n, ") %s(", D->name);
+      break;
+    }
     n += (size_t)snprintf(buf, sizeof buf, "%s %s %s(", D->scan ? "scan" : "kernel", type_str(D->type, t), D->name);
     break;
   case D_REDUCE: n += (size_t)snprintf(buf, sizeof buf, "reduce %s %s(", type_str(D->type, t), D->name); break;
@@ -151,9 +178,15 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
         n += (size_t)snprintf(buf + n, sizeof buf - n, " : %s", border_name(p->border.kind));
     }
   }
-  if (n < sizeof buf - 40)
+  if (n < sizeof buf - 40 && D->kind == D_PIPELINE && D->nouts) { /* -> (image T1, image T2) */
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ") -> (");
+    for (int k = 0; k < D->nouts; k++)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%simage %s", k ? ", " : "", type_str(D->out_types[k], t));
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ")");
+  } else if (n < sizeof buf - 40) {
     n += (size_t)snprintf(buf + n, sizeof buf - n, D->kind == D_PIPELINE ? ") -> image %s" : ")",
                           type_str(D->type, t));
+  }
   return arena_strndup(prog->prog->arena, buf, n < sizeof buf ? n : sizeof buf - 1);
 }
 

@@ -320,9 +320,11 @@ static int check_images(pxl_context *ctx, const Decl *D, const ImgArg *imgs) {
              "declare the parameter %sx%d)", kind_name(D->kind), scalar_name(multi->type.s), C);
     return image_type_error(ctx, D, multi, mimg, why);
   }
-  if (D->type.lanes != 1) {
-    snprintf(why, sizeof why, "; '%s' makes %sx%d pixels, so it does not run per channel", D->name,
-             scalar_name(D->type.s), D->type.lanes);
+  for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (t.lanes == 1) continue;
+    snprintf(why, sizeof why, "; '%s' makes %sx%d pixels%s%s, so it does not run per channel", D->name,
+             scalar_name(t.s), t.lanes, D->out_names ? " in output " : "", D->out_names ? D->out_names[k] : "");
     return image_type_error(ctx, D, multi, mimg, why);
   }
   for (int i = 0; i < D->nparams; i++) {
@@ -493,7 +495,7 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
 
 void pxl_result_free(pxl_run_result *res) {
   if (!res) return;
-  if (res->r.image_owned) image_free(res->r.image);
+  exec_result_free(&res->r);
   PXL_FREE(res->r.bins);
   PXL_FREE(res->bins);
   PXL_FREE(res);
@@ -509,6 +511,24 @@ pxl_image *pxl_result_take_image(pxl_run_result *res) {
   if (!res || res->r.kind != PXL_RESULT_IMAGE || !res->r.image_owned) return NULL;
   res->r.image_owned = false;
   return res->r.image;
+}
+
+int pxl_result_image_count(const pxl_run_result *res) {
+  if (!res || res->r.kind != PXL_RESULT_IMAGE) return 0;
+  return res->r.nimages > 1 ? res->r.nimages : 1;
+}
+
+pxl_image *pxl_result_image_at(pxl_run_result *res, int i) {
+  if (i < 0 || i >= pxl_result_image_count(res)) return NULL;
+  return i == 0 ? res->r.image : res->r.more[i - 1];
+}
+
+pxl_image *pxl_result_take_image_at(pxl_run_result *res, int i) {
+  if (i < 0 || i >= pxl_result_image_count(res)) return NULL;
+  if (i == 0) return pxl_result_take_image(res);
+  pxl_image *img = res->r.more[i - 1];
+  res->r.more[i - 1] = NULL;
+  return img;
 }
 
 int pxl_result_scalar(const pxl_run_result *res, pxl_scalar_result *out) {

@@ -597,10 +597,29 @@ static void check_stmt(Checker *C, Node *s) {
     check_stmts(C, s->step);
     check_stmts(C, s->b);
     break;
-  case ND_RETURN:
-    if (C->decl->kind != D_KERNEL && C->decl->kind != D_FUNC) break; /* reported by the parser */
-    s->a = conv_store(C, check_expr(C, s->a), C->decl->type, "return");
+  case ND_RETURN: {
+    Decl *D = C->decl;
+    if (D->kind != D_KERNEL && D->kind != D_FUNC) break; /* reported by the parser */
+    int given = s->nargs ? s->nargs : 1, want = D->nouts ? D->nouts : 1;
+    if (given != want) {
+      if (D->kind == D_FUNC)
+        diag_error(C->d, s->loc, "a function returns one value; this return gives %d", given);
+      else if (want == 1)
+        diag_error(C->d, s->loc, "%s '%s' has one output; this return gives %d values", D->scan ? "scan" : "kernel",
+                   D->name, given);
+      else
+        diag_error(C->d, s->loc, "kernel '%s' has %d outputs; this return gives %d value%s (one per output: "
+                   "return (%s, ...);)", D->name, want, given, given == 1 ? "" : "s", D->out_names[0]);
+      break;
+    }
+    if (!s->nargs) {
+      s->a = conv_store(C, check_expr(C, s->a), D->type, "return");
+      break;
+    }
+    for (int i = 0; i < s->nargs; i++)
+      s->args[i] = conv_store(C, check_expr(C, s->args[i]), D->out_types[i], "return");
     break;
+  }
   case ND_BIN: {
     s->a = check_expr(C, s->a);
     if (!need_scalar(C, s->a, "a bin index")) break;
@@ -670,8 +689,25 @@ static void check_image_params(Checker *C, Decl *D) {
   }
 }
 
+/* The outputs of a kernel with several: pixel types, names distinct from each other and
+ * from the parameters. */
+static void check_outputs(Checker *C, Decl *D) {
+  for (int i = 0; i < D->nouts; i++) {
+    if (!is_pixel_type(D->out_types[i]))
+      diag_error(C->d, D->out_locs[i], "output '%s' of kernel '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 "
+                 "f32 f64)", D->out_names[i], D->name, tstr(D->out_types[i]));
+    for (int j = 0; j < i; j++)
+      if (!strcmp(D->out_names[j], D->out_names[i]))
+        diag_error(C->d, D->out_locs[i], "duplicate output '%s'", D->out_names[i]);
+    for (int j = 0; j < D->nparams; j++)
+      if (!strcmp(D->params[j]->name, D->out_names[i]))
+        diag_error(C->d, D->out_locs[i], "output '%s' has the name of a parameter", D->out_names[i]);
+  }
+}
+
 static void check_kernel(Checker *C, Decl *D) {
-  if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
+  if (D->nouts) check_outputs(C, D);
+  else if (D->kind == D_KERNEL && (D->type.s == T_U64 || D->type.s == T_I64)) {
     diag_error(C->d, D->loc, "%s '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)",
                D->scan ? "scan" : "kernel", D->name, tstr(D->type));
   }
@@ -762,6 +798,31 @@ static bool check_value_callee(Checker *C, const PipeValue *v, const Decl *k, co
   return true;
 }
 
+/* Whether pipeline value v may use kernel k: a kernel with several outputs only in a
+ * statement naming each of its images, and such a statement only for it. */
+static bool check_outputs_use(Checker *C, const PipeValue *v, const Decl *k, const char *name) {
+  if (v->nouts) {
+    if (k->nouts == v->nouts) return true;
+    if (v->out == 0) {
+      if (k->nouts)
+        diag_error(C->d, v->loc, "'%s' has %d outputs, but the statement names %d images", name, k->nouts, v->nouts);
+      else
+        diag_error(C->d, v->loc, "'%s' has one output; name its image with image %s name = %s(...);", name,
+                   tstr(k->type), name);
+    }
+    return false;
+  }
+  if (!k->nouts) return true;
+  if (v->name)
+    diag_error(C->d, v->loc, "'%s' has %d outputs; name each of its images: (image %s %s, ...) = %s(...);", name,
+               k->nouts, tstr(k->out_types[0]), k->out_names[0], name);
+  else
+    diag_error(C->d, v->loc, "'%s' has %d outputs, so it cannot be an argument or the returned image; name its "
+               "images first: (image %s %s, ...) = %s(...);", name, k->nouts, tstr(k->out_types[0]),
+               k->out_names[0], name);
+  return false;
+}
+
 /* Argument j of a call of `name` for array parameter p: a histogram's bins of p's type
  * and length. */
 static void check_array_arg(Checker *C, const Decl *D, const PipeArg *a, int j, const char *name, const Param *p) {
@@ -778,9 +839,12 @@ static void check_array_arg(Checker *C, const Decl *D, const PipeArg *a, int j, 
 
 static void check_pipeline(Checker *C, Decl *D) {
   check_image_params(C, D);
-  if (!is_pixel_type(D->type))
-    diag_error(C->d, D->loc, "pipeline '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
-               tstr(D->type));
+  for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (!is_pixel_type(t))
+      diag_error(C->d, D->loc, "pipeline '%s': %s is not a pixel type (use u8 u16 i16 i32 u32 f32 f64)", D->name,
+                 tstr(t));
+  }
   for (int i = 0; i < D->nvalues; i++) {
     PipeValue *v = &D->values[i];
     if (!v->callee) continue; /* a parameter */
@@ -797,6 +861,7 @@ static void check_pipeline(Checker *C, Decl *D) {
       continue;
     }
     if (!check_value_callee(C, v, k, name)) continue;
+    if (!check_outputs_use(C, v, k, name)) continue;
     v->callee = k;
     if (v->nargs != k->nparams) {
       diag_error(C->d, v->loc, "'%s' takes %d argument%s, got %d", name, k->nparams, k->nparams == 1 ? "" : "s",
@@ -805,9 +870,13 @@ static void check_pipeline(Checker *C, Decl *D) {
       continue;
     }
     if (!v->name) v->type = k->type;
-    else if (v->kind == PV_IMAGE && !type_eq(v->type, k->type))
+    else if (v->nouts && !type_eq(v->type, k->out_types[v->out]))
+      diag_error(C->d, v->loc, "output %d of '%s' ('%s') is image %s, but '%s' is declared image %s", v->out + 1,
+                 name, k->out_names[v->out], tstr(k->out_types[v->out]), v->name, tstr(v->type));
+    else if (v->kind == PV_IMAGE && !v->nouts && !type_eq(v->type, k->type))
       diag_error(C->d, v->loc, "'%s' returns image %s, but '%s' is declared image %s", name, tstr(k->type),
                  v->name, tstr(v->type));
+    if (v->nouts && v->out > 0) continue; /* the arguments are the tuple's first value's */
     for (int j = 0; j < v->nargs; j++) {
       PipeArg *a = &v->args[j];
       Param *p = k->params[j];
@@ -825,7 +894,7 @@ static void check_pipeline(Checker *C, Decl *D) {
           continue;
         }
         Type at = D->values[a->source].type;
-        if (!type_eq(at, p->type))
+        if (at.s != T_VOID && !type_eq(at, p->type)) /* void: its call was refused */
           diag_error(C->d, a->loc, "argument %d of '%s' is image %s, but parameter '%s' is image %s", j + 1, name,
                      tstr(at), p->name, tstr(p->type));
         if (!a->has_border) a->border = p->border;
@@ -841,17 +910,40 @@ static void check_pipeline(Checker *C, Decl *D) {
       }
     }
   }
-  if (D->result >= 0 && D->result < D->nvalues && D->values[D->result].kind != PV_IMAGE) {
-    diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns an image", D->name,
-               D->values[D->result].name, D->values[D->result].kind == PV_SCALAR ? "reduction's result" : "histogram");
+  int want = D->nouts ? D->nouts : 1, given = D->results ? D->nresults : 1;
+  if (D->result >= 0 && given != want) {
+    if (want == 1)
+      diag_error(C->d, D->loc, "pipeline '%s' returns one image (-> image %s); its return gives %d", D->name,
+                 tstr(D->type), given);
+    else
+      diag_error(C->d, D->loc, "pipeline '%s' returns %d images; its return gives %d", D->name, want, given);
     return;
   }
-  if (D->result >= 0 && D->result < D->nvalues && D->values[D->result].type.s != T_VOID &&
-      !type_eq(D->values[D->result].type, D->type))
-    diag_error(C->d, D->loc, "pipeline '%s' returns image %s but is declared -> image %s", D->name,
-               tstr(D->values[D->result].type), tstr(D->type));
-  if (D->result >= 0 && D->result < D->nvalues && !D->values[D->result].callee && D->values[D->result].param)
-    diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
+  for (int k = 0; k < want; k++) {
+    int r = D->results ? D->results[k] : D->result;
+    Type t = D->nouts ? D->out_types[k] : D->type;
+    if (r < 0 || r >= D->nvalues) continue;
+    const PipeValue *v = &D->values[r];
+    if (v->kind != PV_IMAGE) {
+      diag_error(C->d, D->loc, "pipeline '%s' returns '%s', a %s; a pipeline returns %s", D->name, v->name,
+                 v->kind == PV_SCALAR ? "reduction's result" : "histogram", D->nouts ? "images" : "an image");
+      return;
+    }
+    if (v->type.s != T_VOID && !type_eq(v->type, t)) {
+      if (D->nouts)
+        diag_error(C->d, D->loc, "pipeline '%s' returns image %s as its image %d, but declares image %s", D->name,
+                   tstr(v->type), k + 1, tstr(t));
+      else
+        diag_error(C->d, D->loc, "pipeline '%s' returns image %s but is declared -> image %s", D->name,
+                   tstr(v->type), tstr(t));
+    }
+    if (!v->callee && v->param)
+      diag_error(C->d, D->loc, "pipeline '%s' returns its input unchanged; call a kernel", D->name);
+    for (int j = 0; j < k; j++)
+      if (D->results[j] == r)
+        diag_error(C->d, D->loc, "pipeline '%s' returns '%s' twice; each image it returns is a stage of its own",
+                   D->name, v->name ? v->name : "(call)");
+  }
 }
 
 /* The counts of a pipeline's loops: integer host expressions (constants, scalar

@@ -1000,6 +1000,20 @@ static Node *block(Parser *P) {
   return b;
 }
 
+/* At "(": whether a comma follows at the parenthesis' own level before it closes, as in
+ * return (a, b); (a tuple, not a parenthesised expression). */
+static bool tuple_ahead(Parser *P) {
+  int depth = 0;
+  for (Token *t = P->tok; t->kind != TK_EOF; t++) {
+    if (t->kind != TK_PUNCT) continue;
+    if (!strcmp(t->text, "(") || !strcmp(t->text, "[")) depth++;
+    else if ((!strcmp(t->text, ")") || !strcmp(t->text, "]")) && --depth == 0) return false;
+    else if (depth == 1 && !strcmp(t->text, ",")) return true;
+    else if (!strcmp(t->text, ";") || !strcmp(t->text, "{") || !strcmp(t->text, "}")) return false;
+  }
+  return false;
+}
+
 static Node *stmt(Parser *P) {
   Loc loc = P->tok->loc;
   Token *start = P->tok;
@@ -1053,7 +1067,21 @@ static Node *stmt(Parser *P) {
     if (P->decl->kind == D_HISTOGRAM) {
       diag_error(P->d, loc, "a histogram body does not return a value; use bin(index[, weight])");
     }
-    r->a = expr(P);
+    if (is(P, "(") && tuple_ahead(P)) { /* return (a, b): one value per output */
+      Node *tmp[PXL_MAX_OUTS + 1];
+      int n = 0;
+      advance(P);
+      do {
+        Node *e = expr(P);
+        if (n <= PXL_MAX_OUTS) tmp[n++] = e;
+      } while (accept(P, ","));
+      expect(P, ")");
+      r->args = alloc(P, sizeof(Node *) * (size_t)n);
+      if (r->args) memcpy(r->args, tmp, sizeof(Node *) * (size_t)n);
+      r->nargs = r->args ? n : 0;
+    } else {
+      r->a = expr(P);
+    }
     expect(P, ";");
   } else if (is_ident(P, "bin") && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
     advance(P);
@@ -1230,10 +1258,58 @@ static Decl *new_decl(Parser *P, DeclKind k, Loc loc) {
   return D;
 }
 
-/* kernel = "kernel" type IDENT params ("size" "(" expr "," expr ")")? block */
+/* outputs = "(" type IDENT { "," type IDENT } ")": a kernel's several outputs (2 to
+ * PXL_MAX_OUTS); names are checked against each other and the parameters by check.c */
+static void outputs(Parser *P, Decl *D) {
+  Type t[PXL_MAX_OUTS];
+  const char *names[PXL_MAX_OUTS];
+  Loc locs[PXL_MAX_OUTS];
+  int n = 0;
+  Loc open = P->tok->loc;
+  advance(P); /* ( */
+  do {
+    Loc l = P->tok->loc;
+    Type ty = {0};
+    if (!parse_type(P, &ty)) return;
+    const char *name = ident(P, "an output name");
+    if (!name) return;
+    reserved_name(P, name, P->tok[-1].loc);
+    if (n == PXL_MAX_OUTS) {
+      diag_error(P->d, l, "too many outputs (at most %d)", PXL_MAX_OUTS);
+      n++;
+    }
+    if (n < PXL_MAX_OUTS) {
+      t[n] = ty;
+      names[n] = name;
+      locs[n++] = l;
+    }
+  } while (accept(P, ","));
+  expect(P, ")");
+  if (n > PXL_MAX_OUTS) n = PXL_MAX_OUTS;
+  if (n == 1) {
+    diag_error(P->d, open, "a kernel with one output is written 'kernel %s %s(...)'", scalar_name(t[0].s), names[0]);
+    D->type = t[0];
+    return;
+  }
+  D->out_types = alloc(P, sizeof(Type) * (size_t)n);
+  D->out_names = alloc(P, sizeof(char *) * (size_t)n);
+  D->out_locs = alloc(P, sizeof(Loc) * (size_t)n);
+  if (!D->out_types || !D->out_names || !D->out_locs) return;
+  memcpy(D->out_types, t, sizeof(Type) * (size_t)n);
+  memcpy(D->out_names, names, sizeof(char *) * (size_t)n);
+  memcpy(D->out_locs, locs, sizeof(Loc) * (size_t)n);
+  D->nouts = n;
+  D->type = t[0];
+}
+
+/* kernel = "kernel" ( type | outputs ) IDENT params ("size" "(" expr "," expr ")")? block */
 static Decl *kernel_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_KERNEL, loc);
-  parse_type(P, &D->type);
+  if (is(P, "(")) {
+    outputs(P, D);
+  } else {
+    parse_type(P, &D->type);
+  }
   D->name = ident(P, "a kernel name");
   params(P);
   if (accept(P, "size")) {
@@ -1544,6 +1620,59 @@ static int assigned_names(Parser *P, const char **names, int max) {
 
 static void pstmt(Parser *P, int *cap);
 
+/* tuple = "(" "image" type IDENT { "," "image" type IDENT } ")" "=" pcall ";": the images
+ * of a kernel with several outputs, one value each; value k computes output k (check.c
+ * matches them against the kernel's outputs). The values share the call's arguments. */
+static void tuple_stmt(Parser *P, int *cap) {
+  Decl *D = P->decl;
+  Type t[PXL_MAX_OUTS];
+  const char *names[PXL_MAX_OUTS];
+  Loc locs[PXL_MAX_OUTS];
+  int n = 0;
+  bool ok = true;
+  advance(P); /* ( */
+  do {
+    Loc l = P->tok->loc;
+    Type ty = {0};
+    if (!expect(P, "image") || !parse_type(P, &ty)) return;
+    const char *name = ident(P, "an image name");
+    if (!name) return;
+    if (find_value(D, name) >= 0) diag_error(P->d, l, "image '%s' is already defined", name);
+    for (int i = 0; i < n && i < PXL_MAX_OUTS; i++)
+      if (!strcmp(names[i], name)) diag_error(P->d, l, "image '%s' is named twice", name);
+    if (n == PXL_MAX_OUTS) {
+      diag_error(P->d, l, "too many images (a kernel has at most %d outputs)", PXL_MAX_OUTS);
+      ok = false;
+      n++;
+    }
+    if (n < PXL_MAX_OUTS) {
+      t[n] = ty;
+      names[n] = name;
+      locs[n++] = l;
+    }
+  } while (accept(P, ","));
+  expect(P, ")");
+  expect(P, "=");
+  if (!(P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "("))) {
+    diag_error(P->d, P->tok->loc, "expected a call of a kernel with several outputs");
+    return;
+  }
+  int v = pcall(P, cap);
+  expect(P, ";");
+  if (v < 0 || !ok) return;
+  if (n > PXL_MAX_OUTS) n = PXL_MAX_OUTS;
+  PipeValue first = D->values[v];
+  for (int k = 0; k < n; k++) {
+    int i = k ? add_value(P, first, D, cap) : v;
+    if (i < 0) return;
+    D->values[i].name = names[k];
+    D->values[i].type = t[k];
+    D->values[i].loc = locs[k];
+    D->values[i].nouts = n;
+    D->values[i].out = k;
+  }
+}
+
 /* loop = "loop" "(" expr ")" [ "until" "unchanged" "(" IDENT { "," IDENT } ")" ]
  *        "{" { pstmt } "}" */
 static void pipe_loop(Parser *P, int *cap) {
@@ -1642,7 +1771,7 @@ static void pipe_loop(Parser *P, int *cap) {
                "assign one (name = kernel(...);)");
 }
 
-/* pstmt = "image" type IDENT "=" pcall ";" | IDENT "=" pcall ";" | loop
+/* pstmt = "image" type IDENT "=" pcall ";" | tuple | IDENT "=" pcall ";" | loop
  *       | "return" (pcall | IDENT) ";" */
 static void pstmt(Parser *P, int *cap) {
   Decl *D = P->decl;
@@ -1654,7 +1783,9 @@ static void pstmt(Parser *P, int *cap) {
     P->too_deep = false;
     return;
   }
-  if (accept(P, "image")) {
+  if (is(P, "(") && P->tok[1].kind == TK_KEYWORD && !strcmp(P->tok[1].text, "image")) {
+    tuple_stmt(P, cap);
+  } else if (accept(P, "image")) {
     Type t;
     parse_type(P, &t);
     const char *name = ident(P, "an image name");
@@ -1698,7 +1829,31 @@ static void pstmt(Parser *P, int *cap) {
     expect(P, ";");
   } else if (accept(P, "return")) {
     if (P->loop >= 0) diag_error(P->d, sloc, "return inside a loop; return the image after the loop");
-    if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+    if (is(P, "(")) { /* return (a, b, ...): a pipeline with several images */
+      int tmp[PXL_MAX_OUTS + 1], n = 0;
+      advance(P);
+      do {
+        int r = -1;
+        if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+          r = pcall(P, cap);
+        } else if (P->tok->kind == TK_IDENT) {
+          r = find_value(D, P->tok->text);
+          if (r < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+          advance(P);
+        } else {
+          diag_error(P->d, P->tok->loc, "expected a kernel call or an image name");
+          break;
+        }
+        if (n <= PXL_MAX_OUTS) tmp[n++] = r;
+      } while (accept(P, ","));
+      expect(P, ")");
+      D->results = alloc(P, sizeof(int) * (size_t)(n ? n : 1));
+      if (D->results && n) {
+        memcpy(D->results, tmp, sizeof(int) * (size_t)n);
+        D->result = tmp[0];
+        D->nresults = n;
+      }
+    } else if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
       D->result = pcall(P, cap);
     } else if (P->tok->kind == TK_IDENT) {
       D->result = find_value(D, P->tok->text);
@@ -1735,8 +1890,31 @@ static Decl *pipeline_decl(Parser *P, Loc loc) {
     add_value(P, v, D, &cap);
   }
   expect(P, "->");
-  expect(P, "image");
-  parse_type(P, &D->type);
+  if (is(P, "(")) { /* -> (image T1, image T2, ...): several images */
+    Type t[PXL_MAX_OUTS];
+    int n = 0;
+    Loc open = P->tok->loc;
+    advance(P);
+    do {
+      Type ty = {0};
+      if (!expect(P, "image") || !parse_type(P, &ty)) break;
+      if (n == PXL_MAX_OUTS) diag_error(P->d, P->tok[-1].loc, "too many images (at most %d)", PXL_MAX_OUTS);
+      if (n < PXL_MAX_OUTS) t[n] = ty;
+      n++;
+    } while (accept(P, ","));
+    expect(P, ")");
+    if (n > PXL_MAX_OUTS) n = PXL_MAX_OUTS;
+    if (n == 1) diag_error(P->d, open, "a pipeline returning one image is written '-> image %s'", scalar_name(t[0].s));
+    D->type = n ? t[0] : (Type){0};
+    if (n > 1) {
+      D->out_types = alloc(P, sizeof(Type) * (size_t)n);
+      if (D->out_types) memcpy(D->out_types, t, sizeof(Type) * (size_t)n);
+      D->nouts = D->out_types ? n : 0;
+    }
+  } else {
+    expect(P, "image");
+    parse_type(P, &D->type);
+  }
   D->result = -1;
   if (!expect(P, "{")) {
     P->in_pipeline = false;

@@ -22,6 +22,7 @@ typedef struct {
   Val *slots;
   int x, y, w, h;   /* output coordinates and size */
   Val ret;          /* value of the last return */
+  Val *rets;        /* a kernel with several outputs: one value per output (D->nouts) */
   Lane *bins;       /* histogram */
   bool *oom;        /* set when a function call could not get its frame */
   bool oom_flag;    /* what oom points at in an entry's frame */
@@ -540,6 +541,14 @@ static bool exec(Frame *F, const Node *s) {
       }
       break;
     case ND_RETURN:
+      if (s->nargs) { /* return (a, b, ...): every value, in order */
+        for (int i = 0; i < s->nargs; i++) {
+          Val v = eval(F, s->args[i]);
+          if (F->rets) F->rets[i] = v;
+        }
+        if (F->rets) F->ret = F->rets[0];
+        return true;
+      }
       F->ret = eval(F, s->a);
       return true;
     case ND_BIN: {
@@ -663,6 +672,7 @@ static void scan_pass(const Decl *D, struct pxl_image *out) {
 }
 
 int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
+  if (D->nouts) return err_set(err, PXL_EARG, "%s has %d outputs; run it with interp_kernel_outs", D->name, D->nouts);
   Frame F;
   int rc = frame_init(&F, D, imgs, scalars, err);
   if (rc) return rc;
@@ -683,6 +693,36 @@ int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct
     }
   }
   if (D->scan) scan_pass(D, out);
+  PXL_FREE(F.slots);
+  if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
+  return PXL_OK;
+}
+
+int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *const *outs,
+                       Err *err) {
+  if (!D->nouts) return interp_kernel(D, imgs, scalars, outs[0], err);
+  Val rets[PXL_MAX_OUTS];
+  Frame F;
+  int rc = frame_init(&F, D, imgs, scalars, err);
+  if (rc) return rc;
+  F.rets = rets;
+  F.w = outs[0]->width;
+  F.h = outs[0]->height;
+  int x0, y0, x1, y1;
+  stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
+  Lane zero = {0};
+  for (int y = 0; y < F.h; y++) {
+    for (int x = 0; x < F.w; x++) {
+      bool inside = x >= x0 && x < x1 && y >= y0 && y < y1;
+      if (inside) { /* the body once; every output stored */
+        F.x = x;
+        F.y = y;
+        exec(&F, D->body);
+      }
+      for (int k = 0; k < D->nouts; k++)
+        for (int c = 0; c < D->out_types[k].lanes; c++) store_elem(outs[k], x, y, c, inside ? rets[k].l[c] : zero);
+    }
+  }
   PXL_FREE(F.slots);
   if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;

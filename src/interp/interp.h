@@ -21,6 +21,10 @@ Lane interp_pipe_expr(const Node *n, const Decl *P, const ImgArg *imgs, const La
 /* Runs kernel D into out (already of the output size and type). scalars[i] holds scalar
  * parameter i converted to its type. */
 int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err);
+/* Runs kernel D with several outputs (D->nouts, or one: interp_kernel) into outs[0..nouts),
+ * sized already, each of its output's type: the body once per pixel, every value stored. */
+int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *const *outs,
+                       Err *err);
 /* Runs reduction D over the first image's pixels in row-major order. */
 int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err);
 /* Runs histogram D; bins has D->nbins Lanes (i64 counts, or f64 when D->weighted_float). */

@@ -104,7 +104,7 @@ typedef struct {
   X(ND_ISET)    /* var[a] = b (array element; a an i64, b converted to the element) */   \
   X(ND_IF)      /* if (a) b else c */                                                     \
   X(ND_FOR)     /* for (init; a; step) b; init and step are statements or NULL */         \
-  X(ND_RETURN)  /* return a (converted to the kernel's type) */                           \
+  X(ND_RETURN)  /* return a (converted to the kernel's type); several outputs: args */                           \
   X(ND_BIN)     /* histogram: bin(a [, b weight]) */                                      \
   X(ND_EXPRSTMT)/* evaluate a for no effect (rare; kept for completeness) */
 
@@ -235,6 +235,9 @@ typedef enum {
 
 const char *redop_name(RedOp r);
 
+/* The most outputs of one kernel. */
+#define PXL_MAX_OUTS 8
+
 /* Skeleton classes, found by analysis (never declared by the user). */
 #define PXL_SKELETONS(X)                                                                    \
   X(SK_P2P, "P2P")                                                                        \
@@ -329,6 +332,9 @@ typedef struct {
   Loc loc;
   int loop;         /* the innermost loop whose body computes this value, -1: none */
   int carried;      /* >= 0: the image carried by loop `carried` (callee, param NULL) */
+  int nouts;        /* a tuple statement (image T a, image U b) = k(...): its number of
+                     * images, one value each (sharing args); 0 for every other value */
+  int out;          /* which output of the tuple this value is (0 .. nouts - 1) */
 } PipeValue;
 
 /* A loop of a pipeline: values[first .. end) run once per iteration, in order. Each
@@ -373,9 +379,22 @@ struct Decl {
   /* pipeline */
   PipeValue *values;
   int nvalues;
-  int result;         /* index of the returned value */
+  int result;         /* index of the returned value (several: results[0]) */
+  int *results;       /* a pipeline -> (image T1, image T2, ...): the returned values, nouts
+                       * of them after checking (out_types their types); NULL for one */
+  int nresults;       /* as written in the return (checked against nouts) */
   PipeLoop *loops;    /* in source order (a parent before its nested loops) */
   int nloops;
+  /* several outputs: kernel (T1 a, T2 b) name(...): nouts 2..PXL_MAX_OUTS, else 0 (type is
+   * then out_types[0]); a return gives one value per output (ND_RETURN args). A pipeline
+   * -> (image T1, image T2) also has nouts and out_types (out_names NULL) and results */
+  int nouts;
+  Type *out_types;
+  const char **out_names;
+  Loc *out_locs;
+  struct Decl **outs; /* analysis (outputs.c): the projection computing output k alone */
+  const struct Decl *parent; /* a projection: the kernel it comes from (out_index: which output) */
+  int out_index;
   bool bad;           /* had syntax errors: not type-checked */
   int index;          /* position in Program.decls */
   uint64_t serial;    /* Program.serial of its program */

@@ -19,6 +19,11 @@ struct Backend {
   const char *name;
   /* Runs kernel D into out (sized already). */
   int (*kernel)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err);
+  /* Runs kernel D with several outputs (D->nouts) into outs[0..nouts), sized already, in
+   * one pass; optional (NULL: exec.c runs each output's projection, D->outs[k], through
+   * `kernel`). Host images only. */
+  int (*kernel_outs)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
+                     struct pxl_image *const *outs, Err *err);
   /* Runs reduction D. */
   int (*reduce)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err);
   /* Runs histogram D into bins (D->nbins Lanes). */
@@ -113,8 +118,10 @@ int backend_opencl_new(int platform, int device, const char *cache_dir, Warn *wa
 /* Result of running an entry point. */
 typedef struct {
   int kind;                 /* PXL_RESULT_IMAGE / _SCALAR / _HISTOGRAM */
-  struct pxl_image *image;  /* output image */
+  struct pxl_image *image;  /* output image (a kernel with several outputs: output 0) */
   bool image_owned;         /* allocated by the run (else the caller's bound output) */
+  int nimages;              /* image results: 1, or a kernel's outputs (D->nouts) */
+  struct pxl_image *more[PXL_MAX_OUTS - 1]; /* outputs 1 .. nimages - 1, owned by the result */
   RedResult red;
   Lane *bins;               /* heap, nbins */
   int nbins;
@@ -123,11 +130,18 @@ typedef struct {
 
 /* Runs entry D (kernel, reduce, histogram or pipeline) with bound arguments: imgs and
  * scalars follow D's image and scalar parameters (borders of kernel runs included);
- * out is the caller's output image or NULL. Images have their parameters' types, or
+ * out is the caller's output image or NULL (a kernel with several outputs: output 0; the
+ * others are allocated, res->more). On failure res holds no image. exec_result_free
+ * frees what res owns. Images have their parameters' types, or
  * (exec_channels > 1) all C channels of one-channel parameters: then it runs per
  * channel (exec_per_channel). */
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
+
+/* Which image of pipeline P's result value v is (0 for the only or first), -1: none. */
+int exec_result_index(const Decl *P, int v);
+/* Frees the images res owns (the output when image_owned, and the further outputs). */
+void exec_result_free(ExecResult *res);
 
 /* exec.c, for the pipeline runners: binds the arguments of call pv of pipeline P - images
  * from vals (by value index), scalars evaluated from the pipeline's imgs and scalars -

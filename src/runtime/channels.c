@@ -21,6 +21,8 @@ int exec_channels(const Decl *D, const ImgArg *imgs) {
   if ((D->kind != D_KERNEL && D->kind != D_PIPELINE) || D->type.lanes != 1 || D->nimages == 0) return 1;
   for (int i = 0; i < D->nparams; i++)
     if (D->params[i]->is_image && D->params[i]->type.lanes != 1) return 1;
+  for (int k = 0; k < D->nouts; k++) /* several outputs: every one a channel */
+    if (D->out_types[k].lanes != 1) return 1;
   return imgs[0].img->channels;
 }
 
@@ -109,23 +111,32 @@ int exec_per_channel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane 
     pimgs[i] = imgs[i];
     pimgs[i].img = planes[i];
   }
-  struct pxl_image *dst = NULL;
+  struct pxl_image *dst[PXL_MAX_OUTS] = {0}; /* one per image of the result (a pipeline's several) */
+  int n = 0;
   for (int c = 0; c < C && !rc; c++) {
     for (int i = 0; i < D->nimages; i++) plane_get(planes[i], imgs[i].img, c);
     ExecResult r;
     rc = exec_entry(be, D, pimgs, scalars, NULL, &r, err);
     if (rc) break;
-    if (c == 0) rc = channel_output(D, imgs, r.image, C, out, &dst, err);
-    if (!rc) plane_put(dst, r.image, c);
-    if (r.image_owned) image_free(r.image);
+    int rn = r.nimages > 1 ? r.nimages : 1;
+    if (c == 0) n = rn;
+    for (int k = 0; k < n && k < rn && !rc; k++) {
+      struct pxl_image *plane = k ? r.more[k - 1] : r.image;
+      if (c == 0) rc = channel_output(D, imgs, plane, C, k ? NULL : out, &dst[k], err);
+      if (!rc) plane_put(dst[k], plane, c);
+    }
+    exec_result_free(&r);
   }
   for (int i = 0; i < D->nimages; i++) image_free(planes[i]);
   if (rc) {
-    if (dst != out) image_free(dst);
+    for (int k = 0; k < PXL_MAX_OUTS; k++)
+      if (dst[k] != out) image_free(dst[k]);
     return rc;
   }
   res->kind = PXL_RESULT_IMAGE;
-  res->image = dst;
-  res->image_owned = dst != out;
+  res->image = dst[0];
+  res->image_owned = dst[0] != out;
+  for (int k = 1; k < n; k++) res->more[k - 1] = dst[k];
+  res->nimages = n;
   return PXL_OK;
 }

@@ -58,12 +58,20 @@ void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const
   }
 }
 
+/* Which image of pipeline P's result value v is: 0 .. (one for -> image T), or -1. */
+int exec_result_index(const Decl *P, int v) {
+  if (!P->results) return v == P->result ? 0 : -1;
+  for (int k = 0; k < P->nouts; k++)
+    if (P->results[k] == v) return k;
+  return -1;
+}
+
 /* Frees the intermediates of pipeline P whose last reader, value v, just ran. */
 static void free_inputs(const Decl *P, int v, const int *last_use, struct pxl_image **vals, bool *owned) {
   const PipeValue *pv = &P->values[v];
   for (int a = 0; a < pv->nargs; a++) {
     int s = pv->args[a].source;
-    if (s >= 0 && last_use[s] == v && owned[s] && s != P->result) {
+    if (s >= 0 && last_use[s] == v && owned[s] && exec_result_index(P, s) < 0) {
       image_free(vals[s]);
       vals[s] = NULL;
       owned[s] = false;
@@ -135,7 +143,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     int w, h;
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
-    bool last = v == P->result;
+    bool last = exec_result_index(P, v) == 0; /* the caller's output is image 0 */
     rc = exec_prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
     if (rc) break;
     rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
@@ -146,6 +154,11 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     res->image = vals[P->result];
     res->image_owned = owned[P->result];
     owned[P->result] = false;
+    for (int k = 1; k < P->nouts; k++) { /* -> (image T1, image T2, ...): allocated by the run */
+      res->more[k - 1] = vals[P->results[k]];
+      owned[P->results[k]] = false;
+    }
+    res->nimages = P->nouts ? P->nouts : 1;
   }
 done:
   if (vals && owned)
@@ -282,16 +295,68 @@ static bool has_values(const Decl *D) {
  * until test reads a result back; loops.c). */
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
   if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee || has_values(D) ||
-      D->nloops)
+      D->nloops || D->nouts)
     return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;
   return true;
 }
 
+void exec_result_free(ExecResult *res) {
+  if (res->image_owned) image_free(res->image);
+  res->image = NULL;
+  res->image_owned = false;
+  for (int k = 0; k < PXL_MAX_OUTS - 1; k++) {
+    image_free(res->more[k]);
+    res->more[k] = NULL;
+  }
+  res->nimages = 0;
+}
+
+/* Kernel D with several outputs: in one pass where the backend can (the interpreter, on
+ * images of the kernel's own channels), else output by output, each output's projection
+ * run as an entry of its own (device copies, per-channel runs and all). */
+static int run_outputs(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
+                       ExecResult *res, Err *err) {
+  int rc = PXL_OK;
+  res->kind = PXL_RESULT_IMAGE;
+  if (be->kernel_outs && !be->image_new && exec_channels(D, imgs) == 1) {
+    rc = check_memory(be, D, imgs, out, err);
+    int w, h;
+    if (!rc) rc = interp_output_size(D, imgs, scalars, &w, &h, err);
+    struct pxl_image *outs[PXL_MAX_OUTS] = {0};
+    bool owned = true;
+    for (int k = 0; k < D->nouts && !rc; k++)
+      rc = exec_prepare_output(be, D->name, D->out_types[k], w, h, imgs, D->nimages, k ? NULL : out, &outs[k],
+                               k ? &(bool){true} : &owned, err);
+    if (!rc) rc = be->kernel_outs(be, spec_for(D, scalars), imgs, scalars, outs, err);
+    res->image = outs[0];
+    res->image_owned = owned && outs[0];
+    for (int k = 1; k < D->nouts; k++) res->more[k - 1] = outs[k];
+    res->nimages = D->nouts;
+  } else {
+    for (int k = 0; k < D->nouts && !rc; k++) {
+      ExecResult r;
+      rc = exec_entry(be, D->outs[k], imgs, scalars, k ? NULL : out, &r, err);
+      if (rc) break;
+      if (k == 0) {
+        res->image = r.image;
+        res->image_owned = r.image_owned;
+      } else {
+        res->more[k - 1] = r.image;
+      }
+      res->nimages = k + 1;
+    }
+  }
+  if (rc) exec_result_free(res);
+  res->kind = PXL_RESULT_IMAGE;
+  return rc;
+}
+
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err) {
   memset(res, 0, sizeof *res);
+  if (D->kind == D_KERNEL && D->nouts) return run_outputs(be, D, imgs, scalars, out, res, err);
   if (exec_channels(D, imgs) > 1) return exec_per_channel(be, D, imgs, scalars, out, res, err);
   int rc = check_memory(be, D, imgs, out, err);
   if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);
@@ -321,6 +386,16 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
     res->image = rc ? NULL : h;
     res->image_owned = !rc && !out;
     if (rc && h != out) image_free(h);
+    for (int k = 0; k < PXL_MAX_OUTS - 1; k++) { /* a pipeline's further images */
+      struct pxl_image *d = res->more[k], *hk = NULL;
+      if (!d) continue;
+      if (!rc) rc = image_new(d->width, d->height, d->type, d->channels, &hk, err);
+      if (!rc) rc = be->copy(be, hk, d, err);
+      image_free(d);
+      res->more[k] = rc ? NULL : hk;
+      if (rc) image_free(hk);
+    }
+    if (rc) exec_result_free(res);
   }
   for (int i = 0; i < D->nimages; i++) image_free(tmp[i]);
   return rc;

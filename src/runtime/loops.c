@@ -273,11 +273,11 @@ static int run_values(Run *R, int from, int to) {
       rc = buf_add(R, (struct pxl_image *)R->imgs[pv->param->img_index].img, false, &b);
       if (!rc) hold(R, v, b);
     } else {
-      rc = run_stage(R, v, v == P->result ? R->given : NULL); /* straight into the caller's image */
+      rc = run_stage(R, v, exec_result_index(P, v) == 0 ? R->given : NULL); /* straight into the caller's image */
     }
     if (pv->loop >= 0) continue; /* a body's values are released after each iteration */
     for (int s = 0; s <= v && !rc; s++)
-      if (R->last_use[s] == pos && s != P->result && R->val[s]) release(R, s);
+      if (R->last_use[s] == pos && exec_result_index(P, s) < 0 && R->val[s]) release(R, s);
   }
   return rc;
 }
@@ -323,26 +323,39 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
   find_last_uses(P, R.last_use);
   rc = run_values(&R, 0, n);
   if (rc) goto done;
-  Buf *b = R.val[P->result];
-  struct pxl_image *img = b->img;
   res->kind = PXL_RESULT_IMAGE;
-  if (given || !b->owned) { /* a carried image into the caller's image, or a copy of an input */
-    struct pxl_image *out = NULL;
-    bool owned = false;
-    rc = exec_prepare_output(be, P->name, P->type, img->width, img->height, imgs, P->nimages, given, &out, &owned,
-                             err);
-    if (!rc && out != img) rc = copy_pixels(&R, out, img);
-    if (!rc) {
-      res->image = out;
-      res->image_owned = owned;
-    } else if (owned) {
-      image_free(out);
+  res->nimages = P->nouts ? P->nouts : 1;
+  for (int k = 0; k < res->nimages && !rc; k++) { /* each image returned (-> (image T1, ...): several) */
+    Buf *b = R.val[P->results ? P->results[k] : P->result];
+    struct pxl_image *img = b->img, *got = NULL;
+    bool got_owned = false;
+    struct pxl_image *g = k == 0 ? given : NULL;
+    if (g || !b->owned) { /* a carried image into the caller's image, or a copy of an input */
+      struct pxl_image *out = NULL;
+      bool owned = false;
+      Type t = P->nouts ? P->out_types[k] : P->type;
+      rc = exec_prepare_output(be, P->name, t, img->width, img->height, imgs, P->nimages, g, &out, &owned, err);
+      if (!rc && out != img) rc = copy_pixels(&R, out, img);
+      if (!rc) {
+        got = out;
+        got_owned = owned;
+      } else if (owned) {
+        image_free(out);
+      }
+    } else {
+      got = img;
+      got_owned = true;
+      b->owned = false; /* the caller's now */
     }
-  } else {
-    res->image = img;
-    res->image_owned = true;
-    b->owned = false; /* the caller's now */
+    if (rc) break;
+    if (k == 0) {
+      res->image = got;
+      res->image_owned = got_owned;
+    } else {
+      res->more[k - 1] = got; /* never the caller's */
+    }
   }
+  if (rc) exec_result_free(res);
 done:
   for (int i = 0; i < R.nbufs; i++) {
     if (R.bufs[i]->owned) image_free(R.bufs[i]->img);

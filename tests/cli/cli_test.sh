@@ -210,7 +210,7 @@ assert "well-formed --border modes pass the check (the unknown NAME in2 is a run
 
 # One rule for options: a single-valued option given twice is a usage error naming it.
 for dup in "--roi 0,0,1,1 --roi 0,0,2,2" "--threads 1 --threads 2" "--device cpu --device ref" \
-  "--time --time" "--time-limit 5 --time-limit 6" "--out o2.pgm" "-o o2.pgm" "--out=o2.pgm"; do
+  "--time --time" "--time-limit 5 --time-limit 6"; do
   opt=$(echo "$dup" | sed 's/^-*\([a-z-]*\).*/\1/; s/^o$/out/')
   # shellcheck disable=SC2086
   px run inv.pxl --in img.pgm --out o1.pgm $dup
@@ -606,6 +606,58 @@ px run arr.pxl --in img.pgm --out keep.pgm
 assert "a missing array argument exits 4 and says how to give it" '[ $rc -eq 4 ] && has err.txt "--param m=V,V,..."'
 px compile "$SRC/examples/equalize.pxl" -o eq_aot
 assert "pxl compile refuses a pipeline with a histogram's bins as a value, naming it" '[ $rc -ne 0 ] && has err.txt "pxl compile writes pipelines of kernels only" && [ ! -e eq_aot.c ]'
+
+# ---- kernels with several outputs: one --out per output, in order ----
+
+cat >two.pxl <<'EOF'
+kernel (u8 a, u8 b) split(image u8 in) { return (255 - in(0, 0), in(0, 0) > 100 ? 255 : 0); }
+kernel (u8 a, i16 b) wide(image u8 in) { return (in(0, 0), -in(0, 0)); }
+kernel u8 mx(image u8 a, image u8 b) { return max(a(0, 0), b(0, 0)); }
+pipeline both(image u8 in) -> image u8 {
+    (image u8 a, image u8 b) = split(in);
+    return mx(a, b);
+}
+EOF
+# max(255 - p, p > 100 ? 255 : 0) for the pixels of img.pgm.
+printf '\377\376\375\374\365\353\341\327\233\377\377\377' >both.raw
+for dev in ref cpu; do
+  rm -f s1.pgm s2.pgm
+  px run two.pxl split --in img.pgm --out s1.pgm --out s2.pgm --device $dev
+  assert "two outputs saved to two --out files in order ($dev)" '[ $rc -eq 0 ] && pgm_is s1.pgm 4 3 inv.raw && pgm_is s2.pgm 4 3 thr100.raw'
+done
+px run two.pxl both --in img.pgm --out both.pgm --device cpu
+assert "a pipeline reads both images of a tuple statement" '[ $rc -eq 0 ] && pgm_is both.pgm 4 3 both.raw'
+rm -f s1.pgm s2.pgm s3.pgm
+px run two.pxl split --in nosuch.pgm --out s1.pgm
+assert "too few --out for a kernel with two outputs exits 2 before any file is read" '[ $rc -eq 2 ] && has err.txt "produces 2 images; give --out once for each" && ! has err.txt "nosuch.pgm" && [ ! -e s1.pgm ]'
+px run two.pxl split --in img.pgm --out s1.pgm --out s2.pgm --out s3.pgm
+assert "too many --out exits 2, writes nothing" '[ $rc -eq 2 ] && has err.txt "(--out is given 3 times)" && [ ! -e s1.pgm ] && [ ! -e s2.pgm ] && [ ! -e s3.pgm ]'
+px run two.pxl wide --in nosuch.pgm --out s1.pgm --out s2.pgm
+assert "an output type the file cannot store is refused before the run, naming the output" '[ $rc -eq 2 ] && has err.txt "as output '"'"'b'"'"' i16" && ! has err.txt "nosuch.pgm" && [ ! -e s1.pgm ]'
+px run two.pxl split --in img.pgm --out s1.pgm --out ./s1.pgm
+assert "the same file for two outputs exits 2" '[ $rc -eq 2 ] && has err.txt "is given twice (outputs 1 and 2)" && [ ! -e s1.pgm ]'
+px run two.pxl split --in img.pgm --out s1.pgm --out img.pgm
+assert "an --out that is an input is refused for every output" '[ $rc -eq 2 ] && has err.txt "same file as input" && cmp -s img.pgm img.orig'
+for dup in "--out o2.pgm" "-o o2.pgm" "--out=o2.pgm"; do
+  # shellcheck disable=SC2086
+  px run inv.pxl --in img.pgm --out o1.pgm $dup
+  assert "two --out for one output ($dup) exit 2, run nothing" '[ $rc -eq 2 ] && has err.txt "--out is given 2 times, but '"'"'inv'"'"' produces one image" && [ ! -e o1.pgm ] && [ ! -e o2.pgm ]'
+  rm -f o1.pgm o2.pgm
+done
+px compile two.pxl -o two_aot
+assert "pxl compile writes a kernel with several outputs" '[ $rc -eq 0 ] && has two_aot.h "out: 2 images of the same size"'
+
+cat >tworet.pxl <<'EOF'
+kernel (u8 a, u8 b) split(image u8 in) { return (255 - in(0, 0), in(0, 0) > 100 ? 255 : 0); }
+pipeline swap(image u8 in) -> (image u8, image u8) {
+    (image u8 a, image u8 b) = split(in);
+    return (b, a);
+}
+EOF
+px run tworet.pxl swap --in img.pgm --out r1.pgm --out r2.pgm --device cpu
+assert "a pipeline returning two images saves each to its --out, in order" '[ $rc -eq 0 ] && pgm_is r1.pgm 4 3 thr100.raw && pgm_is r2.pgm 4 3 inv.raw'
+px compile tworet.pxl -o tworet_aot
+assert "pxl compile refuses a pipeline returning several images, naming it" '[ $rc -ne 0 ] && has err.txt "pipeline '"'"'swap'"'"' returns 2 images" && [ ! -e tworet_aot.c ]'
 
 # ---- summary ----
 

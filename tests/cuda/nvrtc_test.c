@@ -55,9 +55,14 @@ int main(int argc, char **argv) {
       continue;
     }
     const Program *P = pxl_program_ir(prog);
-    for (int d = 0; d < P->ndecls; d++) {
+    for (int d = 0, out = 0; d < P->ndecls; d++) {
       const Decl *D = P->decls[d];
       if (D->kind == D_PIPELINE) continue;
+      if (D->nouts) { /* several outputs: each output's projection, in turn (d again) */
+        D = D->outs[out];
+        if (++out < P->decls[d]->nouts) d--;
+        else out = 0;
+      }
       for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         Border b[PXL_GPU_MAX_IMAGES];
         for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){kinds[k], 3};

@@ -286,19 +286,30 @@ static bool results_equal(pxl_context *dev, const Decl *D, const RefOut *rr, pxl
   }
   bool ok = true;
   switch (rr->kind) {
-  case PXL_RESULT_IMAGE: {
-    pxl_image *got = pxl_result_image(rd), *back = NULL;
-    if (resident && D->nimages && !pxl_image_on_device(got)) { /* no images: a host result (exec.c) */
-      snprintf(why, n, "the result of a run on device images is not in device memory");
+  case PXL_RESULT_IMAGE: { /* every image: one per output of a kernel with several */
+    int count = pxl_result_image_count(rd);
+    if (count != rr->nimg) {
+      snprintf(why, n, "ref has %d images, device %d", rr->nimg, count);
       return false;
     }
-    int rc = resident ? pxl_image_to_host(dev, got, &back) : PXL_OK;
-    if (rc) {
-      snprintf(why, n, "download (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
-      return false;
+    for (int i = 0; ok && i < count; i++) {
+      pxl_image *got = pxl_result_image_at(rd, i), *back = NULL;
+      if (resident && D->nimages && !pxl_image_on_device(got)) { /* no images: a host result (exec.c) */
+        snprintf(why, n, "the result of a run on device images is not in device memory");
+        return false;
+      }
+      int rc = resident ? pxl_image_to_host(dev, got, &back) : PXL_OK;
+      if (rc) {
+        snprintf(why, n, "download (%s): %s", pxl_status_name(rc), pxl_errmsg(dev));
+        return false;
+      }
+      ok = images_equal(rr->img[i], resident ? back : got, why, n);
+      pxl_image_free(back);
+      if (!ok && count > 1) {
+        size_t l = strlen(why);
+        snprintf(why + l, n - l, " (image %d of %d)", i + 1, count);
+      }
     }
-    ok = images_equal(rr->img, resident ? back : got, why, n);
-    pxl_image_free(back);
     break;
   }
   case PXL_RESULT_SCALAR: {

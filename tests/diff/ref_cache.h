@@ -86,16 +86,17 @@ typedef struct {
   int rc;
   char msg[256];
   pxl_result_kind kind;
-  pxl_image *img;
+  int nimg;            /* images: 1, or one per output of a kernel with several */
+  pxl_image *img[8];
   pxl_scalar_result scalar;
   int nbins, float_bins;
   const double *bins;
-  pxl_image *own_img; /* read from the cache: freed with the result */
+  pxl_image *own_img[8]; /* read from the cache: freed with the result */
   double *own_bins;
 } RefOut;
 
 static void refout_free(RefOut *r) {
-  pxl_image_free(r->own_img);
+  for (int i = 0; i < 8; i++) pxl_image_free(r->own_img[i]);
   free(r->own_bins);
 }
 
@@ -108,7 +109,11 @@ static void refout_from_run(RefOut *r, pxl_context *ref, int rc, pxl_run_result 
     return;
   }
   r->kind = pxl_result_kind_of(rr);
-  if (r->kind == PXL_RESULT_IMAGE) r->img = pxl_result_image(rr);
+  if (r->kind == PXL_RESULT_IMAGE) {
+    r->nimg = pxl_result_image_count(rr);
+    if (r->nimg > 8) r->nimg = 8;
+    for (int i = 0; i < r->nimg; i++) r->img[i] = pxl_result_image_at(rr, i);
+  }
   else if (r->kind == PXL_RESULT_SCALAR) pxl_result_scalar(rr, &r->scalar);
   else r->bins = pxl_result_bins(rr, &r->nbins, &r->float_bins);
 }
@@ -143,7 +148,7 @@ static bool take(const char *p, size_t len, size_t *at, void *out, size_t n) {
   return true;
 }
 
-static const char ref_magic[8] = "PXLREF1";
+static const char ref_magic[8] = "PXLREF2"; /* 2: every image of a result, with their count */
 
 static void ref_path(char *path, size_t n, RefKey k) {
   snprintf(path, n, "%s/%016llx%016llx", ref_dir, (unsigned long long)k.a, (unsigned long long)k.b);
@@ -167,11 +172,16 @@ static void ref_cache_put(RefKey k, const RefOut *r) {
   if (r->rc) {
     put(&b, r->msg, sizeof r->msg);
   } else if (r->kind == PXL_RESULT_IMAGE) {
-    pxl_image *img = r->img;
-    int32_t shape[4] = {pxl_image_width(img), pxl_image_height(img), pxl_image_channels(img), pxl_image_type(img)};
-    put(&b, shape, sizeof shape);
-    size_t row = (size_t)shape[0] * shape[2] * pxl_type_size(pxl_image_type(img));
-    for (int y = 0; y < shape[1]; y++) put(&b, (const char *)pxl_image_data(img) + (size_t)y * pxl_image_pitch(img), row);
+    int32_t nimg = r->nimg;
+    put(&b, &nimg, sizeof nimg);
+    for (int i = 0; i < r->nimg; i++) {
+      pxl_image *img = r->img[i];
+      int32_t shape[4] = {pxl_image_width(img), pxl_image_height(img), pxl_image_channels(img), pxl_image_type(img)};
+      put(&b, shape, sizeof shape);
+      size_t row = (size_t)shape[0] * shape[2] * pxl_type_size(pxl_image_type(img));
+      for (int y = 0; y < shape[1]; y++)
+        put(&b, (const char *)pxl_image_data(img) + (size_t)y * pxl_image_pitch(img), row);
+    }
   } else if (r->kind == PXL_RESULT_SCALAR) {
     put(&b, &r->scalar, sizeof r->scalar);
   } else {
@@ -242,13 +252,19 @@ static bool ref_cache_get(RefKey k, pxl_context *ctx, RefOut *r) {
       ok = take(p, len, &at, o.msg, sizeof o.msg);
       o.msg[sizeof o.msg - 1] = 0;
     } else if (o.kind == PXL_RESULT_IMAGE) {
-      int32_t s[4];
-      ok = take(p, len, &at, s, sizeof s) && s[0] > 0 && s[1] > 0 && s[2] > 0 && s[2] <= 4 && s[3] >= 0 &&
-           pxl_image_create(ctx, s[0], s[1], (pxl_type)s[3], s[2], &o.own_img) == PXL_OK;
-      size_t row = ok ? (size_t)s[0] * s[2] * pxl_type_size((pxl_type)s[3]) : 0;
-      for (int y = 0; ok && y < s[1]; y++)
-        ok = take(p, len, &at, (char *)pxl_image_data(o.own_img) + (size_t)y * pxl_image_pitch(o.own_img), row);
-      o.img = o.own_img;
+      int32_t nimg = 0;
+      ok = take(p, len, &at, &nimg, sizeof nimg) && nimg >= 1 && nimg <= 8;
+      for (int i = 0; ok && i < nimg; i++) {
+        int32_t s[4];
+        ok = take(p, len, &at, s, sizeof s) && s[0] > 0 && s[1] > 0 && s[2] > 0 && s[2] <= 4 && s[3] >= 0 &&
+             pxl_image_create(ctx, s[0], s[1], (pxl_type)s[3], s[2], &o.own_img[i]) == PXL_OK;
+        size_t row = ok ? (size_t)s[0] * s[2] * pxl_type_size((pxl_type)s[3]) : 0;
+        for (int y = 0; ok && y < s[1]; y++)
+          ok = take(p, len, &at, (char *)pxl_image_data(o.own_img[i]) + (size_t)y * pxl_image_pitch(o.own_img[i]),
+                    row);
+        o.img[i] = o.own_img[i];
+      }
+      o.nimg = ok ? nimg : 0;
     } else if (o.kind == PXL_RESULT_SCALAR) {
       ok = take(p, len, &at, &o.scalar, sizeof o.scalar);
     } else if (o.kind == PXL_RESULT_HISTOGRAM) {

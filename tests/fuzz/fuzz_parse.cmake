@@ -12,7 +12,8 @@ target_link_libraries(fuzz_parse PRIVATE pxl)
 
 file(GLOB PXL_FUZZ_PARSE_SEEDS ${CMAKE_SOURCE_DIR}/examples/*.pxl ${CMAKE_SOURCE_DIR}/tests/diff/tables.pxl
      ${CMAKE_SOURCE_DIR}/tests/diff/scans.pxl
-     ${CMAKE_SOURCE_DIR}/tests/diff/params.pxl ${CMAKE_SOURCE_DIR}/tests/diff/pvalues.pxl)
+     ${CMAKE_SOURCE_DIR}/tests/diff/params.pxl ${CMAKE_SOURCE_DIR}/tests/diff/pvalues.pxl
+     ${CMAKE_SOURCE_DIR}/tests/diff/outputs.pxl)
 add_test(NAME fuzz_parse_smoke COMMAND fuzz_parse 10 ${PXL_FUZZ_PARSE_SEEDS}
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(fuzz_parse_smoke PROPERTIES TIMEOUT 120)

@@ -4,7 +4,8 @@
 Usage: opencv_oracle.py PXL EXAMPLES_DIR DEVICE...
 
 For each case, writes an input image, runs `PXL run` on each DEVICE and compares the
-result with the OpenCV call named in the example's header comment, pixel for pixel
+result (each output of an entry with several: sobel_xy's gx and gy against cv2.Sobel's
+CV_16S derivatives) with the OpenCV call named in the example's header comment, pixel for pixel
 (exact equality: these operators are defined on integers in both). Inputs: the sample
 photograph in grey (in colour for the colour conversions), random bytes and a gradient at
 awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows), a flat image (one grey level:
@@ -72,6 +73,16 @@ TOLERANCE = {"bilateral": (1, 0.001)}
 SMALL_ON_REF = {"canny", "bilateral"}
 
 
+def sobel(dx, dy):
+    return lambda a: cv2.Sobel(a, cv2.CV_16S, dx, dy, ksize=3)  # BORDER_DEFAULT: reflect 101
+
+
+def multi_cases():
+    """Entries with several outputs: one OpenCV function per output, each output saved to
+    its own --out (.npy: i16 images)."""
+    return [("sobel_xy.pxl", "sobel_xy", [], [sobel(1, 0), sobel(0, 1)])]
+
+
 def colour_cases():
     """The same for u8 RGB images (pxl reads PNG as R, G, B; OpenCV's arrays here are RGB too)."""
     return [
@@ -127,44 +138,53 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "in.png")
         out = os.path.join(tmp, "out.png")
-        runs = [(name, img, cases(tmp)) for name, img in inputs(examples)]
-        runs += [(name, img, colour_cases()) for name, img in inputs(examples, colour=True)]
+        runs = [(name, img, [(f, e, a, [r]) for f, e, a, r in cases(tmp)] + multi_cases())
+                for name, img in inputs(examples)]
+        runs += [(name, img, [(f, e, a, [r]) for f, e, a, r in colour_cases()])
+                 for name, img in inputs(examples, colour=True)]
         for name, img, todo in runs:
             write(src, img)
-            for file, entry, args, ref in todo:
-                want = ref(img)
+            for file, entry, args, refs in todo:
+                wants = [ref(img) for ref in refs]
+                outs = [out] if len(refs) == 1 else [os.path.join(tmp, "out%d.npy" % k) for k in range(len(refs))]
                 for dev in devices:
                     if dev == "ref" and entry in SMALL_ON_REF and img.size > 100000:
                         continue
-                    if os.path.exists(out):
-                        os.remove(out)
-                    cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src, "--out", out,
-                           "--device", dev] + args
+                    for o in outs:
+                        if os.path.exists(o):
+                            os.remove(o)
+                    cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src]
+                    for o in outs:
+                        cmd += ["--out", o]
+                    cmd += ["--device", dev] + args
                     run = subprocess.run(cmd, capture_output=True, text=True)
                     what = "%s%s on %s, %s" % (entry, "".join(" " + x for x in args if x != "--param"), name, dev)
                     if run.returncode != 0:
                         print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
-                        failed += 1
+                        failed += len(outs)
                         continue
-                    got = read(out)
-                    if got is None or got.shape != want.shape or got.dtype != want.dtype:
-                        print("FAIL %s: output %s, OpenCV %s" % (what, None if got is None else got.shape,
-                                                                  want.shape))
-                        failed += 1
-                        continue
-                    diff = got.astype(np.int32) - want.astype(np.int32)
-                    most, share = TOLERANCE.get(entry, (0, 0))
-                    off = np.count_nonzero(diff)
-                    if off and np.abs(diff).max() <= most and off <= share * diff.size:
-                        tolerated[entry] = max(tolerated.get(entry, (0, 0)), (off / diff.size, what))
-                        passed += 1
-                    elif off:
-                        y, x = np.argwhere(diff)[0][:2]
-                        print("FAIL %s: %d values differ, first at (%d, %d): pxl %s, OpenCV %s" %
-                              (what, np.count_nonzero(diff), x, y, got[y, x], want[y, x]))
-                        failed += 1
-                    else:
-                        passed += 1
+                    for k, (o, want) in enumerate(zip(outs, wants)):
+                        got = np.load(o) if o.endswith(".npy") else read(o)
+                        which = what if len(outs) == 1 else "%s (output %d)" % (what, k + 1)
+                        if got is None or got.shape != want.shape or got.dtype != want.dtype:
+                            print("FAIL %s: output %s %s, OpenCV %s %s" %
+                                  (which, None if got is None else got.shape, None if got is None else got.dtype,
+                                   want.shape, want.dtype))
+                            failed += 1
+                            continue
+                        diff = got.astype(np.int32) - want.astype(np.int32)
+                        most, share = TOLERANCE.get(entry, (0, 0))
+                        off = np.count_nonzero(diff)
+                        if off and np.abs(diff).max() <= most and off <= share * diff.size:
+                            tolerated[entry] = max(tolerated.get(entry, (0, 0)), (off / diff.size, which))
+                            passed += 1
+                        elif off:
+                            y, x = np.argwhere(diff)[0][:2]
+                            print("FAIL %s: %d values differ, first at (%d, %d): pxl %s, OpenCV %s" %
+                                  (which, off, x, y, got[y, x], want[y, x]))
+                            failed += 1
+                        else:
+                            passed += 1
     for entry, (share, what) in sorted(tolerated.items()):
         print("within tolerance: %s, at most %.4f%% of the pixels off by 1 (%s)" % (entry, 100 * share, what))
     if not BILATERAL_AS_4X:

@@ -887,6 +887,8 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLa
 
 int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
                   GpuLaunch *launch, Err *err) {
+  if (D->nouts) /* exec.c runs its projections, D->outs */
+    return err_set(err, PXL_ERROR, "internal: %s has %d outputs; generate its projections", D->name, D->nouts);
   if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
     return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
                    dialect == GPU_OPENCL ? "OpenCL" : "CUDA",

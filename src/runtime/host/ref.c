@@ -10,6 +10,11 @@ static int ref_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane
   return interp_kernel(D, imgs, scalars, out, err);
 }
 
+static int ref_kernel_outs(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
+                           struct pxl_image *const *outs, Err *err) {
+  return interp_kernel_outs(D, imgs, scalars, outs, err);
+}
+
 static int ref_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err) {
   return interp_reduce(D, imgs, scalars, res, err);
 }
@@ -25,6 +30,7 @@ Backend *backend_ref_new(void) {
   if (!be) return NULL;
   be->name = "ref";
   be->kernel = ref_kernel;
+  be->kernel_outs = ref_kernel_outs;
   be->reduce = ref_reduce;
   be->histogram = ref_histogram;
   be->free = ref_free;
