@@ -282,6 +282,27 @@ static Node *err_out(Node *n) {
   return n;
 }
 
+/* A use of a file-scope constant `const T k = e;`: a copy of its value, e checked and
+ * converted to T once (at the first use), which must fold to a number. */
+static Node *named_number(Checker *C, Node *n) {
+  Var *v = n->var;
+  Node *e = v->elems[0];
+  if (!(e->flags & NF_CHECKED)) {
+    e = conv(C, check_expr(C, e), v->type);
+    if (!is_err(e) && e->kind != ND_NUM) {
+      diag_error(C->d, e->loc, "the value of constant '%s' must be a number (a literal, with a sign or a cast)", v->name);
+      e->flags |= NF_ERROR;
+    }
+    e->flags |= NF_CHECKED;
+    v->elems[0] = e;
+  }
+  if (is_err(e)) return err_out(n);
+  Node *r = mk(C, ND_NUM, v->type, n->loc);
+  r->ival = e->ival;
+  r->fval = e->fval;
+  return r;
+}
+
 static Node *check_binary(Checker *C, Node *n) {
   n->a = check_expr(C, n->a);
   n->b = check_expr(C, n->b);
@@ -409,6 +430,7 @@ static Node *check_expr(Checker *C, Node *n) {
   case ND_NUM:
     return n;
   case ND_VAR:
+    if (n->var && n->var->is_const && !n->var->len && n->var->elems) return named_number(C, n);
     n->type = n->var ? n->var->type : type_scalar(T_I32);
     return n;
   case ND_COORD: case ND_IMGDIM:

@@ -344,8 +344,29 @@ static int array_init(Parser *P, Node ***out, int max) {
   return n;
 }
 
-/* After "const": `T name[N?] = { numbers };` (a table) or, in a body, `T name = e` (a
- * read-only variable). File-scope tables are bound in P->globals, local ones in scope. */
+/* A file-scope constant bound in P->globals (read-only, no slot). NULL on out-of-memory. */
+static Var *global_var(Parser *P, const char *name, Type t, Loc loc) {
+  reserved_name(P, name, loc);
+  for (Scope *s = P->globals; s; s = s->up)
+    if (!strcmp(s->name, name)) diag_error(P->d, loc, "'%s' is already defined", name);
+  Var *v = alloc(P, sizeof *v);
+  Scope *s = alloc(P, sizeof *s);
+  if (!v || !s || P->a->failed) return NULL;
+  v->name = name;
+  v->type = t;
+  v->loc = loc;
+  v->slot = -1;
+  v->is_const = true;
+  s->name = name;
+  s->var = v;
+  s->up = P->globals;
+  P->globals = s;
+  return v;
+}
+
+/* After "const": `T name[N?] = { numbers };` (a table) or `T name = e` (at file scope a
+ * named number, in a body a read-only variable). File-scope constants are bound in
+ * P->globals, local ones in scope. */
 static Node *const_decl(Parser *P, bool file_scope) {
   Loc loc = P->tok->loc;
   Type t;
@@ -354,12 +375,18 @@ static Node *const_decl(Parser *P, bool file_scope) {
   const char *name = ident(P, "a constant's name");
   if (!name) return error_node(P, loc);
   if (!is(P, "[")) {
-    if (file_scope) {
-      diag_error(P->d, vloc, "a file-scope constant must be an array: const %s %s[] = { ... };", scalar_name(t.s),
-                 name);
-      return error_node(P, loc);
-    }
     if (!expect(P, "=")) return error_node(P, loc);
+    if (file_scope) { /* a named number: every use is that number (check.c) */
+      if (t.lanes != 1) diag_error(P->d, loc, "a file-scope constant has one channel");
+      Node *e = assign_expr(P);
+      Var *v = global_var(P, name, t, vloc);
+      if (!v) return error_node(P, loc);
+      v->table = -1;
+      v->elems = alloc(P, sizeof(Node *));
+      if (!v->elems) return error_node(P, loc);
+      v->elems[0] = e;
+      return NULL;
+    }
     Node *n = new_node(P, ND_DECL, vloc);
     n->a = expr(P);
     n->var = declare_var(P, name, t, vloc);
@@ -385,19 +412,8 @@ static Node *const_decl(Parser *P, bool file_scope) {
   }
   Var *v;
   if (file_scope) {
-    reserved_name(P, name, vloc);
-    for (Scope *s = P->globals; s; s = s->up)
-      if (!strcmp(s->name, name)) diag_error(P->d, vloc, "'%s' is already defined", name);
-    v = alloc(P, sizeof *v);
-    Scope *s = alloc(P, sizeof *s);
-    if (!v || !s || P->a->failed) return error_node(P, loc);
-    v->name = name;
-    v->type = t;
-    v->loc = vloc;
-    s->name = name;
-    s->var = v;
-    s->up = P->globals;
-    P->globals = s;
+    v = global_var(P, name, t, vloc);
+    if (!v) return error_node(P, loc);
   } else {
     v = declare_var(P, name, t, vloc);
     if (!v) return error_node(P, loc);

@@ -210,6 +210,7 @@ enum {
                          * ND_INDEX, ND_ISET: the index is always inside the array */
   NF_COMPOUND = 8,      /* binary operator desugared from a compound assignment (a += b):
                          * diagnostics name it as written */
+  NF_CHECKED = 16,      /* the value of a file-scope constant: checked and converted once */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
