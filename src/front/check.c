@@ -802,10 +802,24 @@ static bool check_value_callee(Checker *C, const PipeValue *v, const Decl *k, co
       diag_error(C->d, v->loc, "a pipeline calls kernels; '%s' is a %s", name, what[k->kind]);
     return false;
   }
+  if (v->kind == PV_ARRAY && k->kind == D_KERNEL) { /* a table of the kernel's pixels, row by row */
+    if (k->nouts || k->type.lanes != 1) {
+      diag_error(C->d, v->loc, "'%s' (an array) takes the pixels of a kernel with one one-channel output; '%s' has %s",
+                 v->name, name, k->nouts ? "several outputs" : "vector pixels");
+      return false;
+    }
+    if (!type_eq(v->type, k->type)) {
+      diag_error(C->d, v->loc, "'%s' gives %s pixels, but '%s' is declared %s", name, tstr(k->type), v->name,
+                 tstr(v->type));
+      return false;
+    }
+    return true; /* the number of pixels is checked when it runs */
+  }
   DeclKind want = v->kind == PV_SCALAR ? D_REDUCE : D_HISTOGRAM;
   if (k->kind != want) {
     diag_error(C->d, v->loc, "'%s' is a %s, but '%s' %s", name, what[k->kind], v->name,
-               v->kind == PV_SCALAR ? "(a scalar) takes a reduction's result" : "(an array) takes a histogram's bins");
+               v->kind == PV_SCALAR ? "(a scalar) takes a reduction's result"
+                                    : "(an array) takes a histogram's bins or a kernel's pixels");
     return false;
   }
   if (!type_eq(v->type, k->type)) {

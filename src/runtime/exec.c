@@ -83,8 +83,12 @@ static void free_inputs(const Decl *P, int v, const int *last_use, struct pxl_im
  * last 0, heap: out->arr) - through the backend's reduce or histogram entry. On a GPU
  * that is one launch and one read-back of the result (16 bytes, or the bins); a kernel
  * that takes the bins uploads them again with its arguments (gpu_core.c: pack_arrays). */
+static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out,
+                           Err *err);
+
 static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out, Err *err) {
   const Decl *K = pv->callee;
+  if (K->kind == D_KERNEL) return run_table_value(be, pv, kimgs, ks, out, err);
   if (pv->kind == PV_SCALAR) {
     RedResult r;
     int rc = be->reduce(be, spec_for(K, ks), kimgs, ks, &r, err);
@@ -96,6 +100,52 @@ static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, cons
   int rc = be->histogram(be, spec_for(K, ks), kimgs, ks, bins, err);
   if (rc) PXL_FREE(bins);
   else out->arr = bins;
+  return rc;
+}
+
+/* An array value made of a kernel's pixels (`f32 w[256] = weights(s);`): the kernel runs
+ * into an image of exactly pv->len pixels (a run-time error otherwise), which is read back
+ * (a device image: copied to the host, which waits for it) into len + 1 Lanes, the last
+ * 0, row by row. */
+static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out,
+                           Err *err) {
+  const Decl *K = pv->callee;
+  int w, h;
+  int rc = interp_output_size(K, kimgs, ks, &w, &h, err);
+  if (rc) return rc;
+  if ((long)w * h != pv->len)
+    return err_set(err, PXL_EARG, "'%s' made %dx%d = %ld pixels, but '%s' holds %d", K->name, w, h, (long)w * h,
+                   pv->name ? pv->name : "the array", pv->len);
+  pxl_type t = pxl_of_scalar(K->type.s);
+  struct pxl_image *img = NULL, *host = NULL;
+  rc = alloc_image(be, w, h, t, 1, &img, err);
+  if (!rc) rc = be->kernel(be, spec_for(K, ks), kimgs, ks, img, err);
+  if (!rc && be->image_new) { /* a device image */
+    rc = image_new(w, h, t, 1, &host, err);
+    if (!rc) rc = be->copy(be, host, img, err);
+  }
+  Lane *arr = rc ? NULL : PXL_CALLOC((size_t)pv->len + 1, sizeof *arr);
+  if (!rc && !arr) rc = err_set(err, PXL_ENOMEM, "out of memory");
+  const struct pxl_image *src = host ? host : img;
+  for (int y = 0; !rc && y < h; y++) {
+    const char *row = (const char *)src->data + (size_t)y * src->pitch;
+    for (int x = 0; x < w; x++) {
+      Lane *l = &arr[(size_t)y * w + x];
+      switch (t) {
+      case PXL_U8: l->i = ((const uint8_t *)row)[x]; break;
+      case PXL_I16: l->i = ((const int16_t *)row)[x]; break;
+      case PXL_U16: l->i = ((const uint16_t *)row)[x]; break;
+      case PXL_I32: l->i = ((const int32_t *)row)[x]; break;
+      case PXL_U32: l->i = ((const uint32_t *)row)[x]; break;
+      case PXL_F32: l->f = ((const float *)row)[x]; break;
+      default: l->f = ((const double *)row)[x]; break;
+      }
+    }
+  }
+  image_free(host);
+  image_free(img);
+  if (rc) PXL_FREE(arr);
+  else out->arr = arr;
   return rc;
 }
 
