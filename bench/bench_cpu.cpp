@@ -1,9 +1,10 @@
 // bench_cpu - pxl's CPU backend vs OpenCV and Halide on the twelve kernels of the
 // Nugteren "skeleton" paper (u8 images), timed in the same run, with a correctness check
 // of every peer against pxl's output; then the examples of the language issue against
-// OpenCV alone: gauss5, median3, median5, boxr (r = 15), and the pipelines equalize,
-// otsu, canny (50/150, L1) and bilateral (5, 30, 2), whose outputs are checked against
-// OpenCV's only (bilateral within 1: OpenCV's SIMD float sums).
+// OpenCV alone: gauss5, median3, median5, boxr (r = 15), the scan integral (i32), and
+// the pipelines equalize, otsu, canny (50/150, L1) and bilateral (5, 30, 2); the last
+// five are checked against OpenCV's outputs only (bilateral within 1: OpenCV's SIMD
+// float sums).
 //
 //   bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]
 //             [--check-ref] [--peers pxl,opencv,halide] [--max-bg PCT]
@@ -72,7 +73,7 @@ enum class Kind { Image, Scalar, Hist };
 
 struct Image {
   uint8_t *data = nullptr;
-  int w = 0, h = 0, esize = 1;  // esize: bytes per element (1 u8, 2 i16)
+  int w = 0, h = 0, esize = 1;  // esize: bytes per element (1 u8, 2 i16, 4 i32)
   size_t pitch = 0;             // bytes, multiple of 64
   Image() = default;
   Image(int w_, int h_, int esize_) : w(w_), h(h_), esize(esize_) {
@@ -95,8 +96,10 @@ struct Image {
   ~Image() { std::free(data); }
   uint8_t *row(int y) { return data + (size_t)y * pitch; }
   const uint8_t *row(int y) const { return data + (size_t)y * pitch; }
-  int64_t at(int x, int y) const {  // element value (u8 or i16)
-    return esize == 1 ? (int64_t)row(y)[x] : (int64_t)((const int16_t *)row(y))[x];
+  int64_t at(int x, int y) const {  // element value (u8, i16 or i32)
+    return esize == 1   ? (int64_t)row(y)[x]
+           : esize == 2 ? (int64_t)((const int16_t *)row(y))[x]
+                        : (int64_t)((const int32_t *)row(y))[x];
   }
 };
 
@@ -128,12 +131,13 @@ const KernelDef kKernels[] = {
     // pipelines (pipeline values, loops, table stages); checked against OpenCV only
     {"equalize", Kind::Image, 1, false}, {"otsu", Kind::Image, 1, false},
     {"canny", Kind::Image, 1, false},    {"bilateral", Kind::Image, 1, false},
+    {"integral", Kind::Image, 4, false},  // i32, cv::integral less its zero row and column
 };
 // canny: cv::Canny(50, 150, 3, L1); bilateral: cv::bilateralFilter(5, 30, 2)
 const double kCannyLow = 50, kCannyHigh = 150, kSigmaColor = 30, kSigmaSpace = 2;
 // kernels without a scalar reference here (their checks compare pxl with OpenCV)
 bool has_reference(const std::string &k) {
-  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral";
+  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral";
 }
 const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the issue's r = 15
 
@@ -297,7 +301,7 @@ struct Prepared {
 // ---- OpenCV ----
 
 cv::Mat cv_wrap(Image &im) {
-  return cv::Mat(im.h, im.w, im.esize == 1 ? CV_8UC1 : CV_16SC1, im.data, im.pitch);
+  return cv::Mat(im.h, im.w, im.esize == 1 ? CV_8UC1 : im.esize == 2 ? CV_16SC1 : CV_32SC1, im.data, im.pitch);
 }
 
 Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
@@ -349,6 +353,16 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
     else if (k == "bilateral")
       p.run = [=]() mutable { cv::bilateralFilter(src, dst, 5, kSigmaColor, kSigmaSpace); };
     p.finish = [=]() mutable { check_inplace(); };
+    if (k == "integral") {  // (h + 1) x (w + 1) sums; the check compares the rest
+      cv::Mat sums(in.h + 1, in.w + 1, CV_32SC1);
+      const uint8_t *sptr = sums.data;
+      p.run = [=]() mutable { cv::integral(src, sums, CV_32S); };
+      p.finish = [=]() mutable {
+        if (sums.data != sptr) throw std::runtime_error("OpenCV reallocated the sums");
+        sums(cv::Rect(1, 1, dst.cols, dst.rows)).copyTo(dst);
+        check_inplace();
+      };
+    }
   } else if (k == "sum") {
     auto r = std::make_shared<double>(0);
     p.run = [=]() { *r = cv::sum(src)[0]; };
@@ -695,7 +709,7 @@ struct PxlPeer {
       return p.error = err("pxl_args_scalar(bilateral)"), p;
     if (o.kind == Kind::Image) {
       pxl_image *out = nullptr;
-      pxl_type t = o.img.esize == 1 ? PXL_U8 : PXL_I16;
+      pxl_type t = o.img.esize == 1 ? PXL_U8 : o.img.esize == 2 ? PXL_I16 : PXL_I32;
       if (pxl_image_wrap(ctx, o.img.data, o.img.w, o.img.h, t, 1, o.img.pitch, &out) != PXL_OK)
         return p.error = err("pxl_image_wrap(out)"), p;
       images.push_back(out);
