@@ -178,7 +178,8 @@ static const char HELP_RUN[] =
     "Results:\n"
     "  image      saved to --out. The file is written under a temporary name and\n"
     "             renamed, so a failure never leaves a partial file and an existing\n"
-    "             file is untouched unless the run and the save succeed.\n"
+    "             file is untouched unless the run and the save succeed. Several\n"
+    "             images (one --out each) are saved all or none.\n"
     "  reduction  printed to standard output as \"NAME = VALUE\": integers exactly,\n"
     "             floating-point values with 9 significant digits (%.9g); argmin and\n"
     "             argmax as \"NAME = VALUE at (X, Y)\", X and Y in the coordinates of\n"
@@ -520,6 +521,36 @@ static const char *extension(const char *path) {
 }
 
 /* ---- files ---- */
+
+/* Saves the count images of res to outs[] all or none: each is written beside its file
+ * under a temporary name (its extension kept, for the format), and only when every one
+ * was written are they renamed into place; otherwise the temporary files are removed
+ * and no --out file is touched. */
+static int save_all(pxl_context *ctx, pxl_run_result *res, const char *const *outs, int count) {
+  char tmp[8][PATH_MAX];
+  for (int k = 0; k < count; k++) {
+    int n = snprintf(tmp[k], sizeof tmp[k], "%s.pxl-%ld.%s", outs[k], (long)getpid(), extension(outs[k]));
+    int st = PXL_OK;
+    if (n < 0 || (size_t)n >= sizeof tmp[k])
+      error("--out '%s': the path is too long for a temporary name beside it", outs[k]);
+    else
+      st = pxl_image_save(ctx, pxl_result_image_at(res, k), tmp[k]);
+    print_warnings(ctx);
+    if (n < 0 || (size_t)n >= sizeof tmp[k] || st) {
+      for (int j = 0; j < k; j++) remove(tmp[j]);
+      char what[PATH_MAX + 64];
+      snprintf(what, sizeof what, "--out '%s' (no image saved)", outs[k]);
+      return st ? fail(ctx, st, what) : RC_IO;
+    }
+  }
+  for (int k = 0; k < count; k++) {
+    if (rename(tmp[k], outs[k]) == 0) continue;
+    error("cannot rename '%s' to '%s': %s (%d of %d images saved)", tmp[k], outs[k], strerror(errno), k, count);
+    for (int j = k; j < count; j++) remove(tmp[j]);
+    return RC_IO;
+  }
+  return RC_OK;
+}
 
 /* A canonical name for path: realpath of the file when it exists, else realpath of its
  * directory plus its file name. NULL if neither resolves. Free the result. */
@@ -865,12 +896,12 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
         return usage_error("run", "'%s' produces an image; --out '%s' is for histograms", name,
                            o->outs[k]);
     }
-    for (int k = 0; k < count; k++) {
-      int st = pxl_image_save(ctx, pxl_result_image_at(res, k), o->outs[k]);
+    if (count == 1) {
+      int st = pxl_image_save(ctx, pxl_result_image_at(res, 0), o->outs[0]);
       print_warnings(ctx);
-      if (st) return fail(ctx, st, NULL);
+      return st ? fail(ctx, st, NULL) : RC_OK;
     }
-    return RC_OK;
+    return save_all(ctx, res, o->outs, count);
   }
   case PXL_RESULT_SCALAR: {
     pxl_scalar_result s;

@@ -644,6 +644,10 @@ for dup in "--out o2.pgm" "-o o2.pgm" "--out=o2.pgm"; do
   assert "two --out for one output ($dup) exit 2, run nothing" '[ $rc -eq 2 ] && has err.txt "--out is given 2 times, but '"'"'inv'"'"' produces one image" && [ ! -e o1.pgm ] && [ ! -e o2.pgm ]'
   rm -f o1.pgm o2.pgm
 done
+printf 'old s1\n' >s1.pgm
+px run two.pxl split --in img.pgm --out s1.pgm --out nosuchdir/s2.pgm --device cpu
+assert "several outputs are saved all or none: a failed second leaves the first file as it was, no temporary file" '[ $rc -eq 3 ] && has err.txt "(no image saved)" && [ "$(cat s1.pgm)" = "old s1" ] && [ -z "$(ls -a | grep "\.pxl-")" ]'
+rm -f s1.pgm
 px compile two.pxl -o two_aot
 assert "pxl compile writes a kernel with several outputs" '[ $rc -eq 0 ] && has two_aot.h "out: 2 images of the same size"'
 
