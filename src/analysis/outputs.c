@@ -24,43 +24,12 @@
 
 #include "analysis/analysis.h"
 
-typedef struct {
-  Arena *a;
-  int out;
-  bool failed;
-} Proj;
-
-static Node *proj_clone(Proj *C, const Node *n) {
-  if (!n || C->failed) return NULL;
-  Node *c = arena_alloc(C->a, sizeof *c);
-  if (!c) {
-    C->failed = true;
-    return NULL;
-  }
-  *c = *n;
-  if (n->kind == ND_RETURN && n->nargs) { /* return (v0, v1, ...): v_out alone */
-    c->a = proj_clone(C, n->args[C->out]);
-    c->args = NULL;
-    c->nargs = 0;
-    c->next = proj_clone(C, n->next);
-    return c;
-  }
-  c->a = proj_clone(C, n->a);
-  c->b = proj_clone(C, n->b);
-  c->c = proj_clone(C, n->c);
-  c->init = proj_clone(C, n->init);
-  c->step = proj_clone(C, n->step);
-  c->body = proj_clone(C, n->body);
-  c->next = proj_clone(C, n->next);
-  if (n->nargs) {
-    c->args = arena_alloc(C->a, sizeof(Node *) * (size_t)n->nargs);
-    if (!c->args) {
-      C->failed = true;
-      return NULL;
-    }
-    for (int i = 0; i < n->nargs; i++) c->args[i] = proj_clone(C, n->args[i]);
-  }
-  return c;
+/* ir_clone's edit: `return (v0, v1, ...)` keeps v_out alone. */
+static void project_return(void *ctx, Node *c) {
+  if (c->kind != ND_RETURN || !c->nargs) return;
+  c->a = c->args[*(const int *)ctx];
+  c->args = NULL;
+  c->nargs = 0;
 }
 
 /* ---- dead stores: what only the other outputs needed ---- */
@@ -123,12 +92,12 @@ static bool same_access(const Access *x, const Access *y) {
 
 /* Projection `out` of kernel D (analysed already). NULL when out of memory. */
 static Decl *project(Program *p, Decl *D, int out) {
-  Proj C = {.a = p->arena, .out = out};
   Decl *S = arena_alloc(p->arena, sizeof *S);
   if (!S) return NULL;
   *S = *D;
-  S->body = proj_clone(&C, D->body);
-  if (C.failed) return NULL;
+  bool failed = false;
+  S->body = ir_clone(p->arena, D->body, project_return, &out, &failed);
+  if (failed) return NULL;
   S->type = D->out_types[out];
   S->nouts = 0;
   S->out_types = NULL;

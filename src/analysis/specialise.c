@@ -37,10 +37,8 @@ void spec_mark(Decl *D) {
 }
 
 typedef struct {
-  Arena *a;
   const Decl *D;
   const Lane *vals;
-  bool failed;
 } Clone;
 
 /* Whether integer v (a value of type `from`, not u64) is a value of integer type `to`. */
@@ -82,38 +80,18 @@ static void fold(Node *c) {
   c->flags = 0;
 }
 
-static Node *clone(Clone *C, const Node *n) {
-  if (!n || C->failed) return NULL;
-  Node *c = arena_alloc(C->a, sizeof *c);
-  if (!c) {
-    C->failed = true;
-    return NULL;
-  }
-  *c = *n;
-  if (n->kind == ND_VAR && n->var && n->var->param && n->var->param->scalar_index < 32 &&
-      (C->D->spec_mask >> n->var->param->scalar_index & 1)) {
+/* ir_clone's edit: a specialised parameter becomes its value, and integer arithmetic on
+ * numbers folds (children first, so whole expressions of them fold). */
+static void specialise_node(void *ctx, Node *c) {
+  const Clone *C = ctx;
+  if (c->kind == ND_VAR && c->var && c->var->param && c->var->param->scalar_index < 32 &&
+      (C->D->spec_mask >> c->var->param->scalar_index & 1)) {
     c->kind = ND_NUM;
-    c->ival = C->vals[n->var->param->scalar_index].i;
+    c->ival = C->vals[c->var->param->scalar_index].i;
     c->var = NULL;
-    return c;
-  }
-  c->a = clone(C, n->a);
-  c->b = clone(C, n->b);
-  c->c = clone(C, n->c);
-  c->init = clone(C, n->init);
-  c->step = clone(C, n->step);
-  c->body = clone(C, n->body);
-  c->next = clone(C, n->next);
-  if (n->nargs) {
-    c->args = arena_alloc(C->a, sizeof(Node *) * (size_t)n->nargs);
-    if (!c->args) {
-      C->failed = true;
-      return NULL;
-    }
-    for (int i = 0; i < n->nargs; i++) c->args[i] = clone(C, n->args[i]);
+    return;
   }
   fold(c);
-  return c;
 }
 
 static bool same_values(const Decl *S, const Decl *D, const Lane *vals) {
@@ -145,18 +123,19 @@ const Decl *spec_for(const Decl *D, const Lane *scalars) {
     if (same_values(S, D, scalars)) return S->skel == SK_GATHER ? D : S; /* a gather: not worth it */
   if (M->nspecs >= SPEC_MAX) return D;
   Arena *a = D->prog->arena;
-  Clone C = {.a = a, .D = D, .vals = scalars};
+  Clone C = {.D = D, .vals = scalars};
+  bool failed = false;
   Decl *S = arena_alloc(a, sizeof *S);
   int64_t *vals = arena_alloc(a, sizeof(int64_t) * 32);
   if (!S || !vals) return D;
   *S = *D;
   for (int i = 0; i < D->nscalars && i < 32; i++) vals[i] = scalars[i].i;
-  S->body = clone(&C, D->body);
-  S->size_w = clone(&C, D->size_w);
-  S->size_h = clone(&C, D->size_h);
-  S->combine = clone(&C, D->combine);
-  S->identity = clone(&C, D->identity);
-  if (C.failed) return D;
+  S->body = ir_clone(a, D->body, specialise_node, &C, &failed);
+  S->size_w = ir_clone(a, D->size_w, specialise_node, &C, &failed);
+  S->size_h = ir_clone(a, D->size_h, specialise_node, &C, &failed);
+  S->combine = ir_clone(a, D->combine, specialise_node, &C, &failed);
+  S->identity = ir_clone(a, D->identity, specialise_node, &C, &failed);
+  if (failed) return D;
   S->access = NULL;
   S->sep = NULL;
   memset(&S->metrics, 0, sizeof S->metrics);

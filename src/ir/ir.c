@@ -118,6 +118,34 @@ Node *node_new(Arena *a, NodeKind k, Type t, Loc loc) {
   return n;
 }
 
+Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), void *ctx, bool *failed) {
+  if (!n || *failed) return NULL;
+  Node *c = arena_alloc(a, sizeof *c);
+  if (!c) {
+    *failed = true;
+    return NULL;
+  }
+  *c = *n;
+  c->a = ir_clone(a, n->a, edit, ctx, failed);
+  c->b = ir_clone(a, n->b, edit, ctx, failed);
+  c->c = ir_clone(a, n->c, edit, ctx, failed);
+  c->init = ir_clone(a, n->init, edit, ctx, failed);
+  c->step = ir_clone(a, n->step, edit, ctx, failed);
+  c->body = ir_clone(a, n->body, edit, ctx, failed);
+  c->next = ir_clone(a, n->next, edit, ctx, failed);
+  if (n->nargs) {
+    c->args = arena_alloc(a, sizeof(Node *) * (size_t)n->nargs);
+    if (!c->args) {
+      *failed = true;
+      return NULL;
+    }
+    for (int i = 0; i < n->nargs; i++) c->args[i] = ir_clone(a, n->args[i], edit, ctx, failed);
+  }
+  if (*failed) return NULL;
+  if (edit) edit(ctx, c);
+  return c;
+}
+
 Decl *program_find_func(const Program *p, const char *name) {
   for (int i = 0; i < p->nfuncs; i++)
     if (p->funcs[i]->name && !strcmp(p->funcs[i]->name, name)) return p->funcs[i];

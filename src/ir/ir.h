@@ -433,6 +433,11 @@ Decl *program_find_func(const Program *p, const char *name); /* a user function;
 
 /* Node constructors used by the checker and transforms; memory from the arena. */
 Node *node_new(Arena *a, NodeKind k, Type t, Loc loc);
+/* A deep copy of the tree n (its next chain too) in arena a. Each copy, its children
+ * already copied, goes to edit (when given), which may rewrite it in place: the
+ * transforms that copy a body (specialise.c, outputs.c). NULL for NULL; on out-of-memory
+ * sets *failed and returns NULL. */
+Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), void *ctx, bool *failed);
 Type type_scalar(Scalar s); /* {s, 1} */
 Type type_vec(Scalar s, int lanes);
 extern const Type TYPE_VOID;
