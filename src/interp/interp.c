@@ -236,7 +236,7 @@ static int map_coord(int i, int n, BorderKind k, bool *outside) {
   }
 }
 
-static Lane load_elem(const struct pxl_image *img, int x, int y, int c) {
+Lane interp_load(const struct pxl_image *img, int x, int y, int c) {
   const char *row = (const char *)img->data + (size_t)y * img->pitch;
   size_t i = (size_t)x * (size_t)img->channels + (size_t)c;
   Lane r;
@@ -265,7 +265,7 @@ static Val read_image(Frame *F, const Param *p, int ix, int iy) {
     for (int k = 0; k < p->type.lanes; k++) v.l[k] = c;
     return v;
   }
-  for (int k = 0; k < p->type.lanes; k++) v.l[k] = load_elem(img, x, y, k);
+  for (int k = 0; k < p->type.lanes; k++) v.l[k] = interp_load(img, x, y, k);
   return v;
 }
 
@@ -657,7 +657,7 @@ static void scan_pass(const Decl *D, struct pxl_image *out) {
     for (int y = 0; y < out->height; y++) {
       Lane acc = id;
       for (int x = 0; x < out->width; x++) {
-        acc = scan_step(D, acc, load_elem(out, x, y, 0));
+        acc = scan_step(D, acc, interp_load(out, x, y, 0));
         store_elem(out, x, y, 0, acc);
       }
     }
@@ -665,7 +665,7 @@ static void scan_pass(const Decl *D, struct pxl_image *out) {
     for (int x = 0; x < out->width; x++) {
       Lane acc = id;
       for (int y = 0; y < out->height; y++) {
-        acc = scan_step(D, acc, load_elem(out, x, y, 0));
+        acc = scan_step(D, acc, interp_load(out, x, y, 0));
         store_elem(out, x, y, 0, acc);
       }
     }
@@ -673,39 +673,17 @@ static void scan_pass(const Decl *D, struct pxl_image *out) {
 
 int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
   if (D->nouts) return err_set(err, PXL_EARG, "%s has %d outputs; run it with interp_kernel_outs", D->name, D->nouts);
-  Frame F;
-  int rc = frame_init(&F, D, imgs, scalars, err);
-  if (rc) return rc;
-  F.w = out->width;
-  F.h = out->height;
-  int x0, y0, x1, y1;
-  stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
-  Lane zero = {0};
-  for (int y = 0; y < F.h; y++) {
-    for (int x = 0; x < F.w; x++) {
-      bool inside = x >= x0 && x < x1 && y >= y0 && y < y1;
-      if (inside) {
-        F.x = x;
-        F.y = y;
-        exec(&F, D->body);
-      }
-      for (int c = 0; c < D->type.lanes; c++) store_elem(out, x, y, c, inside ? F.ret.l[c] : zero);
-    }
-  }
-  if (D->scan) scan_pass(D, out);
-  PXL_FREE(F.slots);
-  if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
-  return PXL_OK;
+  return interp_kernel_outs(D, imgs, scalars, &out, err);
 }
 
 int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *const *outs,
                        Err *err) {
-  if (!D->nouts) return interp_kernel(D, imgs, scalars, outs[0], err);
   Val rets[PXL_MAX_OUTS];
   Frame F;
   int rc = frame_init(&F, D, imgs, scalars, err);
   if (rc) return rc;
-  F.rets = rets;
+  if (D->nouts) F.rets = rets; /* several: return (v0, v1, ...) fills rets */
+  int nouts = D->nouts ? D->nouts : 1;
   F.w = outs[0]->width;
   F.h = outs[0]->height;
   int x0, y0, x1, y1;
@@ -719,10 +697,14 @@ int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, s
         F.y = y;
         exec(&F, D->body);
       }
-      for (int k = 0; k < D->nouts; k++)
-        for (int c = 0; c < D->out_types[k].lanes; c++) store_elem(outs[k], x, y, c, inside ? rets[k].l[c] : zero);
+      for (int k = 0; k < nouts; k++) {
+        const Val *v = D->nouts ? &rets[k] : &F.ret;
+        int lanes = D->nouts ? D->out_types[k].lanes : D->type.lanes;
+        for (int c = 0; c < lanes; c++) store_elem(outs[k], x, y, c, inside ? v->l[c] : zero);
+      }
     }
   }
+  if (D->scan) scan_pass(D, outs[0]);
   PXL_FREE(F.slots);
   if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
   return PXL_OK;

@@ -34,6 +34,9 @@ int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lan
  * where a border-`none` input's window would leave the image. */
 void stage_region(const Decl *D, const ImgArg *imgs, int w, int h, int *x0, int *y0, int *x1, int *y1);
 
+/* Element c of pixel (x, y) of a host image, as a Lane (integers in .i, floats in .f). */
+Lane interp_load(const struct pxl_image *img, int x, int y, int c);
+
 /* Converts a lane of type `from` to type `to` with the language's rules. */
 Lane lane_convert(Lane v, Scalar from, Scalar to);
 

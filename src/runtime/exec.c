@@ -127,21 +127,8 @@ static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs
   Lane *arr = rc ? NULL : PXL_CALLOC((size_t)pv->len + 1, sizeof *arr);
   if (!rc && !arr) rc = err_set(err, PXL_ENOMEM, "out of memory");
   const struct pxl_image *src = host ? host : img;
-  for (int y = 0; !rc && y < h; y++) {
-    const char *row = (const char *)src->data + (size_t)y * src->pitch;
-    for (int x = 0; x < w; x++) {
-      Lane *l = &arr[(size_t)y * w + x];
-      switch (t) {
-      case PXL_U8: l->i = ((const uint8_t *)row)[x]; break;
-      case PXL_I16: l->i = ((const int16_t *)row)[x]; break;
-      case PXL_U16: l->i = ((const uint16_t *)row)[x]; break;
-      case PXL_I32: l->i = ((const int32_t *)row)[x]; break;
-      case PXL_U32: l->i = ((const uint32_t *)row)[x]; break;
-      case PXL_F32: l->f = ((const float *)row)[x]; break;
-      default: l->f = ((const double *)row)[x]; break;
-      }
-    }
-  }
+  for (int y = 0; !rc && y < h; y++)
+    for (int x = 0; x < w; x++) arr[(size_t)y * w + x] = interp_load(src, x, y, 0);
   image_free(host);
   image_free(img);
   if (rc) PXL_FREE(arr);

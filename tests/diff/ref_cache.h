@@ -25,26 +25,25 @@
 #include <unistd.h>
 
 #include "pxl/pxl.h"
+#include "util/hash.h"
 
-/* ---- a 128-bit hash (two FNV-1a variants; the cache is not adversarial) ---- */
+/* ---- a 128-bit key: two FNV-1a hashes (util/hash.h) from different starting values
+ * (the cache is not adversarial) ---- */
 
 typedef struct {
   uint64_t a, b;
 } RefKey;
 
 static void key_bytes(RefKey *k, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) {
-    k->a = (k->a ^ p[i]) * 0x100000001b3ull;
-    k->b = (k->b ^ (p[i] ^ 0x5c)) * 0x100000001b3ull;
-  }
+  k->a = hash_bytes(k->a, data, n);
+  k->b = hash_bytes(k->b, data, n);
 }
 
 static void key_str(RefKey *k, const char *s) { key_bytes(k, s ? s : "", s ? strlen(s) + 1 : 1); }
 static void key_f64(RefKey *k, double v) { key_bytes(k, &v, sizeof v); }
 static void key_int(RefKey *k, long v) { key_bytes(k, &v, sizeof v); }
 
-static RefKey key_new(void) { return (RefKey){0xcbf29ce484222325ull, 0x84222325cbf29ce4ull}; }
+static RefKey key_new(void) { return (RefKey){HASH_INIT, 0x84222325cbf29ce4ull}; }
 
 /* The pixels of img (row by row, without the padding) and its shape. */
 static void key_image(RefKey *k, pxl_image *img) {
