@@ -343,11 +343,22 @@ static void print_warnings(pxl_context *ctx) {
 static char time_limit_msg[160];
 static size_t time_limit_len;
 
+/* The images save_all has written under temporary names and not renamed yet: removed
+ * by the handlers below (unlink is async-signal-safe), so an interrupted save of several
+ * images leaves none of them. */
+static char saved_tmp[8][PATH_MAX];
+static volatile sig_atomic_t nsaved_tmp;
+
+static void remove_saved_tmp(void) {
+  for (int k = 0; k < nsaved_tmp; k++) unlink(saved_tmp[k]);
+}
+
 /* SIGINT, SIGTERM, SIGHUP: removes the temporary file of a write in progress, then dies
  * of the signal (the handler was reset to the default on entry and the signal is not
  * blocked: SA_RESETHAND | SA_NODEFER), so the caller sees the signal's status. */
 static void on_fatal_signal(int sig) {
   pxl_remove_partial_files();
+  remove_saved_tmp();
   raise(sig);
 }
 
@@ -355,6 +366,7 @@ static void on_fatal_signal(int sig) {
 static void on_time_limit(int sig) {
   (void)sig;
   pxl_remove_partial_files();
+  remove_saved_tmp();
   ssize_t r = write(STDERR_FILENO, time_limit_msg, time_limit_len);
   (void)r;
   _exit(RC_TIMEOUT);
@@ -527,7 +539,8 @@ static const char *extension(const char *path) {
  * was written are they renamed into place; otherwise the temporary files are removed
  * and no --out file is touched. */
 static int save_all(pxl_context *ctx, pxl_run_result *res, const char *const *outs, int count) {
-  char tmp[8][PATH_MAX];
+  char(*tmp)[PATH_MAX] = saved_tmp;
+  nsaved_tmp = 0;
   for (int k = 0; k < count; k++) {
     int n = snprintf(tmp[k], sizeof tmp[k], "%s.pxl-%ld.%s", outs[k], (long)getpid(), extension(outs[k]));
     int st = PXL_OK;
@@ -537,18 +550,22 @@ static int save_all(pxl_context *ctx, pxl_run_result *res, const char *const *ou
       st = pxl_image_save(ctx, pxl_result_image_at(res, k), tmp[k]);
     print_warnings(ctx);
     if (n < 0 || (size_t)n >= sizeof tmp[k] || st) {
-      for (int j = 0; j < k; j++) remove(tmp[j]);
+      remove_saved_tmp();
+      nsaved_tmp = 0;
       char what[PATH_MAX + 64];
       snprintf(what, sizeof what, "--out '%s' (no image saved)", outs[k]);
       return st ? fail(ctx, st, what) : RC_IO;
     }
+    nsaved_tmp = k + 1;
   }
   for (int k = 0; k < count; k++) {
     if (rename(tmp[k], outs[k]) == 0) continue;
     error("cannot rename '%s' to '%s': %s (%d of %d images saved)", tmp[k], outs[k], strerror(errno), k, count);
     for (int j = k; j < count; j++) remove(tmp[j]);
+    nsaved_tmp = 0;
     return RC_IO;
   }
+  nsaved_tmp = 0;
   return RC_OK;
 }
 

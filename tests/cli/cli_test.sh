@@ -422,6 +422,31 @@ if env --default-signal=INT true 2>/dev/null; then
   interrupt TERM 143
   interrupt INT 130
   interrupt HUP 129
+  # two images (saved all or none): SIGINT once the first is written under its temporary
+  # name, while the second is being written
+  cat >noise2.pxl <<'EOF'
+kernel (u8 a, u8 b) noise2(i32 n) size(n, n) {
+  int v = x * 73856093 ^ y * 19349663;
+  v = v ^ (v >> 13);
+  v = v * 1274126177;
+  return ((v >> 16) & 255, (v >> 8) & 255);
+}
+EOF
+  rm -f big1.png big2.png
+  env --default-signal=INT "$PXL" run noise2.pxl --param n=6000 --out big1.png --out big2.png --device cpu >out.txt 2>err.txt &
+  pid=$!
+  k=0
+  while [ $k -lt 600 ] && kill -0 $pid 2>/dev/null && ! ls big1.png.pxl-*.png >/dev/null 2>&1; do
+    sleep 0.05
+    k=$((k + 1))
+  done
+  seen=0
+  ls big1.png.pxl-*.png >/dev/null 2>&1 && seen=1
+  kill -s INT $pid
+  wait $pid
+  rc=$?
+  last="pxl run noise2.pxl --out big1.png --out big2.png (SIGINT after the first image)"
+  assert "SIGINT between two saved images: neither output written, no temporary file left" '[ $seen -eq 1 ] && [ $rc -eq 130 ] && [ -z "$(ls -a | grep "\.pxl-")" ] && [ -z "$(tmp_files)" ] && [ ! -e big1.png ] && [ ! -e big2.png ]'
 else
   skip "signals during a save" "env has no --default-signal"
 fi
