@@ -36,7 +36,14 @@ for lib in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-g
 done
 export OCL_ICD_VENDORS=/tmp/icd
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+# the oracles' Python: the first that has cv2, numpy, scipy, skimage and tifffile
+oracle_py=/usr/bin/python3
+for py in /usr/bin/python3 $(command -v python3) $(command -v python3.12) $(command -v python3.11); do
+  if "$py" -c "import cv2, numpy, scipy, skimage, tifffile" 2>/dev/null; then oracle_py=$py; break; fi
+done
+echo "oracle python: $oracle_py" > "$OUT/oracle-python.txt"
 cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_BENCH:-OFF} \
+  -DPXL_ORACLE_PYTHON="$oracle_py" \
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so \
   -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
