@@ -4,10 +4,11 @@
 // usual 3x3 and 5x5 filters.
 //
 //   bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]
-//              [--reps N] [--only table|padding|pipeline|filters] [--no-padding]
-//              [--no-pipeline] [--no-opencv-filters]
+//              [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]
+//              [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]
+//              [--loop-profile N]
 //
-// Sections (all four by default; --only keeps one, --no-padding / --no-pipeline /
+// Sections (all five by default; --only keeps one, --no-padding / --no-pipeline /
 // --no-opencv-filters drop one; --padding and --opencv-filters are accepted and change
 // nothing):
 //
@@ -27,6 +28,10 @@
 //            the table's sizes: pxl as usual (the run is recorded as a CUDA graph and
 //            replayed) and pxl with PXL_CUDA_GRAPHS=0 (one launch per stage), next to
 //            cudaMemcpyAsync of W*H bytes; the outputs must be identical.
+//   loops    A pipeline loop (examples/distance.pxl's step4, a u16 image carried) with a
+//            fixed count and with `until unchanged`, n = --loop-counts iterations per run,
+//            next to n device-to-device copies of the image (run_loops). --loop-profile N
+//            runs the fixed loop once under cudaProfilerStart/Stop for ncu instead.
 //   filters  "OpenCV-GPU filters vs NPP": box mean, Gaussian, Laplacian, Sobel d/dx, erosion
 //            and dilation, each 3x3 and 5x5, on a 1024x1024 u8 image; the pxl kernels are
 //            generated from NPP's own masks (kFilters) and compiled from strings.
@@ -57,6 +62,7 @@
 
 #include <pxl/pxl.h>
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <npp.h>
 
@@ -67,6 +73,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1098,6 +1105,92 @@ int run_pipeline(Pxl &px, const std::string &device, const std::vector<std::pair
 }
 
 // ------------------------------------------------------------------------------------
+// Section "loops": pipeline loops on the GPU
+
+// The loop pipelines timed: examples/distance.pxl's kernels (seeds, step4) in a loop of a
+// fixed count, and the same loop with `until unchanged(d)` (a device-side change test
+// every few iterations), on an image whose only 0 pixel is a corner, so that neither
+// reaches its fixed point within the counts timed.
+const char *const kLoopPipelines =
+    "\npipeline fixed(image u8 in, u32 n) -> image u16 {\n"
+    "    image u16 d = seeds(in);\n    loop (n) { d = step4(d); }\n    return d;\n}\n"
+    "pipeline until(image u8 in, u32 n) -> image u16 {\n"
+    "    image u16 d = seeds(in);\n    loop (n) until unchanged(d) { d = step4(d); }\n    return d;\n}\n";
+
+std::string read_text(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Failure("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Per size and iteration count n: ms per run of each loop (one pxl_run: seeds, then n
+// iterations, on device images), and a cudaMemcpyAsync of the u16 image (2*W*H bytes)
+// repeated n times, the memory-speed floor of n iterations that each read and write the
+// image once. With profile_n > 0, instead runs `fixed` once with n = profile_n between
+// cudaProfilerStart and cudaProfilerStop (after a warm-up run), for ncu
+// --profile-from-start off to sum the kernels' durations against the run's time here.
+int run_loops(Pxl &px, const std::vector<std::pair<int, int>> &sizes, const std::vector<int> &counts, int reps,
+              int profile_n) {
+  pxl_program *prog = px.source("distance+loops", read_text(std::string(PXL_EXAMPLES_DIR) + "/distance.pxl") +
+                                                      kLoopPipelines);
+  int status = 0;
+  if (!profile_n) {
+    std::printf("\n== loops: examples/distance.pxl's step4 in a pipeline loop (u16 image carried), device "
+                "images;\n   n iterations per run (+ the seeds stage); memcpy: n copies of the u16 image\n");
+    std::printf("%-11s | %6s | %10s | %10s | %10s | %12s | %9s\n", "size", "n", "fixed ms", "until ms",
+                "memcpy ms", "fixed/memcpy", "until/fix");
+    std::printf("%s\n", std::string(86, '-').c_str());
+  }
+  for (auto [w, h] : sizes) {
+    try {
+      DevImage in(px.ctx(), w, h, PXL_U8), out(px.ctx(), w, h, PXL_U16);
+      std::vector<uint8_t> bytes((size_t)w * h, 255);
+      bytes[0] = 0;
+      upload(in, bytes.data());
+      for (int n : profile_n ? std::vector<int>{profile_n} : counts) {
+        PxlRun f(px.ctx(), prog, "fixed", Kind::Image), u(px.ctx(), prog, "until", Kind::Image);
+        f.image("in", in), f.scalar("n", n), f.output(out);
+        u.image("in", in), u.scalar("n", n), u.output(out);
+        if (profile_n) {
+          f.run();
+          px.sync()();
+          auto t0 = std::chrono::steady_clock::now();
+          CUDA_CALL(cudaProfilerStart);
+          f.run();
+          px.sync()();
+          CUDA_CALL(cudaProfilerStop);
+          double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          std::printf("profiled: fixed, %s, n=%d: %.4f ms under the profiler\n", size_text(w, h).c_str(), n, ms);
+          continue;
+        }
+        size_t bytes16 = (size_t)w * h * 2;
+        void *a = nullptr, *b = nullptr;
+        CUDA_CALL(cudaMalloc, &a, bytes16);
+        CUDA_CALL(cudaMalloc, &b, bytes16);
+        Timing tm = time_op(
+            [&]() {
+              for (int k = 0; k < n; k++) CUDA_CALL(cudaMemcpyAsync, b, a, bytes16, cudaMemcpyDeviceToDevice, 0);
+            },
+            device_sync, reps);
+        cudaFree(a);
+        cudaFree(b);
+        Timing tf = time_op([&]() { f.run(); }, px.sync(), reps);
+        Timing tu = time_op([&]() { u.run(); }, px.sync(), reps);
+        if (!tm.ok || !tf.ok || !tu.ok) throw Failure(tm.ok ? tf.ok ? tu.error : tf.error : tm.error);
+        std::printf("%-11s | %6d | %s | %s | %s | %12.2f | %9.2f\n", size_text(w, h).c_str(), n, ms_text(tf).c_str(),
+                    ms_text(tu).c_str(), ms_text(tm).c_str(), tf.ms / tm.ms, tu.ms / tf.ms);
+      }
+    } catch (const std::exception &e) {
+      status = 1;
+      std::fprintf(stderr, "note: loops %s: %s\n", size_text(w, h).c_str(), e.what());
+    }
+  }
+  return status;
+}
+
+// ------------------------------------------------------------------------------------
 // Section "filters": 3x3 and 5x5 filters, pxl kernels generated from NPP's masks
 
 struct FilterDef {
@@ -1264,8 +1357,9 @@ void usage(FILE *f) {
   std::fprintf(
       f,
       "usage: bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]\n"
-      "                  [--reps N] [--only table|padding|pipeline|filters] [--no-padding]\n"
-      "                  [--no-pipeline] [--no-opencv-filters]\n"
+      "                  [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]\n"
+      "                  [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]\n"
+      "                  [--loop-profile N]\n"
       "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -1276,7 +1370,9 @@ struct Options {
   std::vector<std::pair<int, int>> sizes = {{2048, 2048}, {8192, 8192}, {16384, 16384}};
   std::vector<std::string> kernels;
   int reps = 10;
-  bool table = true, padding = true, pipeline = true, filters = true;
+  bool table = true, padding = true, pipeline = true, filters = true, loops = true;
+  std::vector<int> loop_counts = {1, 10, 100, 1000};
+  int loop_profile = 0;  // --loop-profile N: one profiled run of the fixed loop, n = N
 };
 
 // Parses argv into o; returns -1 to go on, else the exit status.
@@ -1321,8 +1417,20 @@ int parse_args(int argc, char **argv, Options &o) {
     } else if (a == "--only") {
       std::string v = next();
       o.table = v == "table", o.padding = v == "padding", o.pipeline = v == "pipeline", o.filters = v == "filters";
-      if (!o.table && !o.padding && !o.pipeline && !o.filters)
+      o.loops = v == "loops";
+      if (!o.table && !o.padding && !o.pipeline && !o.filters && !o.loops)
         return std::fprintf(stderr, "bench_cuda: bad --only '%s'\n", v.c_str()), 2;
+    } else if (a == "--loop-counts") {
+      o.loop_counts.clear();
+      for (const auto &c : split(next(), ',')) {
+        int n = std::atoi(c.c_str());
+        if (n < 1) return std::fprintf(stderr, "bench_cuda: bad --loop-counts '%s'\n", c.c_str()), 2;
+        o.loop_counts.push_back(n);
+      }
+    } else if (a == "--loop-profile") {
+      o.loop_profile = std::atoi(next().c_str());
+      if (o.loop_profile < 1) return std::fprintf(stderr, "bench_cuda: bad --loop-profile\n"), 2;
+      o.table = o.padding = o.pipeline = o.filters = false, o.loops = true;
     } else if (a == "--no-padding") {
       o.padding = false;
     } else if (a == "--no-pipeline") {
@@ -1382,6 +1490,7 @@ int main(int argc, char **argv) {
     if (o.padding) status |= run_padding(px, o.reps);
     if (o.pipeline) status |= run_pipeline(px, o.device, o.sizes, o.reps);
     if (o.filters) status |= run_filters(px, npp, o.reps);
+    if (o.loops) status |= run_loops(px, o.sizes, o.loop_counts, o.reps, o.loop_profile);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());
     return 1;

@@ -104,7 +104,9 @@ static const char HELP_RUN[] =
     "Compiles FILE.pxl and runs one of its entry points on image files.\n"
     "\n"
     "ENTRY names a kernel, reduce, histogram or pipeline of FILE.pxl. Without ENTRY the\n"
-    "program's last pipeline runs, or its last entry point if it has no pipeline.\n"
+    "program's last pipeline runs, or its last entry point if it has no pipeline. A\n"
+    "generic entry (kernel<T: u8 | u16 | f32> ...) runs its instance for the element\n"
+    "type of the images given: examples/blur3.pxl blurs u8, u16 and f32 images alike.\n"
     "\n"
     "Options:\n"
     "  --in [NAME=]PATH     bind image file PATH to image parameter NAME; repeat for each\n"
@@ -956,12 +958,13 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
   return RC_RUN;
 }
 
-/* Refuses (exit 2), before any input is loaded or anything runs, an --out image file
- * whose format cannot store the entry's output type and channel count (an f32 result to
- * .png): the run could take long and its result would be lost. Returns the exit code. */
-static int check_output_file(pxl_context *ctx, pxl_program *prog, const RunOpts *o) {
+/* Refuses (exit 2), before anything runs, an --out image file whose format cannot store
+ * the output type and channel count of entry `entry` (an f32 result to .png): the run
+ * could take long and its result would be lost. The inputs are not loaded yet, except
+ * for a generic entry, whose output type depends on theirs. Returns the exit code. */
+static int check_output_file(pxl_context *ctx, pxl_program *prog, int entry, const RunOpts *o) {
   pxl_type type;
-  int channels, entry = pxl_program_entry_find(prog, o->entry);
+  int channels;
   int count = pxl_program_entry_output_count(prog, entry);
   if (o->nout > 1 && count == 0) {
     error("--out is given %d times, but '%s' produces no image", o->nout, pxl_program_entry_name(prog, entry));
@@ -1001,7 +1004,9 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
   if (o->threads >= 0 && (st = pxl_set_threads(ctx, o->threads))) return fail(ctx, st, "--threads");
   if ((rc = load_program(ctx, o->file, &prog))) return rc;
-  if ((rc = check_output_file(ctx, prog, o))) goto done;
+  const int entry0 = pxl_program_entry_find(prog, o->entry);
+  const int generic = pxl_program_entry_is_generic(prog, entry0);
+  if (!generic && (rc = check_output_file(ctx, prog, entry0, o))) goto done;
   if (!(args = pxl_args_new(ctx))) {
     rc = fail(ctx, PXL_ENOMEM, NULL);
     goto done;
@@ -1046,7 +1051,8 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     }
   }
 
-  int entry = pxl_program_entry_find(prog, o->entry);
+  int entry = pxl_program_entry_for_args(prog, entry0, args);
+  if (generic && (rc = check_output_file(ctx, prog, entry, o))) goto done;
   if (entry >= 0 && pxl_program_entry_makes_image(prog, entry) && !o->out) {
     rc = usage_error("run", "'%s' produces an image: give --out PATH", pxl_program_entry_name(prog, entry));
     goto done;

@@ -138,6 +138,15 @@ int pxl_program_entry_output_count(const pxl_program *prog, int i);
  * pxl_program_entry_output is output 0. */
 int pxl_program_entry_output_at(const pxl_program *prog, int i, int k, pxl_type *type, int *channels,
                                 const char **name);
+/* Generic entries (`kernel<T: u8 | u16 | f32> T blur3(image T in)`): one entry per type
+ * of the list, all with the same name; pxl_program_entry_find gives the first. 1 when
+ * entry i is such an instance, else 0. */
+int pxl_program_entry_is_generic(const pxl_program *prog, int i);
+/* The instance of generic entry i that pxl_run would take for args: the first whose image
+ * parameters have the element types of the images in args (bound by name, else in order);
+ * i itself when entry i is not generic or no instance matches (the run then reports the
+ * mismatch); -1 when i is out of range. */
+int pxl_program_entry_for_args(const pxl_program *prog, int i, const pxl_args *args);
 /* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
  * counts. Returns a string owned by prog, valid until pxl_program_free. */
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);

@@ -64,7 +64,9 @@ const char *explain_program(Program *p) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     char t[16];
-    sb_printf(&b, "%s %s: %s\n", D->scan ? "scan" : kinds[D->kind], D->name, skeleton_name(D->skel));
+    char inst[48] = "";
+    if (D->tparam) snprintf(inst, sizeof inst, " (generic, %s = %s)", D->tparam, type_str(D->targ, t));
+    sb_printf(&b, "%s %s%s: %s\n", D->scan ? "scan" : kinds[D->kind], D->name, inst, skeleton_name(D->skel));
     if (D->scan)
       sb_printf(&b, "  prefix %s in %s: %s\n", redop_name(D->redop), type_str(D->type, t),
                 D->scan == SCAN_X ? "along each row (x), left to right"

@@ -49,6 +49,10 @@ int api_fail_err(pxl_context *ctx, const Err *e);
 void api_clear(pxl_context *ctx);
 /* The entry pxl_run runs by default: the last pipeline, else the last entry (-1: none). */
 int api_default_entry(const Program *p);
+/* The instance of generic entry D (Decl.inst_first) a run with args takes: the first whose
+ * image parameters have the element types of the images given; D when not generic or
+ * when none fits (binding then reports the mismatch). */
+Decl *api_entry_instance(Decl *D, const pxl_args *args);
 /* The backend runs on ctx use now: the device's row, or for "auto" the first row in
  * auto order that opens (an absent device silently, a failing one with a warning). */
 int api_backend(pxl_context *ctx, Backend **be, Err *e);

@@ -109,6 +109,11 @@ int pxl_program_entry_find(const pxl_program *prog, const char *name) {
   return D ? D->index : -1;
 }
 
+int pxl_program_entry_is_generic(const pxl_program *prog, int i) {
+  if (!prog || i < 0 || i >= prog->prog->ndecls) return 0;
+  return prog->prog->decls[i]->inst_first != NULL;
+}
+
 int pxl_program_entry_makes_image(const pxl_program *prog, int i) {
   if (!prog || i < 0 || i >= prog->prog->ndecls) return 0;
   DeclKind k = prog->prog->decls[i]->kind;

@@ -224,6 +224,39 @@ static Decl *find_entry(pxl_context *ctx, const Program *p, const char *entry) {
   return NULL;
 }
 
+/* Whether the images of args have the element types of D's image parameters, bound as
+ * bind() binds them: by name, else the unnamed ones in order. */
+static bool images_fit(const Decl *D, const pxl_args *args) {
+  int unnamed = 0; /* the unnamed images before this one are taken */
+  for (int i = 0; i < D->nparams && args; i++) {
+    const Param *p = D->params[i];
+    if (!p->is_image) continue;
+    const Arg *found = NULL;
+    for (int j = 0; j < args->n && !found; j++)
+      if (args->v[j].kind == ARG_IMAGE && !strcmp(args->v[j].name, p->name)) found = &args->v[j];
+    for (int j = unnamed; j < args->n && !found; j++)
+      if (args->v[j].kind == ARG_IMAGE && !args->v[j].name[0]) {
+        found = &args->v[j];
+        unnamed = j + 1;
+      }
+    if (!found) continue; /* missing: bind() reports it */
+    if (scalar_of_pxl(found->img->type) != p->type.s) return false;
+  }
+  return true;
+}
+
+Decl *api_entry_instance(Decl *D, const pxl_args *args) {
+  if (!D->inst_first) return D;
+  for (Decl *i = D->inst_first; i; i = i->inst_next)
+    if (images_fit(i, args)) return i;
+  return D;
+}
+
+int pxl_program_entry_for_args(const pxl_program *prog, int i, const pxl_args *args) {
+  if (!prog || i < 0 || i >= prog->prog->ndecls) return -1;
+  return api_entry_instance(prog->prog->decls[i], args)->index;
+}
+
 static void describe_type(Type t, char *buf, size_t n) {
   if (t.lanes > 1) snprintf(buf, n, "%sx%d (%d channels)", scalar_name(t.s), t.lanes, t.lanes);
   else snprintf(buf, n, "%s (1 channel)", scalar_name(t.s));
@@ -292,6 +325,14 @@ static int image_type_error(pxl_context *ctx, const Decl *D, const Param *p, con
   char want[64], got[64];
   describe_type(p->type, want, sizeof want);
   describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
+  if (D->inst_first) { /* no instance fits */
+    char types[128] = "";
+    size_t m = 0;
+    for (const Decl *i = D->inst_first; i && m < sizeof types; i = i->inst_next)
+      m += (size_t)snprintf(types + m, sizeof types - m, "%s%s", m ? ", " : "", scalar_name(i->targ.s));
+    return api_fail(ctx, PXL_EARG, "image for parameter '%s' of generic '%s' (%s = %s) is %s%s; no instance takes it",
+                    p->name, D->name, D->tparam, types, got, why);
+  }
   return api_fail(ctx, PXL_EARG, "image for parameter '%s' of '%s' must be %s, got %s%s", p->name, D->name, want, got,
                   why);
 }
@@ -445,6 +486,7 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   if (!prog) return api_fail(ctx, PXL_EARG, "no program");
   Decl *D = find_entry(ctx, prog->prog, entry);
   if (!D) return ctx->err.code;
+  D = api_entry_instance(D, args);
   ImgArg imgs[64];
   Lane scalars[32];
   Lane *arrays[32] = {0};

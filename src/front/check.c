@@ -873,6 +873,42 @@ static void check_array_arg(Checker *C, const Decl *D, const PipeArg *a, int j, 
                tstr(src->type), src->name, src->len, p->name, tstr(p->type), p->len);
 }
 
+/* The types a generic declaration's instances stand for: "u8, u16, f32". */
+static void instance_types(const Decl *k, char *buf, size_t n) {
+  size_t m = 0;
+  buf[0] = 0;
+  for (const Decl *i = k->inst_first; i && m < n; i = i->inst_next)
+    m += (size_t)snprintf(buf + m, n - m, "%s%s", i == k->inst_first ? "" : ", ", tstr(i->targ));
+}
+
+/* The instance of generic k that call v (in pipeline D) takes: the first whose image
+ * parameters have the types of the images given; NULL (reported) when none has. */
+static Decl *call_instance(Checker *C, const Decl *D, const PipeValue *v, Decl *k, const char *name) {
+  for (Decl *i = k->inst_first; i; i = i->inst_next) {
+    bool match = i->nparams == v->nargs;
+    for (int j = 0; match && j < v->nargs; j++) {
+      const PipeArg *a = &v->args[j];
+      const Param *p = i->params[j];
+      if (!p->is_image || a->source < 0 || D->values[a->source].kind != PV_IMAGE) continue;
+      Type at = D->values[a->source].type;
+      match = at.s == T_VOID || type_eq(at, p->type);
+    }
+    if (match) return i;
+  }
+  if (k->nparams != v->nargs) return k; /* the argument count is reported with the other checks */
+  char types[128], got[256] = "";
+  size_t m = 0;
+  instance_types(k, types, sizeof types);
+  for (int j = 0; j < v->nargs && m < sizeof got; j++) {
+    const PipeArg *a = &v->args[j];
+    if (k->params[j]->is_image && a->source >= 0 && D->values[a->source].kind == PV_IMAGE)
+      m += (size_t)snprintf(got + m, sizeof got - m, "%simage %s", m ? ", " : "", tstr(D->values[a->source].type));
+  }
+  diag_error(C->d, v->loc, "no instance of generic '%s' (%s = %s) takes %s", name, k->tparam, types,
+             m ? got : "these arguments");
+  return NULL;
+}
+
 static void check_pipeline(Checker *C, Decl *D) {
   check_image_params(C, D);
   for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
@@ -887,6 +923,7 @@ static void check_pipeline(Checker *C, Decl *D) {
     const char *name = v->callee->name;
     Decl *k = program_find(C->prog, name);
     v->callee = NULL;
+    if (k && k->inst_first && !(k = call_instance(C, D, v, k, name))) continue;
     if (k && k->bad) continue; /* its own errors were reported */
     if (!k) {
       diag_error(C->d, v->loc, "unknown kernel '%s'", name);
@@ -1054,6 +1091,21 @@ static void check_func(Checker *C, Decl *F) {
     diag_error(C->d, F->body->loc, "function '%s' can end without returning a value", F->name);
 }
 
+/* An instance of a generic declaration: its errors say which (Diag.context), and one of
+ * its image parameters must have the type parameter's type, since that is how a run
+ * picks the instance. */
+static void generic_context(Checker *C, const Decl *D, char *buf, size_t n) {
+  if (!D->tparam) return;
+  snprintf(buf, n, "with %s = %s", D->tparam, tstr(D->targ));
+  C->d->context = buf;
+  bool named = false;
+  for (int i = 0; i < D->nparams; i++)
+    named |= D->params[i]->is_image && D->params[i]->of_tparam;
+  if (!named)
+    diag_error(C->d, D->loc, "generic '%s': no image parameter has type %s, so a run cannot tell which instance to "
+               "take; declare an image parameter 'image %s NAME'", D->name, D->tparam, D->tparam);
+}
+
 bool check_program(Program *p, Diag *d) {
   Checker C = {.prog = p, .a = p->arena, .d = d};
   int errs = d->nerrors;
@@ -1075,10 +1127,12 @@ bool check_program(Program *p, Diag *d) {
       }
     }
   }
+  char ctx[64];
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     C.decl = D;
     if (D->bad) continue;
+    generic_context(&C, D, ctx, sizeof ctx);
     switch (D->kind) {
     case D_KERNEL: D->scan ? check_scan(&C, D) : check_kernel(&C, D); break;
     case D_REDUCE: check_reduce(&C, D); break;
@@ -1086,15 +1140,18 @@ bool check_program(Program *p, Diag *d) {
     case D_PIPELINE: break; /* below: after the histograms' bin types are known */
     case D_FUNC: break; /* functions live in Program.funcs */
     }
+    d->context = NULL;
     if (d->nerrors > DIAG_MAX_ERRORS) break;
   }
   for (int i = 0; i < p->ndecls && d->nerrors <= DIAG_MAX_ERRORS; i++) {
     Decl *D = p->decls[i];
     C.decl = D;
     if (!D->bad && D->kind == D_PIPELINE) {
+      generic_context(&C, D, ctx, sizeof ctx);
       check_pipeline(&C, D);
       check_pipeline_loops(&C, D);
       check_loops_without_values(&C, D);
+      d->context = NULL;
     }
   }
   return d->nerrors == errs && !p->arena->failed;

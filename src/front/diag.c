@@ -9,6 +9,7 @@
 
 #include "front/front.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 
 void diag_init(Diag *d, const char *filename, const char *source) {
   memset(d, 0, sizeof *d);
@@ -57,6 +58,20 @@ static void show_line(Diag *d, int line, int col) {
   append(d, "^\n", 2);
 }
 
+/* Whether an error of an instance of a generic declaration (d->context set) is one an
+ * earlier instance made at the same place with the same words: remembered, not shown
+ * again. */
+static bool seen_before(Diag *d, Loc loc, const char *msg) {
+  if (!d->context) return false;
+  const int at[2] = {loc.line, loc.col};
+  uint64_t h = hash_str(hash_bytes(HASH_INIT, at, sizeof at), msg);
+  int n = d->nseen < (int)(sizeof d->seen / sizeof d->seen[0]) ? d->nseen : (int)(sizeof d->seen / sizeof d->seen[0]);
+  for (int i = 0; i < n; i++)
+    if (d->seen[i] == h) return true;
+  d->seen[d->nseen++ % (int)(sizeof d->seen / sizeof d->seen[0])] = h;
+  return false;
+}
+
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
   d->nerrors++;
   /* "expected ..." or "... nested too deeply" where the previous error was reported is a
@@ -65,6 +80,12 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
   if (d->nshown > 0 && loc.line == d->last.line && loc.col == d->last.col &&
       (!strncmp(fmt, "expected", 8) || strstr(fmt, "nested too deeply")))
     return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (seen_before(d, loc, msg)) return;
   d->last = loc;
   d->nshown++;
   if (d->nshown == DIAG_MAX_ERRORS + 1) {
@@ -72,14 +93,9 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
     append(d, more, sizeof more - 1);
   }
   if (d->nshown > DIAG_MAX_ERRORS) return;
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  char head[1400];
-  int n = snprintf(head, sizeof head, "%s:%d:%d: error: %s\n", d->filename ? d->filename : "<input>",
-                   loc.line, loc.col, msg);
+  char head[1500];
+  int n = snprintf(head, sizeof head, "%s:%d:%d: error: %s%s%s%s\n", d->filename ? d->filename : "<input>",
+                   loc.line, loc.col, msg, d->context ? " [" : "", d->context ? d->context : "", d->context ? "]" : "");
   append(d, head, (size_t)(n < (int)sizeof head ? n : (int)sizeof head - 1));
   if (loc.line > 0) show_line(d, loc.line, loc.col);
 }

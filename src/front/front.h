@@ -24,6 +24,11 @@ typedef struct {
   int nshown;      /* errors shown in text (at most DIAG_MAX_ERRORS) */
   Loc last;        /* where the last shown error was */
   bool oom;        /* an allocation failed while reporting */
+  const char *context; /* added to each message: "with T = f32" while an instance of a generic
+                        * declaration is parsed or checked; NULL: none */
+  uint64_t seen[16];   /* hashes of the last messages with a context: an error each instance
+                        * makes alike is shown once */
+  int nseen;
 } Diag;
 
 #define DIAG_MAX_ERRORS 20

@@ -71,6 +71,8 @@ typedef struct {
   int loop_cap;   /* room in decl->loops */
   bool in_func;   /* parsing a user function: no coordinates, no images */
   int table_bytes; /* bytes of the program's tables so far (MAX_TABLE_BYTES) */
+  const char *tparam; /* parsing an instance of a generic declaration: its type parameter */
+  Type targ;          /* and the type it stands for */
 } Parser;
 
 /* ---- helpers ---- */
@@ -147,11 +149,11 @@ static const char *ident(Parser *P, const char *what) {
   return s;
 }
 
-static bool at_type_tok(const Token *t);
+static bool at_type_tok(Parser *P, const Token *t);
 
 /* A function header: type IDENT "(" (a statement cannot start so). */
 static bool at_func_header(Parser *P) {
-  return at_type_tok(P->tok) && P->tok + 2 <= P->end && P->tok[1].kind == TK_IDENT &&
+  return at_type_tok(P, P->tok) && P->tok + 2 <= P->end && P->tok[1].kind == TK_IDENT &&
          P->tok[2].kind == TK_PUNCT && !strcmp(P->tok[2].text, "(");
 }
 
@@ -213,12 +215,22 @@ static Param *lookup_image(Parser *P, const char *name) {
   return NULL;
 }
 
+/* The type `name` names: a type of the language, or the type parameter of the generic
+ * declaration being parsed (the type of this instance). */
+static bool named_type(const Parser *P, const char *name, Type *t) {
+  if (P->tparam && !strcmp(name, P->tparam)) {
+    *t = P->targ;
+    return true;
+  }
+  return type_from_name(name, t);
+}
+
 /* Reports a name that a declaration may not take (coordinates, types, built-ins). */
 static bool reserved_name(Parser *P, const char *name, Loc loc) {
   Type ty;
   if (is_coord_name(name))
     diag_error(P->d, loc, "'%s' is a built-in coordinate and cannot be declared", name);
-  else if (type_from_name(name, &ty))
+  else if (named_type(P, name, &ty))
     diag_error(P->d, loc, "'%s' is a type name and cannot be declared", name);
   else if (builtin_lookup(name) >= 0)
     diag_error(P->d, loc, "'%s' is a built-in function and cannot be declared", name);
@@ -252,7 +264,7 @@ static Var *declare_var(Parser *P, const char *name, Type t, Loc loc) {
 
 /* type = scalar-type ("x3" | "x4")? | "int" | "uint" | "float" | "double" */
 static bool parse_type(Parser *P, Type *t) {
-  if (P->tok->kind != TK_IDENT || !type_from_name(P->tok->text, t)) {
+  if (P->tok->kind != TK_IDENT || !named_type(P, P->tok->text, t)) {
     char b[64];
     diag_error(P->d, P->tok->loc, "expected a type (u8, i16, u16, i32, u32, f32, ...) before %s",
                tok_desc(P->tok, b));
@@ -262,12 +274,12 @@ static bool parse_type(Parser *P, Type *t) {
   return true;
 }
 
-static bool at_type_tok(const Token *t) {
+static bool at_type_tok(Parser *P, const Token *t) {
   Type ty;
-  return t->kind == TK_IDENT && type_from_name(t->text, &ty);
+  return t->kind == TK_IDENT && named_type(P, t->text, &ty);
 }
 
-static bool at_type(Parser *P) { return at_type_tok(P->tok); }
+static bool at_type(Parser *P) { return at_type_tok(P, P->tok); }
 
 
 static Node *expr(Parser *P);
@@ -519,6 +531,24 @@ static Node *primary(Parser *P) {
   const char *name = t->text;
   advance(P);
 
+  if (!strcmp(name, "is_float") && is(P, "(") && !lookup_var(P, name)) {
+    /* is_float(TYPE): 1 for f32 and f64, else 0, known where it is parsed (so that an if
+     * on it keeps one branch: a generic declaration's code for float or integer types) */
+    advance(P);
+    Type ty;
+    if (!at_type(P)) {
+      char b[64];
+      diag_error(P->d, P->tok->loc, "is_float takes a type (u8, f32, a type parameter), not %s", tok_desc(P->tok, b));
+      return error_node(P, loc);
+    }
+    parse_type(P, &ty);
+    expect(P, ")");
+    Node *n = new_node(P, ND_NUM, loc);
+    n->type = type_scalar(T_I32);
+    n->ival = scalar_is_float(ty.s);
+    return n;
+  }
+
   if (P->in_pipeline && is(P, ".")) { /* the size of an image of the pipeline: in.width */
     Param *pimg = lookup_image(P, name);
     advance(P);
@@ -588,7 +618,7 @@ static Node *primary(Parser *P) {
 
   if (is(P, "(")) {
     Type ty;
-    if (type_from_name(name, &ty)) { /* conversion or vector constructor: T(args) */
+    if (named_type(P, name, &ty)) { /* conversion or vector constructor: T(args) */
       Node **args;
       int n = call_args(P, &args);
       if (n < 0) return error_node(P, loc);
@@ -738,7 +768,7 @@ static Node *unary(Parser *P) {
     r = new_node(P, ND_BITNOT, loc);
     r->a = unary(P);
   } else if (is(P, "(") && P->tok[1].kind == TK_IDENT && P->tok + 2 <= P->end && P->tok[2].kind == TK_PUNCT &&
-             !strcmp(P->tok[2].text, ")") && at_type_tok(&P->tok[1])) {
+             !strcmp(P->tok[2].text, ")") && at_type_tok(P, &P->tok[1])) {
     advance(P);
     Type t;
     parse_type(P, &t);
@@ -1008,6 +1038,7 @@ static Node *block(Parser *P) {
     if (is_decl_keyword(P)) break; /* missing '}' : let the caller report it */
     Node *s = stmt(P);
     if (P->a->failed) break; /* out of memory: s may be the shared placeholder node */
+    if (s && s->kind == ND_BLOCK && (s->flags & NF_KEPT_BRANCH)) s = s->body; /* names are resolved: no clash */
     *tail = s;
     while (*tail) tail = &(*tail)->next;
   }
@@ -1059,6 +1090,12 @@ static Node *stmt(Parser *P) {
       r->c = stmt(P);
     }
     if (!r->b) r->b = new_node(P, ND_BLOCK, loc);
+    if (r->a && r->a->kind == ND_NUM && !(r->a->flags & NF_ERROR) && !scalar_is_float(r->a->type.s)) {
+      /* a known condition (is_float(T) in a generic declaration, if (0)): the branch taken
+       * stands for the if, so analysis sees only the code that runs */
+      r = r->a->ival ? r->b : r->c ? r->c : new_node(P, ND_BLOCK, loc);
+      if (r->kind == ND_BLOCK) r->flags |= NF_KEPT_BRANCH;
+    }
   } else if (accept(P, "for")) {
     Scope *saved = P->scope;
     r = new_node(P, ND_FOR, loc);
@@ -1214,6 +1251,7 @@ static void params(Parser *P) {
       }
       if (accept(P, "image")) {
         p->is_image = true;
+        p->of_tparam = P->tparam && P->tok->kind == TK_IDENT && !strcmp(P->tok->text, P->tparam);
         if (!parse_type(P, &p->type)) break;
         p->name = ident(P, "a parameter name");
         if (!p->name) break;
@@ -1508,7 +1546,7 @@ static PipeArg parg(Parser *P, int *cap) {
     return a;
   }
   if (P->tok->kind == TK_IDENT && !lookup_var(P, P->tok->text) && builtin_lookup(P->tok->text) < 0 &&
-      !type_from_name(P->tok->text, &t) && !size) { /* an image: a call or a name */
+      !named_type(P, P->tok->text, &t) && !size) { /* an image: a call or a name */
     bool call = P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(");
     if (call) {
       a.source = pcall(P, cap);
@@ -1818,7 +1856,7 @@ static void pstmt(Parser *P, int *cap) {
       diag_error(P->d, P->tok->loc, "expected a kernel call");
     }
     expect(P, ";");
-  } else if (P->tok->kind == TK_IDENT && type_from_name(P->tok->text, &(Type){0})) {
+  } else if (P->tok->kind == TK_IDENT && named_type(P, P->tok->text, &(Type){0})) {
     if (P->loop >= 0)
       diag_error(P->d, sloc, "a reduction or histogram is computed before a loop, not inside one");
     pvalue_stmt(P, cap);
@@ -2014,6 +2052,118 @@ static void add_decl(Parser *P, Decl *D, int *cap) {
   p->decls[p->ndecls++] = D;
 }
 
+typedef Decl *(*DeclParser)(Parser *P, Loc loc);
+
+#define MAX_INSTANCES 8
+
+/* type-params = "<" IDENT ":" type ("|" type)* ">": the type parameter of a generic
+ * declaration and the types it stands for (at most MAX_INSTANCES, each once). Returns the
+ * number of types, 0 after an error. */
+static int type_params(Parser *P, const char **name, Type *types) {
+  advance(P); /* < */
+  Loc nloc = P->tok->loc;
+  *name = ident(P, "a type parameter's name");
+  if (!*name) return 0;
+  Type ty;
+  if (reserved_name(P, *name, nloc)) return 0;
+  if (!expect(P, ":")) return 0;
+  int n = 0;
+  do {
+    Loc tloc = P->tok->loc;
+    if (P->tok->kind != TK_IDENT || !type_from_name(P->tok->text, &ty)) {
+      char b[64];
+      diag_error(P->d, tloc, "expected a type (u8, u16, f32, ...) for '%s' before %s", *name, tok_desc(P->tok, b));
+      return 0;
+    }
+    advance(P);
+    for (int i = 0; i < n; i++)
+      if (type_eq(types[i], ty)) {
+        diag_error(P->d, tloc, "'%s' lists %s twice", *name, type_str(ty, (char[16]){0}));
+        return 0;
+      }
+    if (n == MAX_INSTANCES) {
+      diag_error(P->d, tloc, "a type parameter stands for at most %d types", MAX_INSTANCES);
+      return 0;
+    }
+    types[n++] = ty;
+  } while (accept(P, "|"));
+  if (!expect(P, ">")) return 0;
+  return n;
+}
+
+/* Skips to the end of a declaration: past its body's closing brace, or past the ';' of
+ * a reduce or scan, whichever comes first at the outermost level. */
+static void skip_declaration(Parser *P) {
+  while (P->tok->kind != TK_EOF && !is(P, "{") && !is(P, ";")) advance(P);
+  if (accept(P, ";")) return;
+  int depth = 0;
+  while (P->tok->kind != TK_EOF) {
+    if (is(P, "{")) depth++;
+    else if (is(P, "}") && --depth == 0) {
+      advance(P);
+      return;
+    }
+    advance(P);
+  }
+}
+
+/* Adds D to the program, refusing a name taken by another declaration, a function or a
+ * table (instances of one generic declaration share theirs). */
+static void define(Parser *P, Decl *D, Loc loc, int *cap) {
+  Program *prog = P->prog;
+  Decl *same = program_find(prog, D->name);
+  if ((same && !(D->inst_first && same->inst_first == D->inst_first)) || program_find_func(prog, D->name))
+    diag_error(P->d, loc, "'%s' is already defined", D->name);
+  for (Scope *s = P->globals; s; s = s->up)
+    if (!strcmp(s->name, D->name)) diag_error(P->d, loc, "'%s' is already defined (a table)", D->name);
+  if (D->kind == D_FUNC) add_func(P, D);
+  else add_decl(P, D, cap);
+}
+
+/* A declaration after its keyword: parsed once, or, generic (a type-params clause
+ * follows the keyword), once per type of the clause from the same tokens with the type
+ * parameter bound to it, each instance a declaration of its own (Decl.tparam). Stops
+ * after an instance with errors: the next ones would repeat them. */
+static void declaration(Parser *P, Loc loc, DeclParser parse, int *cap) {
+  const char *tparam = NULL;
+  Type types[MAX_INSTANCES];
+  int n = 0;
+  if (parse != func_decl && is(P, "<") && !(n = type_params(P, &tparam, types))) {
+    skip_declaration(P); /* its T means nothing: its body would only add errors */
+    return;
+  }
+  Token *start = P->tok;
+  Decl *first = NULL, *prev = NULL;
+  for (int i = 0; i < (n ? n : 1); i++) {
+    P->tok = start;
+    P->depth = P->call_depth = P->nest = 0;
+    P->too_deep = false;
+    char ctx[64], t[16];
+    if (n) {
+      snprintf(ctx, sizeof ctx, "with %s = %s", tparam, type_str(types[i], t));
+      P->tparam = tparam;
+      P->targ = types[i];
+      P->d->context = ctx;
+    }
+    int errs = P->d->nerrors;
+    Decl *D = parse(P, loc);
+    P->tparam = NULL;
+    P->d->context = NULL;
+    if (!D) return;
+    D->bad = P->d->nerrors > errs;
+    if (n) {
+      D->tparam = tparam;
+      D->targ = types[i];
+      D->inst_first = first ? first : D;
+      if (prev) prev->inst_next = D;
+      first = D->inst_first;
+      prev = D;
+    }
+    if (D->name) define(P, D, loc, cap);
+    if (D->bad) return;
+  }
+}
+
 bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
   Parser P = {.prog = prog, .a = prog->arena, .d = d, .tok = toks, .end = &toks[ntoks - 1]};
   int cap = 0;
@@ -2022,21 +2172,19 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
   while (P.tok->kind != TK_EOF && !P.a->failed) { /* after out-of-memory nothing is kept */
     Loc loc = P.tok->loc;
     int errs = d->nerrors;
-    Decl *D = NULL;
-    P.depth = P.call_depth = P.nest = 0;
-    P.too_deep = false;
+    DeclParser parse = NULL;
     if (accept(&P, "kernel"))
-      D = kernel_decl(&P, loc);
+      parse = kernel_decl;
     else if (accept(&P, "reduce"))
-      D = reduce_decl(&P, loc);
+      parse = reduce_decl;
     else if (accept(&P, "histogram"))
-      D = histogram_decl(&P, loc);
+      parse = histogram_decl;
     else if (accept(&P, "scan"))
-      D = scan_decl(&P, loc);
+      parse = scan_decl;
     else if (accept(&P, "pipeline"))
-      D = pipeline_decl(&P, loc);
+      parse = pipeline_decl;
     else if (at_func_header(&P))
-      D = func_decl(&P, loc);
+      parse = func_decl;
     else if (accept(&P, "const")) {
       skip_const(&P); /* a table, parsed by parse_tables */
       continue;
@@ -2045,15 +2193,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'scan', 'pipeline', 'const' or a function before %s",
                  tok_desc(P.tok, b));
     }
-    if (D) D->bad = d->nerrors > errs;
-    if (D && D->name) {
-      if (program_find(prog, D->name) || program_find_func(prog, D->name))
-        diag_error(d, loc, "'%s' is already defined", D->name);
-      for (Scope *s = P.globals; s; s = s->up)
-        if (!strcmp(s->name, D->name)) diag_error(d, loc, "'%s' is already defined (a table)", D->name);
-      if (D->kind == D_FUNC) add_func(&P, D);
-      else add_decl(&P, D, &cap);
-    }
+    if (parse) declaration(&P, loc, parse, &cap);
     if (d->nerrors > errs) { /* resynchronise on the next declaration keyword */
       if (!is_decl_keyword(&P)) advance(&P);
       while (P.tok->kind != TK_EOF && !is_decl_keyword(&P)) advance(&P);

@@ -172,6 +172,7 @@ struct Var {
 struct Param {
   const char *name;
   bool is_image;
+  bool of_tparam;      /* declared with the type parameter of a generic declaration: image T in */
   Type type;         /* pixel type for images, value type for scalars */
   int index;         /* position among all params */
   int img_index;     /* position among image params (-1 for scalars) */
@@ -211,6 +212,8 @@ enum {
   NF_COMPOUND = 8,      /* binary operator desugared from a compound assignment (a += b):
                          * diagnostics name it as written */
   NF_CHECKED = 16,      /* the value of a file-scope constant: checked and converted once */
+  NF_KEPT_BRANCH = 32,  /* ND_BLOCK: the branch an if with a known condition kept (parser);
+                         * a block it stands in splices its statements in */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
@@ -396,6 +399,14 @@ struct Decl {
   struct Decl **outs; /* analysis (outputs.c): the projection computing output k alone */
   const struct Decl *parent; /* a projection: the kernel it comes from (out_index: which output) */
   int out_index;
+  /* a generic declaration, `kernel<T: u8 | u16 | f32> T name(image T in)`: one Decl per
+   * type of the list (instances, parsed from the same tokens with T bound to it), all
+   * named `name`; a run or a pipeline call takes the first whose image parameters have
+   * the element types of the images given (ir.c: decl_instance_for) */
+  const char *tparam; /* the type parameter's name, NULL: not generic */
+  Type targ;          /* the type it stands for in this instance */
+  struct Decl *inst_first; /* the first instance (itself for the first) */
+  struct Decl *inst_next;  /* the next instance, NULL after the last */
   bool bad;           /* had syntax errors: not type-checked */
   int index;          /* position in Program.decls */
   uint64_t serial;    /* Program.serial of its program */

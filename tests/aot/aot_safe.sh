@@ -208,7 +208,7 @@ int main(void) {
   pxlc_image in = {a, W, H, W}, x = {o1, W, H, W}, y = {o2, W, H, W}, z = {o3, W, H, W};
   pxlc_scalar t[1];
   t[0].i = 30;
-  if (e1_edges(&in, t, &x, 0) || e2_edges(&in, t, &y, 0) || blur_blur3(&in, NULL, &z, 0)) return 1;
+  if (e1_edges(&in, t, &x, 0) || e2_edges(&in, t, &y, 0) || blur_blur3_u8(&in, NULL, &z, 0)) return 1;
   if (memcmp(o1, o2, sizeof o1)) return 2;
   return memcmp(o1, o3, sizeof o1) ? 0 : 3;
 }

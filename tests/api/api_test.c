@@ -310,6 +310,69 @@ static void array_params(const char *cache) {
   pxl_context_free(ctx);
 }
 
+/* A generic entry: each instance listed with its concrete types; a run with a u16 or f32
+ * image takes that instance (its output has the image's type, and its pixels are the
+ * 3x3 mean computed by hand here); an i16 image, which no instance takes, is refused
+ * naming the types there are. */
+static void generic_entries(const char *cache) {
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_set_device(ctx, "ref");
+  pxl_program *prog = NULL;
+  int rc = pxl_program_from_string(ctx, "generic", "kernel<T: u8 | u16 | f32> T mean3(image T in) {\n"
+                                   "  f64 s = 0;\n  for (int dy = -1; dy <= 1; dy++)\n"
+                                   "    for (int dx = -1; dx <= 1; dx++) s += in(dx, dy);\n"
+                                   "  return s / 9;\n}\n", &prog);
+  CHECK(rc == PXL_OK, "generic kernel: %s", pxl_errmsg(ctx));
+  if (rc) return;
+  CHECK(pxl_program_entry_count(prog) == 3, "3 instances, got %d", pxl_program_entry_count(prog));
+  CHECK(!strcmp(pxl_program_entry_signature(prog, 1), "kernel u16 mean3(image u16 in)"), "signature '%s'",
+        pxl_program_entry_signature(prog, 1));
+  const pxl_type types[] = {PXL_U16, PXL_F32};
+  for (int t = 0; t < 2; t++) {
+    pxl_image *img;
+    pxl_image_create(ctx, 5, 4, types[t], 1, &img);
+    for (int y = 0; y < 4; y++)
+      for (int x = 0; x < 5; x++) {
+        char *row = (char *)pxl_image_data(img) + y * pxl_image_pitch(img);
+        if (types[t] == PXL_U16) ((uint16_t *)row)[x] = (uint16_t)(1000 * x + 7 * y);
+        else ((float *)row)[x] = 0.5f * (float)x - (float)y;
+      }
+    pxl_args *args = pxl_args_new(ctx);
+    pxl_args_image(args, "in", img);
+    int want = t + 1, got = pxl_program_entry_for_args(prog, pxl_program_entry_find(prog, "mean3"), args);
+    CHECK(got == want && pxl_program_entry_is_generic(prog, got), "instance for %s: %d, want %d",
+          pxl_type_name(types[t]), got, want);
+    pxl_run_result *res = NULL;
+    rc = pxl_run(ctx, prog, "mean3", args, &res);
+    CHECK(rc == PXL_OK, "mean3 on %s: %s", pxl_type_name(types[t]), pxl_errmsg(ctx));
+    pxl_image *o = rc ? NULL : pxl_result_image(res);
+    CHECK(o && pxl_image_type(o) == types[t], "mean3 on %s: output type", pxl_type_name(types[t]));
+    if (o) { /* pixel (2, 1): the window lies inside; the mean of x = 1..3, y = 0..2 */
+      const char *row = (const char *)pxl_image_data(o) + 1 * pxl_image_pitch(o);
+      double v = types[t] == PXL_U16 ? ((const uint16_t *)row)[2] : ((const float *)row)[2];
+      double want_v = types[t] == PXL_U16 ? 2000 + 7 : 0.5 * 2 - 1; /* 9 * (1000 * 2 + 7 * 1) / 9 */
+      CHECK(v == want_v, "mean3 on %s: pixel (2, 1) is %g, want %g", pxl_type_name(types[t]), v, want_v);
+    }
+    pxl_result_free(res);
+    pxl_args_free(args);
+    pxl_image_free(img);
+  }
+  pxl_image *i16;
+  pxl_image_create(ctx, 5, 4, PXL_I16, 1, &i16);
+  pxl_args *args = pxl_args_new(ctx);
+  pxl_args_image(args, NULL, i16);
+  pxl_run_result *res = NULL;
+  rc = pxl_run(ctx, prog, "mean3", args, &res);
+  CHECK(rc == PXL_EARG && strstr(pxl_errmsg(ctx), "u8, u16, f32") && strstr(pxl_errmsg(ctx), "i16"),
+        "i16 refused naming the instances: %d '%s'", rc, pxl_errmsg(ctx));
+  pxl_result_free(res);
+  pxl_args_free(args);
+  pxl_image_free(i16);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: api_test EXAMPLES_DIR CACHE_DIR\n");
@@ -320,6 +383,7 @@ int main(int argc, char **argv) {
   cuda_faults(argv[1], argv[2]);
   smaller_second_image(argv[2]);
   array_params(argv[2]);
+  generic_entries(argv[2]);
   printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
   return failed != 0;
 }

@@ -5,7 +5,9 @@ its own: every output must equal OpenCV's bit for bit.
 
   blur3 (3x3 box, (s + 4) / 9)  cv2.blur, ksize 3x3: clamp, mirror, mirror101,
                                 constant(0) as BORDER_REPLICATE, REFLECT, REFLECT_101,
-                                CONSTANT (OpenCV's box filter has no BORDER_WRAP)
+                                CONSTANT (OpenCV's box filter has no BORDER_WRAP); the
+                                generic kernel's u16 instance on a 16-bit colour crop
+                                and its f32 instance on an f32 gray crop (.npy) too
   gauss3 (1 2 1 binomial)       cv2.GaussianBlur 3x3, sigma 0 (the same weights)
   edges (pipeline)              GaussianBlur, Sobel (CV_16S) in x and y, all
                                 BORDER_REFLECT_101, sqrt(gx^2 + gy^2) * 0.25 in f32
@@ -46,7 +48,7 @@ def pxl(*args):
 
 def check(name, got_path, want):
     global failed, passed
-    got = cv2.imread(got_path, cv2.IMREAD_UNCHANGED)
+    got = np.load(got_path) if got_path.endswith(".npy") else cv2.imread(got_path, cv2.IMREAD_UNCHANGED)
     if got is None or got.shape != want.shape or got.dtype != want.dtype:
         print(f"FAIL {name}: pxl wrote {None if got is None else (got.shape, got.dtype)}, "
               f"OpenCV has {(want.shape, want.dtype)}")
@@ -54,17 +56,17 @@ def check(name, got_path, want):
         return
     diff = int(np.count_nonzero(got != want))
     if diff:
-        dev = int(np.abs(got.astype(np.int32) - want.astype(np.int32)).max())
-        print(f"FAIL {name}: {diff} of {want.size} elements differ from OpenCV (by up to {dev})")
+        dev = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max())
+        print(f"FAIL {name}: {diff} of {want.size} elements differ from OpenCV (by up to {dev:g})")
         failed += 1
     else:
-        print(f"ok {name}: {want.shape[1]}x{want.shape[0]}x{want.shape[2]}, equal to OpenCV")
+        print(f"ok {name}: {'x'.join(str(n) for n in want.shape)} {want.dtype}, equal to OpenCV")
         passed += 1
 
 
-def run(name, args, want):
+def run(name, args, want, ext="png"):
     global failed
-    out = os.path.join(WORK, f"{DEVICE}-{name}.png")
+    out = os.path.join(WORK, f"{DEVICE}-{name}.{ext}")
     rc, err = pxl("run", *args, "--out", out)
     if rc:
         print(f"FAIL {name}: pxl exited {rc}: {err.strip()}")
@@ -125,6 +127,32 @@ for name, path in inputs.items():
     run(f"gauss3-{name}-mirror101", [example("edges.pxl"), "gauss3", "--in", path, "--border", "in=mirror101"],
         cv2.GaussianBlur(img, (3, 3), 0, borderType=cv2.BORDER_REFLECT_101))
     run(f"edges-{name}", [example("edges.pxl"), "--in", path, "--param", "t=40"], edges(img, 40))
+
+# one source, three types: blur3 is generic (u8, u16, f32); a 16-bit colour image (the
+# crop times 257 plus a ramp in the low bits) and an f32 gray one (with fractions), both
+# with odd sizes, take its u16 and f32 instances
+ramp = ((np.arange(crop.shape[1])[None, :, None] * 7 + np.arange(crop.shape[0])[:, None, None] * 3) % 257)
+c16 = (crop.astype(np.uint32) * 257 + ramp).clip(0, 65535).astype(np.uint16)
+inputs16 = os.path.join(WORK, "crop16.png")
+cv2.imwrite(inputs16, c16)
+f32 = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY).astype(np.float32) / np.float32(7.0) - np.float32(3.25)
+inputsf = os.path.join(WORK, "cropf.npy")
+np.save(inputsf, f32)
+for mode, cvmode in borders:
+    extra = ["--border", f"in={mode}"] if mode else []
+    run(f"blur3-u16-{mode or 'clamp'}", [example("blur3.pxl"), "--in", inputs16] + extra,
+        cv2.blur(c16, (3, 3), borderType=cvmode))
+    run(f"blur3-f32-{mode or 'clamp'}", [example("blur3.pxl"), "--in", inputsf] + extra,
+        cv2.blur(f32, (3, 3), borderType=cvmode), ext="npy")
+# an image type no instance takes is refused, naming the types there are
+np.save(os.path.join(WORK, "i16.npy"), np.zeros((5, 7), np.int16))
+rc, err = pxl("run", example("blur3.pxl"), "--in", os.path.join(WORK, "i16.npy"), "--out",
+              os.path.join(WORK, "i16-out.npy"))
+if rc != 4 or "u8, u16, f32" not in err or "i16" not in err:
+    print(f"FAIL blur3 on i16: exit {rc}, '{err.strip()}' (want 4 naming u8, u16, f32 and i16)")
+    failed += 1
+else:
+    passed += 1
 
 # one result per run: a histogram of a colour image is refused, naming the parameter
 rc, err = pxl("run", example("hist256.pxl"), "--in", scene)
