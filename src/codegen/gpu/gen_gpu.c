@@ -261,11 +261,19 @@ static void kernel_reg(Gen *g, const char *A, int VP, GpuLaunch *L) {
   OUT("  }\n}\n");
 }
 
-/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
+/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows (or the
+ * tile's). A separable window whose sums slide takes at least the rows that make the
+ * block's 8 x py output rows as many as the window's (up to 8 per thread): the column
+ * pass reads each column's window once per block, and the staged tile's halo is the
+ * window's height, so on the 8 rows of a 1-row block a 31-row window would read the
+ * image 4.75 times and its column sums 5.6 times per pixel. */
 static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
   int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
   *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
   *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  const Separable *S = D->sep;
+  if (S && cg_sliding_columns(S) && cg_sliding_rows(S))
+    while (*py < 8 && 8 * *py < S->y1 - S->y0 + 1) *py *= 2;
 }
 
 /* Bytes per load when staging tiles (4 and 8 measured slower on an H200). */
