@@ -21,7 +21,8 @@
  *                               and taking away the one leaving it) into shared memory,
  *                               then each thread slides a row sum along its pixels; no
  *                               loop over the window is unrolled, so a 31 x 31 box
- *                               compiles as fast as a 3 x 3 one. Min, max and float
+ *                               compiles as fast as a 3 x 3 one. Blocks at least as
+ *                               tall as the window (tile_shape). Min, max and float
  *                               windows: per output row, every column value from the
  *                               tile (unrolled), then the row pass.
  *   R2S (reductions)            one launch: row chunks, one block each (fixed per height:
