@@ -33,6 +33,26 @@ const char *cg_ctype(Scalar s) {
   }
 }
 
+bool cg_sliding_columns(const Separable *S) {
+  if (S->y1 - S->y0 + 1 < 4) return false;
+  for (int i = 0; i < S->nacc; i++) {
+    Scalar s = S->col[i].s; /* u16: sums of at most 257 u8 rows, exact in 16 bits */
+    if (S->op[i] >= 0 || (s != T_U16 && s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
+  }
+  return true;
+}
+
+bool cg_sliding_rows(const Separable *S) {
+  if (S->x1 - S->x0 + 1 < 4) return false;
+  for (int i = 0; i < S->nacc; i++) {
+    Scalar s = S->acc[i]->type.s;
+    if (S->op[i] >= 0 || (s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
+  }
+  return true;
+}
+
+const char *cg_unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
+
 static const char *sfx(Scalar s) { return scalar_name(s); }
 
 static void ind(Gen *g) {

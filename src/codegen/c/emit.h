@@ -82,6 +82,17 @@ void cg_identity(Gen *g);
 void cg_expr(Gen *g, const Node *n, int lane);
 /* The C type of a scalar type. */
 const char *cg_ctype(Scalar s);
+/* Whether the column sums of S can slide down a row: every accumulator an integer sum
+ * (wrap-around arithmetic, so adding the new row and taking away the old one gives the
+ * bits of the full sum) over a window tall enough for it to pay. The CPU and GPU
+ * generators both slide under this condition. */
+bool cg_sliding_columns(const Separable *S);
+/* Whether the row pass of S can slide along the row: every accumulator an integer sum in
+ * a 32- or 64-bit type (wrap-around), over a window wide enough for it to pay. */
+bool cg_sliding_rows(const Separable *S);
+/* The unsigned C type of the same width as integer type s (32 bits for narrower ones):
+ * where sliding sums wrap. */
+const char *cg_unsigned_ctype(Scalar s);
 /* The parameter of image number k of D. */
 const Param *cg_image_param(const Decl *D, int k);
 

@@ -68,32 +68,6 @@ static void column(Gen *g, int i, bool direct) {
   OUT("          c%d[j] = v;\n", i);
 }
 
-/* Whether the column sums of S can slide down a row: every accumulator an integer sum
- * (wrap-around arithmetic, so adding the new row and taking away the old one gives the
- * bits of the full sum) over a window tall enough for it to pay. */
-static bool sliding_columns(const Separable *S) {
-  if (S->y1 - S->y0 + 1 < 4) return false;
-  for (int i = 0; i < S->nacc; i++) {
-    Scalar s = S->col[i].s; /* u16: sums of at most 257 u8 rows, exact in 16 bits */
-    if (S->op[i] >= 0 || (s != T_U16 && s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
-  }
-  return true;
-}
-
-/* Whether the row pass of S can slide along the row: every accumulator an integer sum in
- * a 32- or 64-bit type (wrap-around), over a window wide enough for it to pay. */
-static bool sliding_rows(const Separable *S) {
-  if (S->x1 - S->x0 + 1 < 4) return false;
-  for (int i = 0; i < S->nacc; i++) {
-    Scalar s = S->acc[i]->type.s;
-    if (S->op[i] >= 0 || (s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
-  }
-  return true;
-}
-
-/* The unsigned type of the same width as integer type s. */
-static const char *unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
-
 /* A separable window: per row, a column pass into per-thread buffers, then the row pass
  * (pixel function "ph") over the column values. When the column values are integer sums
  * and a thread goes on to the next row with the whole window inside the image, the column
@@ -112,7 +86,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("    int okbuf = 1");
   for (int i = 0; i < S->nacc; i++) OUT(" && c%d", i);
   OUT(";\n");
-  bool slide = sliding_columns(S);
+  bool slide = cg_sliding_columns(S);
   if (slide) OUT("    int prev_y = -2; /* the last row whose column values are in c<i>, with its window inside */\n");
   OUT("    #pragma omp for schedule(dynamic, chunk_)\n");
   OUT("    for (int y = 0; y < H; y++) {\n");
@@ -135,7 +109,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
     for (int r = 0; r < 3; r++) {
       OUT("        for (int j = %s; j < %s; j++) {\n          const int xs = xa + j;\n", ranges[r][0], ranges[r][1]);
       for (int i = 0; i < S->nacc; i++) {
-        const char *CT = cg_ctype(S->col[i].s), *UT = unsigned_ctype(S->col[i].s);
+        const char *CT = cg_ctype(S->col[i].s), *UT = cg_unsigned_ctype(S->col[i].s);
         OUT("          c%d[j] = (%s)((%s)c%d[j] + (%s)", i, CT, UT, i, UT);
         column_read(g, ranges[r][2][0] == 'd', k, CT, S->y1);
         OUT(" - (%s)", UT);
@@ -157,25 +131,25 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
     OUT("      }\n");
   }
   if (slide) OUT("      }\n");
-  if (sliding_rows(S)) { /* the sums of the window's columns slide along the row too */
+  if (cg_sliding_rows(S)) { /* the sums of the window's columns slide along the row too */
     int span = S->x1 - S->x0;
     OUT("      {\n");
     for (int i = 0; i < S->nacc; i++) {
       Scalar as = S->acc[i]->type.s;
       OUT("        %s r%d = 0;\n", cg_ctype(as), i);
       OUT("        for (int j = 0; j < %d && j < cn; j++) r%d = (%s)((%s)r%d + (%s)c%d[j]);\n", span, i, cg_ctype(as),
-          unsigned_ctype(as), i, unsigned_ctype(as), i);
+          cg_unsigned_ctype(as), i, cg_unsigned_ctype(as), i);
     }
     OUT("        for (int x = rx0; x < rx1; x++) {\n");
     for (int i = 0; i < S->nacc; i++) {
-      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = unsigned_ctype(S->acc[i]->type.s);
+      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
       OUT("          r%d = (%s)((%s)r%d + (%s)c%d[x - rx0 + %d]);\n", i, AT, UT, i, UT, i, span);
     }
     OUT("          %s_pr(%s", g->pfx, A);
     for (int i = 0; i < S->nacc; i++) OUT(", r%d", i);
     OUT(", x, y, W, H, orow + (ptrdiff_t)x * %d);\n", C);
     for (int i = 0; i < S->nacc; i++) {
-      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = unsigned_ctype(S->acc[i]->type.s);
+      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
       OUT("          r%d = (%s)((%s)r%d - (%s)c%d[x - rx0]);\n", i, AT, UT, i, UT, i);
     }
     OUT("        }\n      }\n");
@@ -545,7 +519,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     if (D->sep) pixel_fn(g, V_SEP, false);
-    if (D->sep && sliding_rows(D->sep)) pixel_fn(g, V_SEP | V_ROWSUM, false);
+    if (D->sep && cg_sliding_rows(D->sep)) pixel_fn(g, V_SEP | V_ROWSUM, false);
     if (D->scan & SCAN_Y) {
       char map[96];
       snprintf(map, sizeof map, "%s_map", pfx);

@@ -12,7 +12,19 @@
  *   N2P and the rest            each thread computes px x py neighbouring pixels with the
  *                               branch-free interior function; loads shared by neighbours
  *                               are common subexpressions of the unrolled calls. Border
- *                               code runs only in threads that touch an edge.
+ *                               code runs only in threads that touch an edge. Windows
+ *                               are staged in shared memory per block where they fit.
+ *   separable windows (D->sep)  over the staged tile: integer sums slide, O(1) reads per
+ *                               pixel whatever the window's size - the threads together
+ *                               compute the window's column sums for the tile's rows
+ *                               (a thread per column, adding the row entering the window
+ *                               and taking away the one leaving it) into shared memory,
+ *                               then each thread slides a row sum along its pixels; no
+ *                               loop over the window is unrolled, so a 31 x 31 box
+ *                               compiles as fast as a 3 x 3 one. Blocks at least as
+ *                               tall as the window (tile_shape). Min, max and float
+ *                               windows: per output row, every column value from the
+ *                               tile (unrolled), then the row pass.
  *   R2S (reductions)            one launch: row chunks, one block each (fixed per height:
  *                               results do not depend on timing); 16-byte loads where the
  *                               map reads (0, 0) only; warp shuffles, then the warps in
@@ -250,11 +262,19 @@ static void kernel_reg(Gen *g, const char *A, int VP, GpuLaunch *L) {
   OUT("  }\n}\n");
 }
 
-/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows. */
+/* Output pixels per thread of the tile path: 4 bytes of output along x, 4 rows (or the
+ * tile's). A separable window whose sums slide takes at least the rows that make the
+ * block's 8 x py output rows as many as the window's (up to 8 per thread): the column
+ * pass reads each column's window once per block, and the staged tile's halo is the
+ * window's height, so on the 8 rows of a 1-row block a 31-row window would read the
+ * image 4.75 times and its column sums 5.6 times per pixel. */
 static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
   int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
   *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
   *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  const Separable *S = D->sep;
+  if (S && cg_sliding_columns(S) && cg_sliding_rows(S))
+    while (*py < 8 && 8 * *py < S->y1 - S->y0 + 1) *py *= 2;
 }
 
 /* Bytes per load when staging tiles (4 and 8 measured slower on an H200). */
@@ -373,6 +393,106 @@ static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, in
   OUT(", xs + %d, xs + i, y, W, H, v_[j].e + i * %d);\n    }\n", S->x0, C);
 }
 
+/* Whether the staged path slides a separable window (integer sums, as the CPU does), and
+ * in how many bands of the block's rows: the column sums of a band's rows are kept in
+ * shared memory beside the staged tiles, within STAGE_SMEM; more bands, less memory.
+ * 0: no sliding (not such a window, or even a band of one thread row does not fit). */
+static int slide_bands(const Gen *g, const Stage *st, int TWO, int THO) {
+  const Separable *S = g->D->sep;
+  if (!use_sep(g) || !cg_sliding_columns(S) || !cg_sliding_rows(S)) return 0;
+  int tiles = 0, row = 0;
+  for (int i = 0; i < g->D->nimages; i++)
+    if (g->direct[i]) tiles += st[i].TWP * st[i].TH * bytes_of(image_param(g->D, i)->type);
+  for (int i = 0; i < S->nacc; i++) row += (TWO + S->x1 - S->x0) * scalar_size(S->col[i].s);
+  for (int nb = 1; nb <= 8; nb *= 2)
+    if (tiles + row * (THO / nb) <= STAGE_SMEM) return nb;
+  return 0;
+}
+
+/* The shared arrays of slide_tiles' column sums (at the kernel's outermost scope, where
+ * OpenCL wants local memory declared). */
+static void slide_arrays(Gen *g, int TWO, int THO, int NB) {
+  const Separable *S = g->D->sep;
+  for (int i = 0; i < S->nacc; i++)
+    OUT("  PXG_SHARED %s cs%d_[%d];\n", cg_ctype(S->col[i].s), i, (TWO + S->x1 - S->x0) * (THO / NB));
+}
+
+/* The column pass of slide_tiles for band b_: a thread per column of the band (columns
+ * xs + x0 .. of the tile's pixels), summing the window's first rows, then sliding down:
+ * the row entering the window added, the one leaving it taken away, in unsigned
+ * arithmetic of the column type's width, whose wrap-around leaves the full sum's bits. */
+static void slide_columns(Gen *g, const Stage *st, int CW, int BR) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index, hy = S->y1 - S->y0, P = st[k].TWP;
+  const char *TT = cg_ctype(S->img->type.s);
+  OUT("      for (int c = t; c < %d; c += 256) {\n", CW);
+  OUT("        const PXR_LOCAL %s *tc = t%d + (ptrdiff_t)(b_ * %d + %d) * %d + c + %d;\n", TT, k, BR, S->y0 - st[k].y0, P,
+      S->x0 + st[k].L);
+  for (int i = 0; i < S->nacc; i++) OUT("        %s cv%d = 0;\n", cg_unsigned_ctype(S->col[i].s), i);
+  OUT("        #pragma unroll 4\n        for (int r = 0; r <= %d; r++) {\n          const %s e = tc[r * %d];\n", hy, TT, P);
+  for (int i = 0; i < S->nacc; i++)
+    OUT("          cv%d += (%s)(%s)e;\n", i, cg_unsigned_ctype(S->col[i].s), cg_ctype(S->col[i].s));
+  OUT("        }\n");
+  for (int i = 0; i < S->nacc; i++) OUT("        cs%d_[c] = (%s)cv%d;\n", i, cg_ctype(S->col[i].s), i);
+  OUT("        #pragma unroll 1\n        for (int r = 1; r < %d; r++) {\n", BR);
+  OUT("          const %s a = tc[(r + %d) * %d], d = tc[(r - 1) * %d];\n", TT, hy, P, P);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *CT = cg_ctype(S->col[i].s), *UT = cg_unsigned_ctype(S->col[i].s);
+    OUT("          cv%d += (%s)(%s)a - (%s)(%s)d;\n", i, UT, CT, UT, CT);
+    OUT("          cs%d_[r * %d + c] = (%s)cv%d;\n", i, CW, CT, i);
+  }
+  OUT("        }\n      }\n");
+}
+
+/* The row pass of slide_tiles: for each of the thread's rows, the sum of the first
+ * window's column sums, then along its PX pixels the column entering the window added
+ * and the one leaving it taken away; the window sums go to the pixel function "pr". */
+static void slide_rows(Gen *g, const char *A, int CW, int PX, int PY, int TB, int C) {
+  const Separable *S = g->D->sep;
+  int hx = S->x1 - S->x0;
+  OUT("      #pragma unroll\n      for (int j = 0; j < %d; j++) {\n", PY);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("        const PXR_LOCAL %s *cr%d = cs%d_ + (ptrdiff_t)((PXG_TY - b_ * %d) * %d + j) * %d + (xs - tx0);\n",
+        cg_ctype(S->col[i].s), i, i, TB, PY, CW);
+    OUT("        %s rs%d = 0;\n", AT, i);
+    OUT("        #pragma unroll 4\n        for (int q = 0; q < %d; q++) rs%d = (%s)((%s)rs%d + (%s)cr%d[q]);\n", hx, i, AT,
+        UT, i, UT, i);
+  }
+  OUT("        #pragma unroll\n        for (int i = 0; i < %d; i++) {\n", PX);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("          rs%d = (%s)((%s)rs%d + (%s)cr%d[i + %d]);\n", i, AT, UT, i, UT, i, hx);
+  }
+  OUT("          %s_pr(%s", g->pfx, A);
+  for (int i = 0; i < S->nacc; i++) OUT(", rs%d", i);
+  OUT(", xs + i, ys + j, W, H, v_[j].e + i * %d);\n", C);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("          rs%d = (%s)((%s)rs%d - (%s)cr%d[i]);\n", i, AT, UT, i, UT, i);
+  }
+  OUT("        }\n      }\n");
+}
+
+/* A separable window of integer sums over the staged tile, O(1) reads per pixel whatever
+ * its size, in NB bands of the block's thread rows (slide_bands): per band, the threads
+ * together compute the column sums of the band's output rows into shared memory, then
+ * the band's threads their pixels from them. Loops whose trip count grows with the
+ * window stay loops (unrolled 4 at most): the unit compiles as fast for 31 x 31 as for
+ * 3 x 3. */
+static void slide_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO, int PX, int PY, int C, int NB) {
+  const Separable *S = g->D->sep;
+  int CW = TWO + S->x1 - S->x0, BR = THO / NB, TB = 8 / NB;
+  OUT("    #pragma unroll 1\n    for (int b_ = 0; b_ < %d; b_++) {\n", NB);
+  OUT("      if (b_) PXG_SYNC(); /* the last band's row pass is done with the column sums */\n");
+  slide_columns(g, st, CW, BR);
+  OUT("      PXG_SYNC();\n");
+  if (NB > 1) OUT("      if (PXG_TY / %d == b_) {\n", TB);
+  slide_rows(g, A, CW, PX, PY, TB, C);
+  if (NB > 1) OUT("      }\n");
+  OUT("    }\n");
+}
+
 /* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
  * loads them with 16-byte vectors; a tile at the image's edges (when the output region is
  * the whole image, i.e. no border mode shrinks it) loads them pixel by pixel through the
@@ -396,6 +516,8 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     OUT(" && !((uintptr_t)g%d & %d) && !((p%d * (ptrdiff_t)sizeof(%s)) & %d);\n", i, stage_bytes() - 1, i, T,
         stage_bytes() - 1);
   }
+  int NB = slide_bands(g, st, TWO, THO);
+  if (NB) slide_arrays(g, TWO, THO, NB);
   OUT("  const bool edge = !staged && rx0 == 0 && ry0 == 0 && rx1 == W && ry1 == H;\n");
   OUT("  if (staged) {\n");
   for (int i = 0; i < D->nimages; i++) {
@@ -424,7 +546,9 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
   }
   OUT("  }\n  if (staged || edge) {\n    PXG_SYNC();\n");
   tile_values(g, PX, PY, vec, rb);
-  if (use_sep(g)) {
+  if (NB) {
+    slide_tiles(g, A, st, TWO, THO, PX, PY, C, NB);
+  } else if (use_sep(g)) {
     sep_tiles(g, A, st, PX, PY, C);
   } else {
     StrBuf sa = {0};
@@ -914,7 +1038,8 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   int PX, PY;
   tile_shape(D, tile, &PX, &PY);
   if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
-    if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
+    if (slide_bands(g, st, 32 * PX, 8 * PY)) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
+    else if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   }
   if (nonseq && !VP) {
