@@ -101,12 +101,14 @@ int main(int argc, char **argv) {
         PXL_FREE(ptx);
         sb_free(&cu);
       }
-      for (int pass = 0; pass < 2 && D->scan; pass++) { /* a scan's prefix passes */
+      /* a scan's prefix passes: every kind, those its scan does not use too (the sequential
+       * ones of an integer scan, the parallel ones of a float sum) */
+      for (int pass = GSP_ROWS_SEQ; pass <= GSP_COLS && D->scan; pass++) {
         StrBuf cu = {0};
         char *ptx = NULL;
         Err e = {0};
         GpuLaunch launch;
-        int rc = gen_gpu_scan(&cu, D, GPU_CUDA, pass, &launch, &e);
+        int rc = gen_gpu_scan(&cu, D, GPU_CUDA, (GpuScanPass)pass, &launch, &e);
         if (!rc) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
         if (rc) {
           printf("FAIL %s %s scan pass %d: %s\n", argv[i], D->name, pass, e.msg);

@@ -36,12 +36,17 @@
  *                               with global atomics; float-weighted bins on one thread in
  *                               row-major order (the interpreter's sums, exactly).
  *   scans                       the map is a kernel as above (skeleton scan: the generic
- *                               tiles); gen_gpu_scan writes the prefix passes: rows (32
- *                               per block, staged through shared memory in 32x32 tiles,
- *                               one thread scanning each row), then columns (a thread per
- *                               column, coalesced, 8 rows loaded at a time), each
- *                               combining in the interpreter's order: results are
- *                               bit-identical.
+ *                               tiles); gen_gpu_scan writes the prefix passes. Integer
+ *                               sums and min/max (any grouping, the same bits): rows by
+ *                               warps (8 warps x 4 rows per block, 16-byte vectors per
+ *                               lane, lane scans, a warp scan by shuffles - local memory
+ *                               in OpenCL - and a carry per row), which also leave each
+ *                               band of 32 rows' column totals in aux; the bands' carries
+ *                               (a short walk down each column); then each band's columns
+ *                               from its carry, a thread per column and band. Float sums
+ *                               keep the interpreter's order: a thread per row (32 x 32
+ *                               tiles in shared memory), then a thread per column.
+ *                               Results are bit-identical either way.
  */
 #include "codegen/gpu/gen_gpu.h"
 
@@ -947,7 +952,245 @@ static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
   OUT("      else %s_pe(%s, x, y, W, H, bins);\n    }\n  }\n}\n", g->pfx, A);
 }
 
-int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLaunch *launch, Err *err) {
+/* ---- scans ---- */
+
+/* Whether the scan's combine may be regrouped: integer sums wrap and min/max keep the
+ * first of equal values (NaN skipped), so any grouping of the same sequence gives the
+ * interpreter's bits; float sums round differently when regrouped. */
+static bool scan_parallel(const Decl *D) { return !(D->redop == R_SUM && scalar_is_float(D->type.s)); }
+
+int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes) {
+  int n = 0;
+  if (!scan_parallel(D)) {
+    if (D->scan & SCAN_X) passes[n++] = GSP_ROWS_SEQ;
+    if (D->scan & SCAN_Y) passes[n++] = GSP_COLS_SEQ;
+    return n;
+  }
+  if (D->scan & SCAN_X) passes[n++] = GSP_ROWS;
+  else if (D->scan & SCAN_Y) passes[n++] = GSP_TOTALS;
+  if (D->scan & SCAN_Y) {
+    passes[n++] = GSP_CARRIES;
+    passes[n++] = GSP_COLS;
+  }
+  return n;
+}
+
+size_t gen_gpu_scan_aux(const Decl *D, int w, int h) {
+  if (!scan_parallel(D) || !(D->scan & SCAN_Y)) return 0;
+  size_t bands = (size_t)(h + PXL_GPU_SCAN_BAND - 1) / PXL_GPU_SCAN_BAND;
+  return bands * (size_t)w * (size_t)scalar_size(D->type.s);
+}
+
+/* dst = left OP right, in that order (min/max keep the left of equal values). */
+static void scan_comb(Gen *g, const char *T, const char *dst, const char *left, const char *right) {
+  OUT("{ %s l_ = %s; ", T, left);
+  cg_combine(g, "l_", right);
+  OUT(" %s = l_; }", dst);
+}
+
+/* The text of `v` passed through a warp shuffle: 8- and 16-bit values travel as int. */
+static void shfl_arg(Gen *g, const char *v) {
+  if (scalar_size(g->D->type.s) < 4) OUT("(int)%s", v);
+  else OUT("%s", v);
+}
+
+/* The warp scan of the rows pass (CUDA): lane `lane` of the warp holds s, the combine of
+ * its elements; ex_ becomes the combine of the lanes before it (identity for lane 0),
+ * tot_ that of the whole warp, each in lane order. */
+static void warp_scan_cuda(Gen *g, const char *T, const char *ind) {
+  OUT("%sfor (int d_ = 1; d_ < 32; d_ <<= 1) {\n%s  %s t_ = (%s)__shfl_up_sync(0xffffffffu, ", ind, ind, T, T);
+  shfl_arg(g, "s_");
+  OUT(", d_);\n%s  if (lane >= d_) ", ind);
+  scan_comb(g, T, "s_", "t_", "s_");
+  OUT("\n%s}\n%s%s ex_ = (%s)__shfl_up_sync(0xffffffffu, ", ind, ind, T, T);
+  shfl_arg(g, "s_");
+  OUT(", 1);\n%sif (lane == 0) ex_ = id_;\n%sconst %s tot_ = (%s)__shfl_sync(0xffffffffu, ", ind, ind, T, T);
+  shfl_arg(g, "s_");
+  OUT(", 31);\n");
+}
+
+/* The entry of a scan pass: W, H, the output o (pitch op, in elements), aux as ct (the
+ * band totals), id_ the identity. */
+static void scan_open(Gen *g, const char *T, unsigned threads) {
+  if (g->dialect == GPU_OPENCL) {
+    OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
+    for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
+    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
+  } else {
+    OUT("extern \"C\" __global__ void __launch_bounds__(%u) pxl_stage(pxl_kargs a) {\n", threads);
+  }
+  OUT("  pxlc_image *out = &a.out;\n  const int W = out->width, H = out->height;\n");
+  OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
+  OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
+  OUT("  PXR_GLOBAL %s *ct = (PXR_GLOBAL %s *)PXG_AUX;\n  (void)ct;\n", T, T);
+  OUT("  const %s id_ = ", T);
+  cg_identity(g);
+  OUT(";\n");
+}
+
+/* Float sums, rows: 32 rows per block of 32 x 8 threads; 32 x 32 tiles staged through
+ * shared memory with coalesced loads and stores (rows padded against bank conflicts),
+ * each row scanned by one thread of the first warp, left to right, its accumulator
+ * carried along the row. */
+static void scan_rows_seq(Gen *g, const char *T, GpuLaunch *L) {
+  *L = (GpuLaunch){.grid = GPU_GRID_BANDS, .bx = 32, .by = 8, .px = 1, .py = 4};
+  OUT("  %s acc = id_;\n  PXG_SHARED %s s_[32][33];\n", T, T);
+  OUT("  const int tx = PXG_TX, ty = PXG_TY, y0 = PXG_BY * 32;\n");
+  OUT("  for (int x0 = 0; x0 < W; x0 += 32) {\n");
+  OUT("    for (int r = ty; r < 32; r += 8)\n");
+  OUT("      if (y0 + r < H && x0 + tx < W) s_[r][tx] = o[(ptrdiff_t)(y0 + r) * op + x0 + tx];\n");
+  OUT("    PXG_SYNC();\n    if (ty == 0 && y0 + tx < H) {\n");
+  OUT("      const int n = W - x0 < 32 ? W - x0 : 32;\n");
+  OUT("      for (int k = 0; k < n; k++) {\n        const %s v = s_[tx][k];\n        ", T);
+  cg_combine(g, "acc", "v");
+  OUT("\n        s_[tx][k] = acc;\n      }\n    }\n    PXG_SYNC();\n");
+  OUT("    for (int r = ty; r < 32; r += 8)\n");
+  OUT("      if (y0 + r < H && x0 + tx < W) o[(ptrdiff_t)(y0 + r) * op + x0 + tx] = s_[r][tx];\n");
+  OUT("    PXG_SYNC();\n  }\n}\n");
+}
+
+/* Float sums, columns: a column per thread, top to bottom (neighbouring threads,
+ * neighbouring pixels); 8 rows loaded before they are combined, so that a thread waits
+ * for memory once per 8 rows. */
+static void scan_cols_seq(Gen *g, const char *T, GpuLaunch *L) {
+  *L = (GpuLaunch){.grid = GPU_GRID_COLUMNS, .bx = 256, .by = 1, .px = 1, .py = 1};
+  OUT("  %s acc = id_;\n", T);
+  OUT("  const int t = PXG_BX * PXG_NTX + PXG_TX;\n  if (t >= W) return;\n");
+  OUT("  PXR_GLOBAL %s *p = o + t;\n  int y = 0;\n", T);
+  OUT("  for (; y + 8 <= H; y += 8, p += 8 * op) {\n    %s v[8];\n", T);
+  OUT("    for (int k = 0; k < 8; k++) v[k] = p[k * op];\n");
+  OUT("    for (int k = 0; k < 8; k++) {\n      ");
+  cg_combine(g, "acc", "v[k]");
+  OUT("\n      p[k * op] = acc;\n    }\n  }\n");
+  OUT("  for (; y < H; y++, p += op) {\n    const %s v = *p;\n    ", T);
+  cg_combine(g, "acc", "v");
+  OUT("\n    *p = acc;\n  }\n}\n");
+}
+
+/* Rows, in parallel: a block of 8 warps takes a band of PXL_GPU_SCAN_BAND rows, each warp
+ * R consecutive rows (R independent scans in flight), and crosses them in chunks of 32
+ * lanes x E elements (one 16-byte vector per lane where aligned): each lane scans its
+ * elements, the warp scans the lanes' totals (shuffles in CUDA; OpenCL 1.2 has none, so
+ * local memory there), and a carry per row takes the chunk's total to the next chunk.
+ * With SCAN_Y the block also leaves its band's column totals in ct (row b of W values):
+ * each lane combines its R rows, then a thread per column the 8 warps, in row order. */
+static void scan_rows(Gen *g, const char *T, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int E = 16 / scalar_size(D->type.s), R = PXL_GPU_SCAN_BAND / 8, CW = 32 * E;
+  bool totals = D->scan & SCAN_Y, cuda = g->dialect == GPU_CUDA;
+  *L = (GpuLaunch){.grid = GPU_GRID_BANDS, .bx = 256, .by = 1, .px = 1, .py = PXL_GPU_SCAN_BAND};
+  if (totals) OUT("  PXG_SHARED %s cs_[8][%d];\n", T, CW);
+  if (!cuda) OUT("  PXG_SHARED %s sl_[8][%d][32];\n", T, R);
+  OUT("  const int lane = PXG_TX & 31, wp = PXG_TX >> 5, y0 = PXG_BY * %d + wp * %d;\n", PXL_GPU_SCAN_BAND, R);
+  OUT("  %s carry[%d];\n  for (int r = 0; r < %d; r++) carry[r] = id_;\n", T, R, R);
+  OUT("  for (int x0 = 0; x0 < W; x0 += %d) {\n    const int xs = x0 + lane * %d;\n    %s v[%d][%d];\n", CW, E, T, R, E);
+  OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) {\n", R);
+  OUT("      const PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n", T);
+  OUT("      if (y0 + r < H && xs + %d <= W && !((uintptr_t)p & 15)) {\n", E);
+  OUT("        union { PXG_VEC(16) v; %s e[%d]; } u_;\n", T, E);
+  OUT("        u_.v = *(const PXR_GLOBAL PXG_VEC(16) *)p;\n");
+  OUT("        #pragma unroll\n        for (int k = 0; k < %d; k++) v[r][k] = u_.e[k];\n      } else {\n", E);
+  OUT("        #pragma unroll\n        for (int k = 0; k < %d; k++) v[r][k] = y0 + r < H && xs + k < W ? p[k] : id_;\n",
+      E);
+  OUT("      }\n    }\n");
+  /* each lane's elements from the identity: every partial is a fold of the interpreter's
+   * kind, never NaN, whatever the grouping */
+  OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) {\n      ", R);
+  scan_comb(g, T, "v[r][0]", "id_", "v[r][0]");
+  OUT("\n      #pragma unroll\n      for (int k = 1; k < %d; k++) ", E);
+  scan_comb(g, T, "v[r][k]", "v[r][k - 1]", "v[r][k]");
+  OUT("\n    }\n");
+  if (!cuda) {
+    OUT("    for (int r = 0; r < %d; r++) sl_[wp][r][lane] = v[r][%d];\n    PXG_SYNC();\n", R, E - 1);
+  }
+  OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) {\n", R);
+  if (cuda) {
+    OUT("      %s s_ = v[r][%d];\n", T, E - 1);
+    warp_scan_cuda(g, T, "      ");
+  } else {
+    OUT("      %s ex_ = id_;\n      for (int j = 0; j < lane; j++) ", T);
+    cg_combine(g, "ex_", "sl_[wp][r][j]");
+    OUT("\n      %s tot_ = ex_;\n      for (int j = lane; j < 32; j++) ", T);
+    cg_combine(g, "tot_", "sl_[wp][r][j]");
+    OUT("\n");
+  }
+  OUT("      %s pre_ = carry[r];\n      ", T);
+  cg_combine(g, "pre_", "ex_");
+  OUT("\n      ");
+  cg_combine(g, "carry[r]", "tot_");
+  OUT("\n      #pragma unroll\n      for (int k = 0; k < %d; k++) ", E);
+  scan_comb(g, T, "v[r][k]", "pre_", "v[r][k]");
+  OUT("\n    }\n");
+  OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) {\n", R);
+  OUT("      PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n      if (y0 + r >= H) continue;\n", T);
+  OUT("      if (xs + %d <= W && !((uintptr_t)p & 15)) {\n", E);
+  OUT("        union { PXG_VEC(16) v; %s e[%d]; } u_;\n", T, E);
+  OUT("        #pragma unroll\n        for (int k = 0; k < %d; k++) u_.e[k] = v[r][k];\n", E);
+  OUT("        *(PXR_GLOBAL PXG_VEC(16) *)p = u_.v;\n      } else {\n");
+  OUT("        for (int k = 0; k < %d && xs + k < W; k++) p[k] = v[r][k];\n      }\n    }\n", E);
+  if (totals) {
+    OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++) {\n      %s c_ = id_;\n", E, T);
+    OUT("      #pragma unroll\n      for (int r = 0; r < %d; r++) ", R);
+    cg_combine(g, "c_", "v[r][k]");
+    OUT("\n      cs_[wp][lane * %d + k] = c_;\n    }\n    PXG_SYNC();\n", E);
+    OUT("    for (int c = PXG_TX; c < %d; c += 256) {\n      if (x0 + c >= W) break;\n      %s c_ = id_;\n", CW, T);
+    OUT("      #pragma unroll\n      for (int w = 0; w < 8; w++) ");
+    cg_combine(g, "c_", "cs_[w][c]");
+    OUT("\n      ct[(ptrdiff_t)PXG_BY * W + x0 + c] = c_;\n    }\n");
+  }
+  if (totals || !cuda) OUT("    PXG_SYNC();\n");
+  OUT("  }\n}\n");
+}
+
+/* Columns in bands of PXL_GPU_SCAN_BAND rows, a thread per column and band (enough
+ * threads to keep memory busy), 8 rows loaded before they are combined. GSP_COLS starts
+ * from the band's carry and writes the prefixes; GSP_TOTALS starts from the identity and
+ * writes only the band's total, to ct. */
+static void scan_band_cols(Gen *g, const char *T, bool cols, GpuLaunch *L) {
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 128, .by = 1, .px = 1, .py = PXL_GPU_SCAN_BAND};
+  OUT("  const int x = PXG_BX * 128 + PXG_TX, b = PXG_BY, y0 = b * %d;\n  if (x >= W) return;\n", PXL_GPU_SCAN_BAND);
+  OUT("  const int n = H - y0 < %d ? H - y0 : %d;\n", PXL_GPU_SCAN_BAND, PXL_GPU_SCAN_BAND);
+  OUT("  %s c_ = %s;\n  PXR_GLOBAL %s *p = o + (ptrdiff_t)y0 * op + x;\n", T, cols ? "ct[(ptrdiff_t)b * W + x]" : "id_", T);
+  OUT("  for (int y = 0; y < n; y += 8) {\n    %s v[8];\n", T);
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) v[k] = p[(ptrdiff_t)(y + k) * op];\n");
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) {\n        ");
+  cg_combine(g, "c_", "v[k]");
+  if (cols) OUT("\n        p[(ptrdiff_t)(y + k) * op] = c_;");
+  OUT("\n      }\n  }\n");
+  if (!cols) OUT("  ct[(ptrdiff_t)b * W + x] = c_;\n");
+  OUT("}\n");
+}
+
+/* The carries, in place in ct: band b's totals become the combine of bands 0..b-1 (in
+ * order; band 0's the identity). Blocks of 32 columns x 8 groups of consecutive bands:
+ * each group's total, then each group walks its bands from the combine of the groups
+ * above it: two short walks instead of one over all the bands. */
+static void scan_carries(Gen *g, const char *T, GpuLaunch *L) {
+  *L = (GpuLaunch){.grid = GPU_GRID_COLUMNS, .bx = 32, .by = 8, .px = 1, .py = 1};
+  OUT("  PXG_SHARED %s gs_[8][32];\n", T);
+  OUT("  const int x = PXG_BX * 32 + PXG_TX, ty = PXG_TY, nb = (H + %d) / %d;\n", PXL_GPU_SCAN_BAND - 1,
+      PXL_GPU_SCAN_BAND);
+  OUT("  const int g0_ = (int)((int64_t)nb * ty / 8), g1_ = (int)((int64_t)nb * (ty + 1) / 8);\n");
+  OUT("  PXR_GLOBAL %s *p = ct + x;\n  %s s_ = id_;\n", T, T);
+  OUT("  for (int b = g0_; b < g1_ && x < W; b += 8) {\n    %s v[8];\n", T);
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (b + k < g1_) v[k] = p[(ptrdiff_t)(b + k) * W];\n");
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (b + k < g1_) ");
+  cg_combine(g, "s_", "v[k]");
+  OUT("\n  }\n  gs_[ty][PXG_TX] = s_;\n  PXG_SYNC();\n  if (x >= W) return;\n  %s c_ = id_;\n", T);
+  OUT("  for (int j = 0; j < ty; j++) ");
+  cg_combine(g, "c_", "gs_[j][PXG_TX]");
+  OUT("\n  for (int b = g0_; b < g1_; b += 8) {\n    %s v[8];\n", T);
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (b + k < g1_) v[k] = p[(ptrdiff_t)(b + k) * W];\n");
+  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (b + k < g1_) {\n");
+  OUT("        p[(ptrdiff_t)(b + k) * W] = c_;\n        ");
+  cg_combine(g, "c_", "v[k]");
+  OUT("\n      }\n  }\n}\n");
+}
+
+static const char *const scan_pass_names[] = {"row (sequential)", "column (sequential)", "row", "band totals",
+                                              "band carries", "column"};
+
+int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pass, GpuLaunch *launch, Err *err) {
   Border borders[PXL_GPU_MAX_IMAGES];
   bool direct[PXL_GPU_MAX_IMAGES];
   memset(borders, 0, sizeof borders);
@@ -956,54 +1199,17 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLa
   g->dialect = dialect;
   const char *T = cg_ctype(D->type.s);
   OUT("/* generated by pxl %s: the %s pass of scan %s, %s; do not edit */\n", PXL_VERSION_STRING,
-      pass ? "column" : "row", D->name, dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
+      scan_pass_names[pass], D->name, dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
-  if (dialect == GPU_OPENCL) {
-    OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
-    for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
-    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
-  } else {
-    OUT("extern \"C\" __global__ void __launch_bounds__(256) pxl_stage(pxl_kargs a) {\n");
-  }
-  OUT("  pxlc_image *out = &a.out;\n  const int W = out->width, H = out->height;\n");
-  OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
-  OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
-  OUT("  %s acc = ", T);
-  cg_identity(g);
-  OUT(";\n");
-  if (pass) {
-    /* a column per thread: neighbouring threads, neighbouring pixels; 8 rows loaded
-     * before they are combined, so that a thread waits for memory once per 8 rows */
-    OUT("  const int t = PXG_BX * PXG_NTX + PXG_TX;\n  if (t >= W) return;\n");
-    OUT("  PXR_GLOBAL %s *p = o + t;\n  int y = 0;\n", T);
-    OUT("  for (; y + 8 <= H; y += 8, p += 8 * op) {\n    %s v[8];\n", T);
-    OUT("    for (int k = 0; k < 8; k++) v[k] = p[k * op];\n");
-    OUT("    for (int k = 0; k < 8; k++) {\n      ");
-    cg_combine(g, "acc", "v[k]");
-    OUT("\n      p[k * op] = acc;\n    }\n  }\n");
-    OUT("  for (; y < H; y++, p += op) {\n    const %s v = *p;\n    ", T);
-    cg_combine(g, "acc", "v");
-    OUT("\n    *p = acc;\n  }\n}\n");
-    *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 256, .by = 1, .px = 1, .py = 1};
-  } else {
-    /* 32 rows per block of 32 x 8 threads: 32 x 32 tiles staged through shared memory
-     * with coalesced loads and stores (rows padded against bank conflicts), and each row
-     * scanned by one thread of the first warp, its accumulator carried along the row */
-    OUT("  PXG_SHARED %s s_[32][33];\n", T);
-    OUT("  const int tx = PXG_TX, ty = PXG_TY, y0 = PXG_BY * 32;\n");
-    OUT("  for (int x0 = 0; x0 < W; x0 += 32) {\n");
-    OUT("    for (int r = ty; r < 32; r += 8)\n");
-    OUT("      if (y0 + r < H && x0 + tx < W) s_[r][tx] = o[(ptrdiff_t)(y0 + r) * op + x0 + tx];\n");
-    OUT("    PXG_SYNC();\n    if (ty == 0 && y0 + tx < H) {\n");
-    OUT("      const int n = W - x0 < 32 ? W - x0 : 32;\n");
-    OUT("      for (int k = 0; k < n; k++) {\n        const %s v = s_[tx][k];\n        ", T);
-    cg_combine(g, "acc", "v");
-    OUT("\n        s_[tx][k] = acc;\n      }\n    }\n    PXG_SYNC();\n");
-    OUT("    for (int r = ty; r < 32; r += 8)\n");
-    OUT("      if (y0 + r < H && x0 + tx < W) o[(ptrdiff_t)(y0 + r) * op + x0 + tx] = s_[r][tx];\n");
-    OUT("    PXG_SYNC();\n  }\n}\n");
-    *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 4};
+  scan_open(g, T, 256);
+  switch (pass) {
+  case GSP_ROWS_SEQ: scan_rows_seq(g, T, launch); break;
+  case GSP_COLS_SEQ: scan_cols_seq(g, T, launch); break;
+  case GSP_ROWS: scan_rows(g, T, launch); break;
+  case GSP_TOTALS: scan_band_cols(g, T, false, launch); break;
+  case GSP_CARRIES: scan_carries(g, T, launch); break;
+  case GSP_COLS: scan_band_cols(g, T, true, launch); break;
   }
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating the scan pass of %s", D->name);
   return PXL_OK;

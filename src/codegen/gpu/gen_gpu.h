@@ -25,6 +25,8 @@
 #ifndef PXL_GEN_GPU_H
 #define PXL_GEN_GPU_H
 
+#include <stddef.h>
+
 #include "ir/ir.h"
 #include "util/err.h"
 #include "util/strbuf.h"
@@ -39,7 +41,9 @@
 typedef enum {
   GPU_GRID_TILES,  /* grid over the output: a block covers bx*px x by*py pixels */
   GPU_GRID_ROWS,   /* min(H, chunks) blocks of bx threads, each a set of rows */
-  GPU_GRID_ONE     /* one thread */
+  GPU_GRID_ONE,    /* one thread */
+  GPU_GRID_BANDS,  /* one block per by*py rows, its threads across the whole width */
+  GPU_GRID_COLUMNS /* one block per bx*px columns, its threads down the whole height */
 } GpuGrid;
 
 typedef enum { GPU_CUDA, GPU_OPENCL } GpuDialect;
@@ -47,7 +51,7 @@ typedef enum { GPU_CUDA, GPU_OPENCL } GpuDialect;
 typedef struct {
   GpuGrid grid;
   unsigned bx, by;  /* threads per block */
-  int px, py;       /* GPU_GRID_TILES: output pixels per thread along x and y */
+  int px, py;       /* GPU_GRID_TILES (and BANDS, COLUMNS): output pixels per thread along x and y */
   int chunks;       /* GPU_GRID_ROWS: the most blocks */
   bool to_host;     /* histograms: the kernel writes the bins to res and resets aux itself */
   bool tiled;       /* the `tile` argument of gen_gpu_stage shapes this entry: tunable */
@@ -65,9 +69,33 @@ typedef struct {
 int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
                   GpuLaunch *launch, Err *err);
 
-/* Appends the translation unit of one prefix pass of scan D (Decl.scan), in place over
- * the output image of pxl_kargs: pass 0 along the rows (run it over a 32 x H space with
- * *launch), 1 along the columns (over W x 1). */
-int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, int pass, GpuLaunch *launch, Err *err);
+/* The prefix passes of a scan. Float sums keep the interpreter's order of additions, so
+ * they run sequentially (a thread per row, then a thread per column). Integer sums (they
+ * wrap) and min/max, where any grouping of the same sequence gives the same bits, run in
+ * parallel within rows and columns; columns in bands of PXL_GPU_SCAN_BAND rows, whose
+ * totals (aux: ceil(H / band) rows of W values of the scan's type) carry from band to band. */
+typedef enum {
+  GSP_ROWS_SEQ, /* a thread per row, left to right */
+  GSP_COLS_SEQ, /* a thread per column, top to bottom */
+  GSP_ROWS,     /* warps across rows; with SCAN_Y also each band's column totals into aux */
+  GSP_TOTALS,   /* each band's column totals into aux (scans along y only) */
+  GSP_CARRIES,  /* aux in place: each band's totals -> the combine of the bands above it */
+  GSP_COLS      /* each band's columns, starting from its carry in aux */
+} GpuScanPass;
+
+#define PXL_GPU_SCAN_BAND 32 /* rows per band of the parallel column passes */
+#define PXL_GPU_SCAN_MAX_PASSES 3
+
+/* The passes of scan D (Decl.scan) in launch order, in passes[PXL_GPU_SCAN_MAX_PASSES];
+ * returns how many. */
+int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes);
+
+/* Bytes of aux the passes of scan D need over a w x h output (0: none). */
+size_t gen_gpu_scan_aux(const Decl *D, int w, int h);
+
+/* Appends the translation unit of prefix pass `pass` of scan D, in place over the output
+ * image of pxl_kargs (aux: gen_gpu_scan_aux bytes); run it over the output's W x H with
+ * *launch. */
+int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pass, GpuLaunch *launch, Err *err);
 
 #endif

@@ -175,6 +175,10 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
     gy = ceil_div(h, (int64_t)L->by * L->py);
   } else if (L->grid == GPU_GRID_ROWS) {
     gx = (size_t)(h < L->chunks ? h : L->chunks);
+  } else if (L->grid == GPU_GRID_BANDS) {
+    gy = ceil_div(h, (int64_t)L->by * L->py);
+  } else if (L->grid == GPU_GRID_COLUMNS) {
+    gx = ceil_div(w, (int64_t)L->bx * L->px);
   }
   return g->drv->launch(g, m, gx, gy, a, err);
 }
@@ -182,21 +186,29 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
 /* ---- the Backend's entry points ---- */
 
 /* The prefix passes of scan D over its mapped values in out (c: the map's arguments),
- * queued after the map: rows, then columns (gen_gpu_scan). */
+ * queued after the map in gen_gpu_scan_passes' order, each over the output, with the
+ * band totals of the parallel column passes in g->scan. */
 static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_image *out, Err *err) {
-  for (int pass = 0; pass < 2; pass++) {
-    if (!(D->scan & (pass ? SCAN_Y : SCAN_X))) continue;
+  GpuScanPass passes[PXL_GPU_SCAN_MAX_PASSES];
+  int n = gen_gpu_scan_passes(D, passes);
+  size_t aux = gen_gpu_scan_aux(D, out->width, out->height);
+  if (aux) {
+    int rc = need(g, &g->scan, aux, err);
+    if (rc) return rc;
+    bind(g, c, &g->scan);
+  }
+  c->kind = "scan";
+  for (int i = 0; i < n; i++) {
     StrBuf src = {0};
     GpuLaunch launch;
     GpuModule *m;
-    int rc = gen_gpu_scan(&src, D, g->drv->dialect, pass, &launch, err);
+    int rc = gen_gpu_scan(&src, D, g->drv->dialect, passes[i], &launch, err);
     if (rc) {
       sb_free(&src);
       return rc;
     }
     rc = load_source(g, D, src, launch, &m, err);
-    c->kind = "scan";
-    if (!rc) rc = gpu_core_launch(g, m, pass ? out->width : 32, pass ? 1 : out->height, c, err);
+    if (!rc) rc = gpu_core_launch(g, m, out->width, out->height, c, err);
     if (rc) return rc;
   }
   return PXL_OK;
@@ -289,7 +301,7 @@ void gpu_core_free(GpuCore *g) {
   instance_list_free(g->instances);
   g->instances = NULL;
   gpu_tuner_free(&g->tuner);
-  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm};
+  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->p) g->drv->release(g, bufs[i]);
 }

@@ -8,8 +8,9 @@
  * by the driver once per process), the launch geometry (the grid of blocks from the
  * GpuLaunch gen_gpu_stage returns: tiles, row chunks or one block), the packing of
  * pxl_kargs, the auxiliary buffers (reduction partials and histogram bins, zero-filled
- * when allocated and left zero by the kernels) and the result buffer, and the flows of
- * reductions and histograms (one launch, one wait, the result decoded).
+ * when allocated and left zero by the kernels; scans' band totals) and the result
+ * buffer, and the flows of reductions and histograms (one launch, one wait, the result
+ * decoded).
  *
  * A driver (GpuDriver) does what needs the API: build and load a module from generated
  * source (with its own disk cache), launch a module over a gx x gy grid, allocate and
@@ -145,6 +146,7 @@ struct GpuCore {
   GpuTuner tuner;        /* autotuner choices: the driver initialises it (gpu_tuner_init) */
   GpuBuf red, hist, res; /* reduction partials, histogram bins, results */
   GpuBuf prm;            /* array parameters' elements, uploaded per launch (pack_arrays) */
+  GpuBuf scan;           /* the band totals of scans' parallel column passes (gen_gpu_scan_aux) */
 };
 
 /* Sets up g (zero-filled) for drv and fills base.kernel, reduce and histogram. */
