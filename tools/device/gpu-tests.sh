@@ -8,6 +8,7 @@
 # loader is pointed at NVIDIA's OpenCL library with an .icd file. Logs go to $OUT (or
 # /tmp/pxl-gpu).
 #   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda|opencl"; "none" for none)
+#   PXL_GPU_JOBS   ctest jobs (default 8)
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
 #   PXL_GPU_ALLOW_SKIP  1: a skipped test is not a failure (default: on a GPU machine every
@@ -48,7 +49,7 @@ cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_B
   -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
-  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j 8 --no-tests=error --output-on-failure \
+  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j "${PXL_GPU_JOBS:-8}" --no-tests=error --output-on-failure \
     > "$OUT/ctest.log" 2>&1
   rc=$?
   echo "ctest rc=$rc" >> "$OUT/ctest.log"
