@@ -327,12 +327,22 @@ static bool has_values(const Decl *D) {
   return false;
 }
 
+/* Whether pipeline D has a loop with an until test (it reads a result back between
+ * iterations, loops.c). */
+static bool has_until(const Decl *D) {
+  for (int i = 0; i < D->nloops; i++)
+    if (D->loops[i].has_until) return true;
+  return false;
+}
+
 /* Whether a run may be recorded: a pipeline that computes its result into the caller's
- * device image, from device images, without reductions or histograms, nor loops (an
- * until test reads a result back; loops.c). */
+ * device image, from device images, without reductions or histograms, nor loops with an
+ * until test. Loops of a fixed count are recorded whole (their count is a scalar of the
+ * run key): every iteration's launches, and the buffers they take and give back, in one
+ * graph, so that a replay costs one launch whatever the count. */
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
   if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee || has_values(D) ||
-      D->nloops || D->nouts)
+      has_until(D) || D->nouts)
     return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;

@@ -7,7 +7,8 @@
  * second run of a key is recorded, later ones are replays, which must see the new input.
  * A new threshold is a new run key (recorded anew); an output elsewhere is another key;
  * a host-image run is never recorded. Checks that the backend did record graphs (the
- * count of recorded runs), so the replay path cannot go untested.
+ * count of recorded runs), so the replay path cannot go untested. Then a pipeline loop of
+ * a fixed count, recorded whole and replayed, and one with an until test, never recorded.
  * Prints "skipped: no CUDA device (REASON)" and exits 77 only when the backend reports
  * the device absent (tests/common/gpu_device.h); a device that opens and then fails
  * fails the test.
@@ -55,6 +56,61 @@ static int run(pxl_context *ctx, pxl_program *prog, pxl_image *in, double t, pxl
   return st;
 }
 
+/* A pipeline loop of a fixed count is recorded whole; one with an until test never is. */
+static const char loop_source[] =
+    "kernel u8 smooth(image u8 a) { return (a(-1, 0) + 2 * a(0, 0) + a(1, 1) + 2) / 4; }\n"
+    "pipeline iter(image u8 in, u32 n) -> image u8 {\n"
+    "  image u8 d = smooth(in);\n  loop (n) { d = smooth(d); }\n  return d;\n}\n"
+    "pipeline settle(image u8 in, u32 n) -> image u8 {\n"
+    "  image u8 d = smooth(in);\n  loop (n) until unchanged(d) { d = smooth(d); }\n  return d;\n}\n";
+
+/* Runs ENTRY(in, n) of the loop source on ctx into out (NULL: a new image in *made). */
+static int run_loop(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_image *in, int n, pxl_image *out,
+                    pxl_image **made) {
+  pxl_args *args = pxl_args_new(ctx);
+  pxl_run_result *res = NULL;
+  int st = pxl_args_image(args, "in", in);
+  if (!st) st = pxl_args_scalar(args, "n", n);
+  if (!st && out) st = pxl_args_output(args, out);
+  if (!st) st = pxl_run(ctx, prog, entry, args, &res);
+  if (!st && made) *made = pxl_result_take_image(res);
+  pxl_result_free(res);
+  pxl_args_free(args);
+  return st;
+}
+
+/* Runs 0-3 of iter with n=7 (recorded at run 1, replayed at 2 and 3, new pixels each
+ * time), 4-5 with n=2 (a new key), 6-8 of settle (never recorded); every output equal to
+ * the interpreter's, and the count of recorded runs as expected after each. */
+static void fixed_loops(pxl_context *gpu, pxl_context *ref, pxl_image *host, pxl_image *din, pxl_image *dout) {
+  pxl_program *prog = NULL, *rprog = NULL;
+  if (pxl_program_from_string(gpu, "loops", loop_source, &prog) ||
+      pxl_program_from_string(ref, "loops", loop_source, &rprog)) {
+    CHECK(0, "loop source: %s %s", pxl_errmsg(gpu), pxl_errmsg(ref));
+    return;
+  }
+  int base = pxl_context_cuda_graphs(gpu);
+  for (int i = 0; i < 9; i++) {
+    const char *entry = i < 6 ? "iter" : "settle";
+    int n = i < 4 ? 7 : i < 6 ? 2 : 50;
+    pxl_image *got = NULL, *want = NULL;
+    fill(host, 20 + i);
+    int st = pxl_image_copy(gpu, host, din);
+    if (!st) st = run_loop(gpu, prog, entry, din, n, dout, NULL);
+    if (!st) st = pxl_image_to_host(gpu, dout, &got);
+    CHECK(!st, "loop run %d (%s, n=%d): %s", i, entry, n, pxl_errmsg(gpu));
+    CHECK(!run_loop(ref, rprog, entry, host, n, NULL, &want), "reference loop run %d: %s", i, pxl_errmsg(ref));
+    if (got && want) CHECK(same(got, want), "loop run %d (%s, n=%d): the output differs from the interpreter's", i,
+                           entry, n);
+    int graphs = pxl_context_cuda_graphs(gpu) - base, expect = i < 1 ? 0 : i < 5 ? 1 : 2;
+    CHECK(graphs == expect, "after loop run %d: %d recorded loop runs, expected %d", i, graphs, expect);
+    pxl_image_free(got);
+    pxl_image_free(want);
+  }
+  pxl_program_free(prog);
+  pxl_program_free(rprog);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: graph_test examples/edges.pxl\n");
@@ -99,6 +155,7 @@ int main(int argc, char **argv) {
     pxl_image_free(got);
     pxl_image_free(want);
   }
+  if (!st) fixed_loops(gpu, ref, host, din, dout);
   pxl_image_free(host);
   pxl_image_free(din);
   pxl_image_free(dout);
