@@ -341,8 +341,9 @@ static bool has_until(const Decl *D) {
  * run key): every iteration's launches, and the buffers they take and give back, in one
  * graph, so that a replay costs one launch whatever the count. */
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
-  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || !D->values[D->result].callee || has_values(D) ||
-      has_until(D) || D->nouts)
+  const PipeValue *r = &D->values[D->result]; /* a stage, or a loop's carried image (not an input) */
+  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || (!r->callee && r->carried < 0) ||
+      has_values(D) || has_until(D) || D->nouts)
     return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;
