@@ -57,6 +57,7 @@ typedef struct {
   int *last_use;             /* per value outside loops: the position after which none reads it */
   int depth;                 /* loops running */
   int every;                 /* > 0: PXL_LOOP_CHECK */
+  int direct;                /* the value computed straight into `given` in this iteration, -1: none */
   Err *err;
 } Run;
 
@@ -236,10 +237,19 @@ static int run_loop(Run *R, int li) {
   for (int k = 0; k < L->ncarry; k++) all = all && L->until[k];
   int every = R->every ? R->every : R->be->image_new ? DEVICE_CHECK_EVERY : 1;
   if (!all) every = 1;
+  /* the pipeline returns a carried image of this loop, which runs a known number of times
+   * (no until test, not nested): its last iteration computes it into the caller's image,
+   * which saves the copy after the loop (a pass over the image) */
+  int last_into = -1;
+  int result = P->results ? P->results[0] : P->result;
+  for (int k = 0; k < L->ncarry && R->given && L->parent < 0 && !L->has_until; k++)
+    if (result == L->phi + k) last_into = L->next[k];
   int rc = PXL_OK;
   R->depth++;
   for (int64_t it = 1; it <= n && !rc; it++) {
+    R->direct = it == n ? last_into : -1;
     rc = run_values(R, L->first, L->end);
+    R->direct = -1;
     for (int k = 0; k < L->ncarry && !rc; k++) {
       const struct pxl_image *a = R->vimg[L->phi + k], *b = R->vimg[L->next[k]];
       if (a->width != b->width || a->height != b->height)
@@ -273,7 +283,8 @@ static int run_values(Run *R, int from, int to) {
       rc = buf_add(R, (struct pxl_image *)R->imgs[pv->param->img_index].img, false, &b);
       if (!rc) hold(R, v, b);
     } else {
-      rc = run_stage(R, v, exec_result_index(P, v) == 0 ? R->given : NULL); /* straight into the caller's image */
+      /* straight into the caller's image: the result, or the last iteration's value of it */
+      rc = run_stage(R, v, exec_result_index(P, v) == 0 || v == R->direct ? R->given : NULL);
     }
     if (pv->loop >= 0) continue; /* a body's values are released after each iteration */
     for (int s = 0; s <= v && !rc; s++)
@@ -309,7 +320,7 @@ static void find_last_uses(const Decl *P, int *last_use) {
 int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars,
                         struct pxl_image *given, ExecResult *res, Err *err) {
   int n = P->nvalues;
-  Run R = {.be = be, .P = P, .imgs = imgs, .scalars = scalars, .given = given, .err = err};
+  Run R = {.be = be, .P = P, .imgs = imgs, .scalars = scalars, .given = given, .err = err, .direct = -1};
   const char *e = getenv("PXL_LOOP_CHECK");
   if (e && atoi(e) > 0) R.every = atoi(e);
   R.val = PXL_CALLOC((size_t)n, sizeof *R.val);
