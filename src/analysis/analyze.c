@@ -481,6 +481,80 @@ static bool match_temp(Separable *S, const Node *d) {
   return true;
 }
 
+/* The value of weight expression n with loop counter v at `val`: integer numbers, v,
+ * + - * and negation, widening casts and elements of const tables; false for anything
+ * else (another variable, an index outside its table, a float). */
+static bool weight_value(const Node *n, const Var *v, int64_t val, int64_t *out) {
+  int64_t a, b;
+  if (!n || n->type.lanes != 1 || scalar_is_float(n->type.s)) return false;
+  switch (n->kind) {
+  case ND_NUM: *out = n->ival; return true;
+  case ND_VAR: if (n->var != v) return false; *out = val; return true;
+  case ND_CAST: return widens(n->a->type, n->type) && weight_value(n->a, v, val, out);
+  case ND_NEG: if (!weight_value(n->a, v, val, &a)) return false; *out = -a; return true;
+  case ND_ADD: case ND_SUB: case ND_MUL:
+    if (!weight_value(n->a, v, val, &a) || !weight_value(n->b, v, val, &b)) return false;
+    if (a < -(1 << 20) || a > (1 << 20) || b < -(1 << 20) || b > (1 << 20)) return false; /* small, exact */
+    *out = n->kind == ND_ADD ? a + b : n->kind == ND_SUB ? a - b : a * b;
+    return true;
+  case ND_INDEX:
+    if (!n->var->is_const || !n->var->elems || !weight_value(n->a, v, val, &a) || a < 0 || a >= n->var->len)
+      return false;
+    return weight_value(n->var->elems[a], v, val, out);
+  default: return false;
+  }
+}
+
+/* The values of weight expression n for loop counter v over lo..hi (arena), or NULL. */
+static int64_t *weights(const Node *n, const Var *v, int lo, int hi, Arena *ar) {
+  int64_t *w = arena_alloc(ar, sizeof *w * (size_t)(hi - lo + 1));
+  for (int i = lo; w && i <= hi; i++)
+    if (!weight_value(n, v, i, &w[i - lo]) || w[i - lo] < -(1 << 20) || w[i - lo] > (1 << 20)) return NULL;
+  return w;
+}
+
+static Arena *sep_arena; /* scratch: where match_update puts weights */
+
+/* y = WY * WX * read in any order (products of acc's integer type): the read's operand
+ * in *leaf_out, the factors' values in S (slot i). False when y is not such a product. */
+static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node **leaf_out) {
+  const Node *f[3];
+  int n = 0;
+  const Node *stack[4] = {y};
+  int sp = 1;
+  while (sp) { /* the factors of a product tree of up to 3 leaves */
+    const Node *e = stack[--sp];
+    if (e->kind == ND_MUL && e->type.s == t.s && e->type.lanes == 1 && sp + 2 <= 4) {
+      stack[sp++] = e->a;
+      stack[sp++] = e->b;
+    } else if (n < 3) {
+      f[n++] = e;
+    } else {
+      return false;
+    }
+  }
+  if (n < 2 || y->kind != ND_MUL) return false;
+  const Node *leaf = NULL, *wy = NULL, *wx = NULL;
+  for (int k = 0; k < n; k++) {
+    const Node *r = strip_casts(f[k]);
+    bool is_read = (r->kind == ND_READ && is_var(r->a, S->vx) && is_var(r->b, S->vy)) ||
+                   (r->kind == ND_VAR && r->var != S->vx && r->var != S->vy && !r->var->param && r->var->len == 0 &&
+                    !r->var->is_const);
+    int64_t dummy;
+    if (is_read && !leaf && widening_chain(f[k])) leaf = f[k];
+    else if (!wy && weight_value(f[k], S->vy, S->y0, &dummy)) wy = f[k];
+    else if (!wx && weight_value(f[k], S->vx, S->x0, &dummy)) wx = f[k];
+    else return false;
+  }
+  if (!leaf || !wy) return false;
+  S->wy_node[i] = wy;
+  S->wy[i] = weights(wy, S->vy, S->y0, S->y1, sep_arena);
+  S->wx[i] = wx ? weights(wx, S->vx, S->x0, S->x1, sep_arena) : NULL;
+  if (!S->wy[i] || (wx && !S->wx[i])) return false;
+  *leaf_out = leaf;
+  return true;
+}
+
 /* Matches one update `acc = OP(acc, img(vx, vy))` of the loop nest. */
 static bool match_update(Separable *S, const Node *u) {
   if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param) return false;
@@ -503,7 +577,10 @@ static bool match_update(Separable *S, const Node *u) {
     x = y;
     y = t;
   }
-  if (!is_var(x, acc) || !widening_chain(x) || !widening_chain(y)) return false;
+  if (!is_var(x, acc) || !widening_chain(x)) return false;
+  const Node *wleaf = NULL; /* a weighted sum: the read (or temporary) among the factors */
+  if (op < 0 && S->nacc < PXL_MAX_SEP_ACC && match_weights(S, S->nacc, y, acc->type, &wleaf)) y = wleaf;
+  else if (!widening_chain(y)) return false;
   const Node *leaf = strip_casts(y), *r = leaf;
   if (leaf->kind == ND_VAR) { /* a temporary `T t = img(vx, vy)` */
     r = NULL;
@@ -524,6 +601,8 @@ static bool match_update(Separable *S, const Node *u) {
   S->read[S->nacc] = (Node *)leaf;
   if (op >= 0) {
     S->col[S->nacc] = leaf->type;
+  } else if (S->wy[S->nacc]) { /* weighted: the column sums in the accumulator's type */
+    S->col[S->nacc] = acc->type;
   } else { /* sums of a few u8 rows fit 16 bits: narrower vectors in the column pass */
     int rows = S->y1 - S->y0 + 1;
     S->col[S->nacc] = r->type.s == T_U8 && rows <= 257 && scalar_size(acc->type.s) >= 4 ? type_scalar(T_U16) : acc->type;
@@ -551,6 +630,7 @@ static Separable *find_separable(Decl *D, Arena *a) {
   if (!inner || inner->kind != ND_FOR || !const_loop(inner, &S.vx, &S.x0, &S.x1)) return NULL;
   const Node *u = inner->b;
   while (u && u->kind == ND_BLOCK && !u->next) u = u->body;
+  sep_arena = a;
   for (; u; u = u->next)
     if (!match_temp(&S, u) && !match_update(&S, u)) return NULL;
   if (!S.nacc || (S.y1 == S.y0 && S.x1 == S.x0)) return NULL;
@@ -597,8 +677,20 @@ static Interval sep_result(const Separable *S, int i, Interval init) {
   int64_t n = (int64_t)(S->x1 - S->x0 + 1) * (S->y1 - S->y0 + 1);
   if (S->op[i] == BI_MIN) return iv(init.lo < r.lo ? init.lo : r.lo, init.hi < r.hi ? init.hi : r.hi);
   if (S->op[i] == BI_MAX) return iv(init.lo > r.lo ? init.lo : r.lo, init.hi > r.hi ? init.hi : r.hi);
+  if (n >= (1 << 20)) return UNKNOWN;
   Interval x = iv(init.lo + n * r.lo, init.hi + n * r.hi); /* sums: no wrap while small */
-  return small(x.lo) && small(x.hi) && n < (1 << 20) ? x : UNKNOWN;
+  if (S->wy[i]) { /* weighted: each term w * pixel, w = wy * wx (weights and pixels small) */
+    x = init;
+    for (int dy = 0; dy <= S->y1 - S->y0; dy++)
+      for (int dx = 0; dx <= S->x1 - S->x0; dx++) {
+        int64_t w = S->wy[i][dy] * (S->wx[i] ? S->wx[i][dx] : 1);
+        if (!small(w) || !small(r.lo) || !small(r.hi)) return UNKNOWN;
+        int64_t a = w * r.lo, b = w * r.hi;
+        x = iv(x.lo + (a < b ? a : b), x.hi + (a < b ? b : a));
+        if (!small(x.lo) || !small(x.hi)) return UNKNOWN;
+      }
+  }
+  return small(x.lo) && small(x.hi) ? x : UNKNOWN;
 }
 
 /* The mark_expr pass at a declaration: the value before the loop of a separable

@@ -291,7 +291,11 @@ typedef struct {
 /* A window reduction that splits into a column pass and a row pass (found by analysis):
  *   acc_i = init_i; for (vy = y0..y1) for (vx = x0..x1) acc_i = OP_i(acc_i, img(vx, vy)); ...
  * with OP min, max or integer +. Backends compute OP over each column of the window
- * once per pixel column, then OP over x0..x1 of those: the same value, fewer reads. */
+ * once per pixel column, then OP over x0..x1 of those: the same value, fewer reads.
+ * An integer sum may be weighted by an outer product, acc += WY(vy) * WX(vx) * img(vx,
+ * vy) (factors in any order; WY reads only vy, WX only vx, numbers and const tables):
+ * the column pass sums wy[vy - y0] * img, the row pass runs the update with WY as 1 over
+ * the column values (integer arithmetic wraps, so the grouping gives the same bits). */
 #define PXL_MAX_SEP_ACC 4
 typedef struct {
   Param *img;             /* the image read */
@@ -305,6 +309,9 @@ typedef struct {
   Var *tmp[PXL_MAX_SEP_ACC];   /* temporaries declared in the loop as `T t = img(vx, vy)` */
   int ntmp;
   Type col[PXL_MAX_SEP_ACC];   /* type of a column value */
+  const Node *wy_node[PXL_MAX_SEP_ACC]; /* weighted sums: the factor WY (the row pass emits 1), else NULL */
+  int64_t *wy[PXL_MAX_SEP_ACC];   /* its value for vy = y0 .. y1, else NULL */
+  int64_t *wx[PXL_MAX_SEP_ACC];   /* WX's value for vx = x0 .. x1 (for bounds), else NULL */
 } Separable;
 
 /* One call in a pipeline: img = kernel(args...). */

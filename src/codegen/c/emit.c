@@ -36,6 +36,7 @@ const char *cg_ctype(Scalar s) {
 bool cg_sliding_columns(const Separable *S) {
   if (S->y1 - S->y0 + 1 < 4) return false;
   for (int i = 0; i < S->nacc; i++) {
+    if (S->wy[i]) return false; /* weighted sums do not slide */
     Scalar s = S->col[i].s; /* u16: sums of at most 257 u8 rows, exact in 16 bits */
     if (S->op[i] >= 0 || (s != T_U16 && s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
   }
@@ -45,6 +46,7 @@ bool cg_sliding_columns(const Separable *S) {
 bool cg_sliding_rows(const Separable *S) {
   if (S->x1 - S->x0 + 1 < 4) return false;
   for (int i = 0; i < S->nacc; i++) {
+    if (S->wy[i]) return false;
     Scalar s = S->acc[i]->type.s;
     if (S->op[i] >= 0 || (s != T_I32 && s != T_U32 && s != T_I64 && s != T_U64)) return false;
   }
@@ -361,6 +363,14 @@ static void expr_narrow(Gen *g, const Node *n, Scalar t) {
 
 void cg_expr(Gen *g, const Node *n, int lane) {
   Scalar s = n->type.s;
+  if (g->variant & V_SEP) { /* the row pass of a weighted window: WY was applied by the column pass */
+    const Separable *S = g->D->sep;
+    for (int i = 0; i < S->nacc; i++)
+      if (S->wy_node[i] == n) {
+        emit_int(g->o, 1, s);
+        return;
+      }
+  }
   switch (n->kind) {
   case ND_NUM:
     if (scalar_is_float(s)) emit_float(g->o, n->fval, s);

@@ -53,6 +53,18 @@ static void column(Gen *g, int i, bool direct) {
   const Separable *S = g->D->sep;
   int k = S->img->img_index;
   const char *CT = cg_ctype(S->col[i].s);
+  if (S->wy[i]) { /* weighted: sum of wy * pixel, wrapping in the column's (integer) type */
+    const char *UT = cg_unsigned_ctype(S->col[i].s);
+    OUT("          %s v = 0;\n", CT);
+    for (int dy = S->y0; dy <= S->y1; dy++) {
+      if (!S->wy[i][dy - S->y0]) continue;
+      OUT("          v = (%s)((%s)v + (%s)%lld * (%s)", CT, UT, UT, (long long)S->wy[i][dy - S->y0], UT);
+      column_read(g, direct, k, CT, dy);
+      OUT(");\n");
+    }
+    OUT("          c%d[j] = v;\n", i);
+    return;
+  }
   OUT("          %s v = ", CT);
   column_read(g, direct, k, CT, S->y0);
   OUT(";\n");
@@ -66,6 +78,14 @@ static void column(Gen *g, int i, bool direct) {
     OUT(");\n");
   }
   OUT("          c%d[j] = v;\n", i);
+}
+
+/* Whether every accumulator of S is a weighted sum: the row pass is then the row weights
+ * times the column sums, given to the pixel function "pr" as the window's sums. */
+static bool weighted_rows(const Separable *S) {
+  for (int i = 0; i < S->nacc; i++)
+    if (!S->wy[i]) return false;
+  return S->nacc > 0;
 }
 
 /* A separable window: per row, a column pass into per-thread buffers, then the row pass
@@ -153,6 +173,20 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
       OUT("          r%d = (%s)((%s)r%d - (%s)c%d[x - rx0]);\n", i, AT, UT, i, UT, i);
     }
     OUT("        }\n      }\n");
+  } else if (weighted_rows(S)) { /* each sum: its row weights times the column sums, unrolled */
+    OUT("      for (int x = rx0; x < rx1; x++) {\n");
+    for (int i = 0; i < S->nacc; i++) {
+      const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+      OUT("        const %s r%d = (%s)(0", AT, i, AT);
+      for (int k = 0; k <= S->x1 - S->x0; k++) {
+        int64_t w = S->wx[i] ? S->wx[i][k] : 1;
+        if (w) OUT(" + (%s)%lld * (%s)c%d[x - rx0 + %d]", UT, (long long)w, UT, i, k);
+      }
+      OUT(");\n");
+    }
+    OUT("        %s_pr(%s", g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", r%d", i);
+    OUT(", x, y, W, H, orow + (ptrdiff_t)x * %d);\n      }\n", C);
   } else {
     OUT("      for (int x = rx0; x < rx1; x++) %s_ph(%s", g->pfx, A);
     for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
@@ -519,7 +553,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     if (D->sep) pixel_fn(g, V_SEP, false);
-    if (D->sep && cg_sliding_rows(D->sep)) pixel_fn(g, V_SEP | V_ROWSUM, false);
+    if (D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep))) pixel_fn(g, V_SEP | V_ROWSUM, false);
     if (D->scan & SCAN_Y) {
       char map[96];
       snprintf(map, sizeof map, "%s_map", pfx);

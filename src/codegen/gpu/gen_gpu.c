@@ -356,6 +356,8 @@ static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
  * computes column values once per column and output row, then the row pass ("ph"). */
 static bool use_sep(const Gen *g) {
   const Separable *S = g->D->sep;
+  for (int i = 0; S && i < S->nacc; i++)
+    if (S->wy[i]) return false; /* weighted sums: the window code as written (the CPU splits them) */
   return S && g->direct[S->img->img_index] && S->img->type.lanes == 1;
 }
 
