@@ -552,8 +552,10 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (D->skel != SK_P2P_NONSEQ && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
-    if (D->sep) pixel_fn(g, V_SEP, false);
-    if (D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep))) pixel_fn(g, V_SEP | V_ROWSUM, false);
+    /* the row pass: over column values ("ph"), or given the window's sums ("pr") */
+    bool sums = D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep));
+    if (D->sep && !sums) pixel_fn(g, V_SEP, false);
+    if (sums) pixel_fn(g, V_SEP | V_ROWSUM, false);
     if (D->scan & SCAN_Y) {
       char map[96];
       snprintf(map, sizeof map, "%s_map", pfx);

@@ -301,7 +301,9 @@ static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unr
   int C = g->D->type.lanes;
   const char *OT = cg_ctype(g->D->type.s);
   OUT("    #pragma unroll%s\n    for (int j = 0; j < %d; j++) {\n", unroll, PY);
-  if (masked) OUT("      if (ys + j >= H) break;\n");
+  /* a guarded block, not `break`: after the sliding passes PoCL 3.1's optimised build
+   * stored rows past H with the `break` (valgrind: writes past the output buffer) */
+  if (masked) OUT("      if (ys + j < H) {\n");
   OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(ys + j) * op + (ptrdiff_t)xs * %d;\n", OT, C);
   if (vec) {
     if (masked) OUT("      if (xs + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_[j].v;\n", PX, rb - 1, rb);
@@ -312,6 +314,7 @@ static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unr
   }
   if (masked) OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_[j].e[e];\n", PX * C, C);
   else OUT("for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  if (masked) OUT("      }\n");
   OUT("    }\n    return;\n  }\n");
 }
 
