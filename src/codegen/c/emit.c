@@ -363,6 +363,11 @@ static void expr_narrow(Gen *g, const Node *n, Scalar t) {
 
 void cg_expr(Gen *g, const Node *n, int lane) {
   Scalar s = n->type.s;
+  for (int k = 0; k < g->nhoist && !g->no_hoist; k++)
+    if (g->hoist[k] == n) {
+      OUT("u%d", k);
+      return;
+    }
   if (g->variant & V_SEP) { /* the row pass of a weighted window: WY was applied by the column pass */
     const Separable *S = g->D->sep;
     for (int i = 0; i < S->nacc; i++)
@@ -756,6 +761,7 @@ static void img_params(Gen *g) {
     else
       cg_scalar_param(g, p);
   }
+  for (int k = 0; k < g->nhoist; k++) OUT(", %s u%d", cg_ctype(g->hoist[k]->type.s), k);
 }
 
 void cg_scalar_param(Gen *g, const Param *p) {
@@ -781,6 +787,7 @@ static void img_args(Gen *g) {
     if (p->is_image) OUT("i%d, p%d, w%d, h%d", p->img_index, p->img_index, p->img_index, p->img_index);
     else OUT("s%d", p->scalar_index);
   }
+  for (int k = 0; k < g->nhoist; k++) OUT(", u%d", k);
 }
 
 void cg_read_fns(Gen *g) {
@@ -819,6 +826,7 @@ static void void_params(Gen *g) {
     if (p->is_image) OUT(" (void)i%d; (void)p%d; (void)w%d; (void)h%d;", k, k, k, k);
     else OUT(" (void)s%d;", p->scalar_index);
   }
+  for (int k = 0; k < g->nhoist; k++) OUT(" (void)u%d;", k);
   OUT("\n");
 }
 
@@ -920,6 +928,17 @@ void cg_prologue(Gen *g, bool has_out) {
       OUT("  const %s s%d = (%s)sc[%d].%c;\n", cg_ctype(p->type.s), p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
           scalar_is_float(p->type.s) ? 'f' : 'i');
   }
+  /* what the kernel computes from its scalar parameters alone, once */
+  int variant = g->variant;
+  g->variant = V_EDGE;
+  g->no_hoist = true;
+  for (int k = 0; k < g->nhoist; k++) {
+    OUT("  const %s u%d = ", cg_ctype(g->hoist[k]->type.s), k);
+    cg_expr(g, g->hoist[k], 0);
+    OUT(";\n  (void)u%d;\n", k);
+  }
+  g->no_hoist = false;
+  g->variant = variant;
   if (has_out)
     OUT("  const int W = out->width, H = out->height;\n");
   else
@@ -1021,6 +1040,72 @@ static bool counts_only(const Node *s) {
 
 /* ---- instances ---- */
 
+/* ---- values of the scalar parameters alone, computed once per launch ---- */
+
+/* Whether user function f computes its value from its arguments alone (no pixel
+ * coordinates; functions read no images). */
+static bool func_pure(const Node *n) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_COORD || n->kind == ND_READ || n->kind == ND_AT || n->kind == ND_IMGDIM) return false;
+    if (n->kind == ND_FCALL && n->func && n->func->body && !func_pure(n->func->body)) return false;
+    if (!func_pure(n->a) || !func_pure(n->b) || !func_pure(n->c) || !func_pure(n->init) || !func_pure(n->step) ||
+        !func_pure(n->body))
+      return false;
+    for (int i = 0; i < n->nargs; i++)
+      if (!func_pure(n->args[i])) return false;
+  }
+  return true;
+}
+
+/* Whether expression n depends on the kernel's scalar parameters (and image sizes) only;
+ * *worth: it calls a user function, a math function or divides - worth computing once. */
+static bool uniform(const Node *n, bool *worth) {
+  if (n->type.lanes != 1) return false;
+  switch (n->kind) {
+  case ND_NUM: case ND_IMGDIM:
+    return true;
+  case ND_VAR:
+    return n->var->param && !n->var->len;
+  case ND_FCALL:
+    if (!n->func || !n->func->body || n->func->type.lanes != 1 || !func_pure(n->func->body)) return false;
+    *worth = true;
+    break;
+  case ND_CALL:
+    if (n->builtin != BI_MIN && n->builtin != BI_MAX && n->builtin != BI_ABS && n->builtin != BI_CLAMP) *worth = true;
+    break;
+  case ND_DIV: case ND_MOD:
+    *worth = true;
+    break;
+  case ND_CAST: case ND_NEG: case ND_NOT: case ND_BITNOT: case ND_ADD: case ND_SUB: case ND_MUL: case ND_SHL:
+  case ND_SHR: case ND_BITAND: case ND_BITOR: case ND_BITXOR: case ND_EQ: case ND_NE: case ND_LT: case ND_LE:
+  case ND_GT: case ND_GE: case ND_LOGAND: case ND_LOGOR: case ND_COND:
+    break;
+  default:
+    return false;
+  }
+  if ((n->a && !uniform(n->a, worth)) || (n->b && !uniform(n->b, worth)) || (n->c && !uniform(n->c, worth)))
+    return false;
+  for (int i = 0; i < n->nargs; i++)
+    if (!uniform(n->args[i], worth)) return false;
+  return true;
+}
+
+/* Collects the largest uniform expressions worth hoisting in node n (with `list`, also in
+ * the statements after it), up to PXL_CG_MAX_HOIST. */
+static void hoist_walk(Gen *g, const Node *n, bool list) {
+  for (; n; n = list ? n->next : NULL) {
+    bool worth = false;
+    if (n->type.s != T_VOID && uniform(n, &worth)) {
+      if (worth && g->nhoist < PXL_CG_MAX_HOIST) g->hoist[g->nhoist++] = n;
+      continue;
+    }
+    const Node *kids[5] = {n->a, n->b, n->c, n->init, n->step};
+    for (int i = 0; i < 5; i++) hoist_walk(g, kids[i], false);
+    hoist_walk(g, n->body, true);
+    for (int i = 0; i < n->nargs; i++) hoist_walk(g, n->args[i], false);
+  }
+}
+
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct) {
   memset(g, 0, sizeof *g);
   g->o = out;
@@ -1033,6 +1118,7 @@ void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const ch
     const Access *ac = &D->access[i];
     direct[i] = ac->read_rel && ac->window_known && !ac->gather;
   }
+  if (D->kind == D_KERNEL && !D->scan && D->body) hoist_walk(g, D->body, false);
 }
 
 void cg_combine_fn(Gen *g) {

@@ -26,6 +26,8 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
  * "/" "* .pxl line N *" "/". */
 #define PXL_LINE_MARK ".pxl line "
 
+#define PXL_CG_MAX_HOIST 16
+
 typedef struct {
   StrBuf *o;
   const Decl *D;
@@ -40,6 +42,12 @@ typedef struct {
   int dialect;       /* codegen/gpu: GpuDialect of the entry points */
   int line;          /* the .pxl line of the last line marker in this function, or 0 */
   bool in_func;      /* emitting a user function: return gives its value */
+  /* Values a kernel computes from its scalar parameters alone (calls of user and math
+   * functions on them): computed once per launch by the entry (cg_prologue) as u<k>
+   * and passed to the pixel functions, which read u<k> in their place (cg_init). */
+  const Node *hoist[PXL_CG_MAX_HOIST];
+  int nhoist;
+  bool no_hoist;     /* printing a hoisted expression itself */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
