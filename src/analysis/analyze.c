@@ -116,6 +116,13 @@ static Interval interval_raw(An *A, Node *n) {
       if (n->builtin == BI_MIN) return iv(x.lo < y.lo ? x.lo : y.lo, x.hi < y.hi ? x.hi : y.hi);
       return iv(x.lo > y.lo ? x.lo : y.lo, x.hi > y.hi ? x.hi : y.hi);
     }
+    if (n->builtin == BI_ABS) { /* wraps only at the type's minimum, which small() intervals exclude */
+      x = interval_of(A, n->args[0]);
+      if (!x.known || !small(x.lo) || !small(x.hi)) return UNKNOWN;
+      if (x.lo >= 0) return x;
+      if (x.hi <= 0) return iv(-x.hi, -x.lo);
+      return iv(0, -x.lo > x.hi ? -x.lo : x.hi);
+    }
     if (n->builtin == BI_CLAMP) { /* min(max(v, lo), hi): within [min(lo, hi), hi] whatever v is */
       Interval v = interval_of(A, n->args[0]), l = interval_of(A, n->args[1]), h = interval_of(A, n->args[2]);
       if (!l.known || !h.known) return UNKNOWN;

@@ -123,6 +123,20 @@ typedef unsigned long long uintptr_t;
 #define PXR_IMAGE_DATA(in, k) ((in)[k].data)
 #endif
 
+/* Before a loop of a few iterations known when it is written (a window's counter from
+ * one literal to another): unroll it completely. GCC and clang otherwise keep a 5x5
+ * window's loops when their bodies are large, and a row loop with loops in it is not
+ * vectorised (NVRTC and OpenCL compilers unroll such loops by themselves). */
+#if defined(PXR_OPENCL) || defined(__CUDACC__)
+#define PXR_UNROLL
+#elif defined(__clang__)
+#define PXR_UNROLL _Pragma("clang loop unroll(full)")
+#elif defined(__GNUC__)
+#define PXR_UNROLL _Pragma("GCC unroll 16")
+#else
+#define PXR_UNROLL
+#endif
+
 /* Tables (const arrays of the language) live in constant memory on GPUs. An array
  * index outside 0..n-1 maps to n, the zero element past the end of every array (reads
  * there give 0; writes are guarded by the caller and never land there). */
@@ -390,6 +404,26 @@ PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptr
 #endif
   for (int y = y0; y < h; y++)
     for (int x = 0; x < w; x++) dst[x * ds + y] = src[y * ss + x];
+}
+
+/* d[i] = t[s[i]] for i < n: a u8 -> u8 kernel made a table (gen_c.c, tabulated). With
+ * AVX-512 VBMI, 64 pixels per step: two 128-byte halves of the table looked up by the
+ * index's low 7 bits (vpermi2b), the high bit choosing between them. */
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
+#include <immintrin.h>
+#endif
+PXR_FN void pxr_lut_u8(const uint8_t *s, uint8_t *d, ptrdiff_t n, const uint8_t *t) {
+  ptrdiff_t i = 0;
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
+  const __m512i t0 = _mm512_loadu_si512((const void *)t), t1 = _mm512_loadu_si512((const void *)(t + 64));
+  const __m512i t2 = _mm512_loadu_si512((const void *)(t + 128)), t3 = _mm512_loadu_si512((const void *)(t + 192));
+  for (; i + 64 <= n; i += 64) {
+    const __m512i v = _mm512_loadu_si512((const void *)(s + i));
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_storeu_si512((void *)(d + i), _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+#endif
+  for (; i < n; i++) d[i] = t[s[i]];
 }
 
 #endif

@@ -55,6 +55,39 @@ bool cg_sliding_rows(const Separable *S) {
 
 const char *cg_unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
 
+/* Whether loop s counts a variable from one literal to another by 1 in at most 16
+ * iterations: `for (int i = A; i <= B; i++)` (or < B), nothing else assigning it. */
+static bool assigns(const Node *n, const Var *v) {
+  for (; n; n = n->next) {
+    if ((n->kind == ND_ASSIGN || n->kind == ND_DECL || n->kind == ND_LANESET) && n->var == v) return true;
+    if (assigns(n->b, v) || assigns(n->c, v) || assigns(n->body, v) || assigns(n->init, v) || assigns(n->step, v))
+      return true;
+  }
+  return false;
+}
+
+static bool small_trip_count(const Node *s) {
+  const Node *init = s->init, *c = s->a, *st = s->step;
+  if (!init || init->next || init->kind != ND_DECL || !init->a || init->a->kind != ND_NUM || !c || !st || st->next)
+    return false;
+  const Var *v = init->var;
+  if (scalar_is_float(v->type.s) || v->type.lanes != 1) return false;
+  if ((c->kind != ND_LE && c->kind != ND_LT) || c->a->kind != ND_VAR || c->a->var != v || c->b->kind != ND_NUM)
+    return false;
+  if (st->kind != ND_ASSIGN || st->var != v) return false;
+  const Node *e = st->a;
+  while (e->kind == ND_CAST) e = e->a;
+  if (e->kind != ND_ADD || e->a->kind != ND_VAR || e->a->var != v || e->b->kind != ND_NUM || e->b->ival != 1)
+    return false;
+  if (assigns(s->b, v)) return false;
+  int64_t n = c->b->ival - init->a->ival + (c->kind == ND_LE ? 1 : 0);
+  return n >= 1 && n <= 16;
+}
+
+/* Whether array parameter p (a scalar parameter with len > 0) is read from a copy in its
+ * element type (C only: the entry makes it once per run). */
+static bool typed_array(const Gen *g, const Param *p) { return g->typed_arrays && p->len > 0 && p->len <= PXL_CG_TYPED_ARRAY; }
+
 static const char *sfx(Scalar s) { return scalar_name(s); }
 
 static void ind(Gen *g) {
@@ -465,10 +498,21 @@ void cg_expr(Gen *g, const Node *n, int lane) {
     return;
   case ND_INDEX: {
     const Var *v = n->var;
-    if (v->param) { /* an array parameter: pxlc_scalar elements */
-      OUT("((%s)s%d[pxr_ix(", cg_ctype(v->type.s), v->param->scalar_index);
-      cg_expr(g, n->a, 0);
-      OUT(", %d)].%c)", v->len, scalar_is_float(v->type.s) ? 'f' : 'i');
+    if (v->param) { /* an array parameter: pxlc_scalar elements, or typed (typed_array) */
+      bool typed = typed_array(g, v->param);
+      if (typed) OUT("s%d[", v->param->scalar_index);
+      else OUT("((%s)s%d[", cg_ctype(v->type.s), v->param->scalar_index);
+      if (n->flags & NF_IN_RANGE) { /* analysis: always inside */
+        OUT("(int32_t)(");
+        cg_expr(g, n->a, 0);
+        OUT(")");
+      } else {
+        OUT("pxr_ix(");
+        cg_expr(g, n->a, 0);
+        OUT(", %d)", v->len);
+      }
+      if (typed) OUT("]");
+      else OUT("].%c)", scalar_is_float(v->type.s) ? 'f' : 'i');
       return;
     }
     if (v->is_const) OUT("%s_t%d[", g->pfx, v->table);
@@ -654,6 +698,7 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("{\n");
     g->depth++;
     stmts(g, s->init);
+    if (small_trip_count(s)) ind(g), OUT("PXR_UNROLL\n");
     ind(g), OUT("while ");
     truth(g, s->a);
     OUT(" {\n");
@@ -765,13 +810,33 @@ static void img_params(Gen *g) {
 }
 
 void cg_scalar_param(Gen *g, const Param *p) {
-  if (p->len) OUT("const PXR_GLOBAL pxlc_scalar *s%d", p->scalar_index);
+  if (typed_array(g, p)) OUT("const %s *PXR_RESTRICT s%d", cg_ctype(p->type.s), p->scalar_index);
+  else if (p->len) OUT("const PXR_GLOBAL pxlc_scalar *s%d", p->scalar_index);
   else OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
 }
 
 static void img_args(Gen *g);
 
 /* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
+bool cg_row_arrays(Gen *g, const char *indent) {
+  const Decl *D = g->D;
+  size_t bytes = 0;
+  int n = 0;
+  for (int i = 0; i < D->nparams; i++)
+    if (!D->params[i]->is_image && typed_array(g, D->params[i])) {
+      bytes += (size_t)(D->params[i]->len + 1) * (size_t)scalar_size(D->params[i]->type.s);
+      n++;
+    }
+  if (!n || bytes > PXL_CG_ROW_ARRAY_BYTES) return false;
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (p->is_image || !typed_array(g, p)) continue;
+    OUT("%s%s s%d_r[%d];\n%smemcpy(s%d_r, s%d, sizeof s%d_r);\n", indent, cg_ctype(p->type.s), p->scalar_index,
+        p->len + 1, indent, p->scalar_index, p->scalar_index, p->scalar_index);
+  }
+  return true;
+}
+
 void cg_args_text(Gen *g, StrBuf *buf) {
   StrBuf *saved = g->o;
   g->o = buf;
@@ -785,7 +850,7 @@ static void img_args(Gen *g) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
     if (p->is_image) OUT("i%d, p%d, w%d, h%d", p->img_index, p->img_index, p->img_index, p->img_index);
-    else OUT("s%d", p->scalar_index);
+    else OUT("s%d%s", p->scalar_index, g->row_arrays && typed_array(g, p) ? "_r" : "");
   }
   for (int k = 0; k < g->nhoist; k++) OUT(", u%d", k);
 }
@@ -922,6 +987,11 @@ void cg_prologue(Gen *g, bool has_out) {
       OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
           " const int w%d = in[%d].width, h%d = in[%d].height;\n",
           cg_ctype(p->type.s), k, cg_ctype(p->type.s), k, k, k, cg_ctype(p->type.s), k, k, k, k);
+    else if (typed_array(g, p)) /* the elements in their type (and the 0 after them), once */
+      OUT("  %s s%d_[%d];\n  for (int i = 0; i <= %d; i++) s%d_[i] = (%s)PXR_ARRAY_ARG(sc, %d)[i].%c;\n"
+          "  const %s *s%d = s%d_;\n",
+          cg_ctype(p->type.s), p->scalar_index, p->len + 1, p->len, p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
+          scalar_is_float(p->type.s) ? 'f' : 'i', cg_ctype(p->type.s), p->scalar_index, p->scalar_index);
     else if (p->len)
       OUT("  const PXR_GLOBAL pxlc_scalar *s%d = PXR_ARRAY_ARG(sc, %d);\n", p->scalar_index, p->scalar_index);
     else

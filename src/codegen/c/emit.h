@@ -27,6 +27,8 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
 #define PXL_LINE_MARK ".pxl line "
 
 #define PXL_CG_MAX_HOIST 16
+#define PXL_CG_TYPED_ARRAY 4096
+#define PXL_CG_ROW_ARRAY_BYTES 4096
 
 typedef struct {
   StrBuf *o;
@@ -48,6 +50,9 @@ typedef struct {
   const Node *hoist[PXL_CG_MAX_HOIST];
   int nhoist;
   bool no_hoist;     /* printing a hoisted expression itself */
+  bool typed_arrays; /* C: array parameters of up to PXL_CG_TYPED_ARRAY elements are copied
+                      * by the entry into arrays of their element type (cg_prologue) */
+  bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
@@ -77,6 +82,12 @@ int cg_use_tile_buffer(Gen *g);
 void cg_prologue(Gen *g, bool has_out);
 /* The pixel functions' argument list as text. */
 void cg_args_text(Gen *g, StrBuf *buf);
+/* C: declares, at the start of a loop body, copies s<k>_r of the typed array parameters
+ * (up to PXL_CG_ROW_ARRAY_BYTES in all; returns false, declaring nothing, beyond that or
+ * when there are none). A local array the row loop reads through tells the C compiler
+ * that the stores to the output do not change it: the loop can then be vectorised (with
+ * gathers), which it cannot be while the table is reached through a pointer. */
+bool cg_row_arrays(Gen *g, const char *indent);
 /* The declaration of scalar parameter p in a parameter list: "T sK", or for an array
  * parameter the pointer to its pxlc_scalar elements. */
 void cg_scalar_param(Gen *g, const Param *p);

@@ -208,6 +208,36 @@ static void scan_row(Gen *g, const char *T) {
   OUT("\n        orow[x] = acc;\n      }\n    }\n");
 }
 
+/* Whether expression or statements n use the pixel's coordinates or the output's size
+ * (x, y, width, height), in n or in the functions it calls. */
+static bool uses_coords(const Node *n) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_COORD) return true;
+    if (n->kind == ND_FCALL && n->func && n->func->body && uses_coords(n->func->body)) return true;
+    if (uses_coords(n->a) || uses_coords(n->b) || uses_coords(n->c) || uses_coords(n->init) || uses_coords(n->step) ||
+        uses_coords(n->body))
+      return true;
+    for (int i = 0; i < n->nargs; i++)
+      if (uses_coords(n->args[i])) return true;
+  }
+  return false;
+}
+
+/* Whether kernel D is a function of one u8 pixel to a u8 pixel: P2P over one one-channel
+ * u8 image read at (0, 0) only, without the coordinates; scalars and arrays are fixed for
+ * a run. Its 256 values are then computed once and the rows looked up (pxr_lut_u8). */
+static bool tabulated(const Decl *D) {
+  if (D->kind != D_KERNEL || D->skel != SK_P2P || D->scan || D->sep || D->nouts || D->nimages != 1 || D->size_w)
+    return false;
+  if (D->type.s != T_U8 || D->type.lanes != 1) return false;
+  const Param *p = cg_image_param(D, 0);
+  const Access *ac = &D->access[0];
+  if (p->type.s != T_U8 || p->type.lanes != 1 || ac->read_abs || ac->gather || !ac->read_rel || !ac->window_known)
+    return false;
+  if (ac->x0 || ac->x1 || ac->y0 || ac->y1) return false;
+  return !uses_coords(D->body);
+}
+
 static void kernel_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
   int C = D->type.lanes;
@@ -307,12 +337,31 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     sb_free(&args);
     return;
   }
+  if (tabulated(D)) {
+    /* a u8 -> u8 function of the pixel alone: the kernel runs once per value (the pixel
+     * function reading a row of the 256 values), then every row is table lookups */
+    OUT("  uint8_t lut_[256], val_[256];\n  for (int v = 0; v < 256; v++) val_[v] = (uint8_t)v;\n");
+    OUT("  {\n    const uint8_t *i0 = val_;\n    for (int x = 0; x < 256; x++) %s_%s(%s, x, 0, W, H, lut_ + x);\n  }\n",
+        g->pfx, variant_name(V_DIRECT_REL), args.s ? args.s : "");
+    OUT("  #pragma omp parallel for schedule(dynamic, 1 + 262144 / (W + 1)) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
+    OUT("  for (int y = 0; y < H; y++) pxr_lut_u8(i0 + (ptrdiff_t)y * p0, o + (ptrdiff_t)y * op, W, lut_);\n}\n");
+    sb_free(&args);
+    return;
+  }
   /* dynamic chunks of about 64K pixels: a core shared with another process does not hold
    * the whole launch back, as it would with a static split */
   OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n  (void)chunk_;\n");
   OUT("  #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
   OUT("  for (int y = 0; y < H; y++) {\n");
   OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  if (cg_row_arrays(g, "    ")) { /* the row's calls read the row copies */
+    StrBuf rargs = {0};
+    g->row_arrays = true;
+    cg_args_text(g, &rargs);
+    g->row_arrays = false;
+    snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", rargs.s ? rargs.s : "", C);
+    sb_free(&rargs);
+  }
   OUT("    if (y < ry0 || y >= ry1) { for (ptrdiff_t i = 0; i < (ptrdiff_t)W * %d; i++) orow[i] = 0; continue; }\n", C);
   OUT("    for (ptrdiff_t i = 0; i < (ptrdiff_t)rx0 * %d; i++) orow[i] = 0;\n", C);
   OUT("    for (ptrdiff_t i = (ptrdiff_t)rx1 * %d; i < (ptrdiff_t)W * %d; i++) orow[i] = 0;\n", C, C);
@@ -524,6 +573,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   if (D->nimages > 64) return err_set(err, PXL_EARG, "%s: too many image parameters", D->name);
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, pfx, direct);
+  g->typed_arrays = true;
   if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) cg_use_tile_buffer(g);
   OUT("\n/* ---- %s %s: %s", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));
@@ -532,7 +582,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
       OUT(", %s: %s", D->params[i]->name, border_name(borders[D->params[i]->img_index].kind));
   OUT(" ---- */\n");
   cg_user_defs(g);
-  cg_read_fns(g);
+  if (!tabulated(D)) cg_read_fns(g); /* a table reads its values directly */
   if (D->kind == D_REDUCE) {
     cg_combine_fn(g);
     bool inner = row_accumulate(D);
@@ -548,7 +598,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     }
     histogram_entry(g, fname, exported);
   } else {
-    pixel_fn(g, V_EDGE, false);
+    if (!tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
     if (D->skel != SK_P2P_NONSEQ && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
