@@ -608,8 +608,17 @@ static bool match_update(Separable *S, const Node *u) {
   S->read[S->nacc] = (Node *)leaf;
   if (op >= 0) {
     S->col[S->nacc] = leaf->type;
-  } else if (S->wy[S->nacc]) { /* weighted: the column sums in the accumulator's type */
-    S->col[S->nacc] = acc->type;
+  } else if (S->wy[S->nacc]) { /* weighted: the column sums in the accumulator's type, or in
+                                   * 16 bits when u8 rows under weights >= 0 cannot pass 65535 */
+    int64_t most = 0;
+    bool narrow = r->type.s == T_U8 && scalar_size(acc->type.s) >= 4 && !scalar_is_float(acc->type.s);
+    for (int dy = S->y0; narrow && dy <= S->y1; dy++) {
+      int64_t w = S->wy[S->nacc][dy - S->y0];
+      narrow = w >= 0 && w <= 65535;
+      most += w * 255;
+      narrow = narrow && most <= 65535;
+    }
+    S->col[S->nacc] = narrow ? type_scalar(T_U16) : acc->type;
   } else { /* sums of a few u8 rows fit 16 bits: narrower vectors in the column pass */
     int rows = S->y1 - S->y0 + 1;
     S->col[S->nacc] = r->type.s == T_U8 && rows <= 257 && scalar_size(acc->type.s) >= 4 ? type_scalar(T_U16) : acc->type;
