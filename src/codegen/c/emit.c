@@ -195,11 +195,9 @@ static void emit_read(Gen *g, const Node *n, int lane) {
     return;
   }
   if (rel && (g->variant & V_SMEM) && g->direct[k]) { /* the staged tile */
-    /* 32-bit index arithmetic: a tile is a few KB (gen_gpu.c, STAGE_SMEM), and 64-bit
-     * multiplies per read cost instructions in kernels that are issue-bound */
-    OUT("t%d[(int)(y + ", k);
+    OUT("t%d[(ptrdiff_t)(y + ", k);
     cg_expr(g, n->b, 0);
-    OUT(" - oy%d) * tp%d + (int)(x + ", k, k);
+    OUT(" - oy%d) * tp%d + (ptrdiff_t)(x + ", k, k);
     cg_expr(g, n->a, 0);
     OUT(" - ox%d) * %d + %d]", k, p->type.lanes, lane);
     return;
