@@ -859,7 +859,7 @@ void cg_read_fns(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
-    if (!p->is_image) continue;
+    if (!p->is_image || (g->no_read0 && p->img_index == 0)) continue;
     int k = p->img_index;
     Border b = g->borders[k];
     const char *T = cg_ctype(p->type.s);

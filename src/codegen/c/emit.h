@@ -53,6 +53,7 @@ typedef struct {
   bool typed_arrays; /* C: array parameters of up to PXL_CG_TYPED_ARRAY elements are copied
                       * by the entry into arrays of their element type (cg_prologue) */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
+  bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */

@@ -223,18 +223,22 @@ static bool uses_coords(const Node *n) {
   return false;
 }
 
-/* Whether kernel D is a function of one u8 pixel to a u8 pixel: P2P over one one-channel
- * u8 image read at (0, 0) only, without the coordinates; scalars and arrays are fixed for
- * a run. Its 256 values are then computed once and the rows looked up (pxr_lut_u8). */
+/* Whether kernel D is a function of one u8 pixel to a u8 pixel: P2P over a one-channel
+ * u8 first image read at (0, 0) only, without the coordinates, its other images read at
+ * absolute positions only (a table image: `lut.at(in(0, 0), 0)`); scalars and arrays are
+ * fixed for a run. Its 256 values are then computed once and the rows looked up
+ * (pxr_lut_u8). The output has the first image's size (no size()). */
 static bool tabulated(const Decl *D) {
-  if (D->kind != D_KERNEL || D->skel != SK_P2P || D->scan || D->sep || D->nouts || D->nimages != 1 || D->size_w)
-    return false;
+  if (D->kind != D_KERNEL || D->scan || D->sep || D->nouts || D->nimages < 1 || D->size_w) return false;
+  if (D->skel != SK_P2P && D->skel != SK_GATHER) return false;
   if (D->type.s != T_U8 || D->type.lanes != 1) return false;
   const Param *p = cg_image_param(D, 0);
   const Access *ac = &D->access[0];
   if (p->type.s != T_U8 || p->type.lanes != 1 || ac->read_abs || ac->gather || !ac->read_rel || !ac->window_known)
     return false;
   if (ac->x0 || ac->x1 || ac->y0 || ac->y1) return false;
+  for (int i = 1; i < D->nimages; i++)
+    if (D->access[i].read_rel) return false;
   return !uses_coords(D->body);
 }
 
@@ -582,7 +586,8 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
       OUT(", %s: %s", D->params[i]->name, border_name(borders[D->params[i]->img_index].kind));
   OUT(" ---- */\n");
   cg_user_defs(g);
-  if (!tabulated(D)) cg_read_fns(g); /* a table reads its values directly */
+  g->no_read0 = tabulated(D); /* a table reads its values directly */
+  cg_read_fns(g);
   if (D->kind == D_REDUCE) {
     cg_combine_fn(g);
     bool inner = row_accumulate(D);
