@@ -406,6 +406,38 @@ PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptr
     for (int x = 0; x < w; x++) dst[x * ds + y] = src[y * ss + x];
 }
 
+/* r[i] = r[0] + ... + r[i] (+ p[i] when p is not NULL), in 32-bit wrap-around: the row
+ * prefix of an integer sum scan, and its column step (gen_c.c). With AVX-512F, 16 at a
+ * time: the prefix inside a vector in four shifted adds, then the carry of the row so
+ * far; a scalar loop would be one dependent add per element. */
+#if defined(__AVX512F__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
+#include <immintrin.h>
+#endif
+PXR_FN void pxr_scan_add_u32(uint32_t *r, const uint32_t *p, ptrdiff_t n) {
+  ptrdiff_t i = 0;
+  uint32_t c = 0;
+#if defined(__AVX512F__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
+  const __m512i z = _mm512_setzero_si512(), last = _mm512_set1_epi32(15);
+  __m512i cv = z;
+  for (; i + 16 <= n; i += 16) {
+    __m512i x = _mm512_loadu_si512((const void *)(r + i));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, z, 15));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, z, 14));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, z, 12));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32(x, z, 8));
+    x = _mm512_add_epi32(x, cv);
+    cv = _mm512_permutexvar_epi32(last, x);
+    if (p) x = _mm512_add_epi32(x, _mm512_loadu_si512((const void *)(p + i)));
+    _mm512_storeu_si512((void *)(r + i), x);
+  }
+  c = (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(cv));
+#endif
+  for (; i < n; i++) {
+    c += r[i];
+    r[i] = p ? c + p[i] : c;
+  }
+}
+
 /* d[i] = t[s[i]] for i < n: a u8 -> u8 kernel made a table (gen_c.c, tabulated). With
  * AVX-512 VBMI, 64 pixels per step: two 128-byte halves of the table looked up by the
  * index's low 7 bits (vpermi2b), the high bit choosing between them. */

@@ -200,7 +200,13 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
 /* A scan's row prefix of the row just mapped (orow), while it is in cache: each row left
  * to right from the identity, acc OP v in the interpreter's operand order. (The rows
  * outside the region, all 0, `continue` before it: their prefix is 0 too.) */
+static bool add32_scan(const Decl *D);
+
 static void scan_row(Gen *g, const char *T) {
+  if (add32_scan(g->D)) {
+    OUT("    pxr_scan_add_u32((uint32_t *)orow, 0, W);\n");
+    return;
+  }
   OUT("    {\n      %s acc = ", T);
   cg_identity(g);
   OUT(";\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", T);
@@ -240,6 +246,20 @@ static bool tabulated(const Decl *D) {
   for (int i = 1; i < D->nimages; i++)
     if (D->access[i].read_rel) return false;
   return !uses_coords(D->body);
+}
+
+/* Whether scan D's column prefixes are computed in bands of rows as the map makes them
+ * (kernel_entry), then each band combined with the last row of the one above
+ * (scan_entry): a pass over the image less than map, then columns. Only where any
+ * grouping gives the interpreter's bits: integer types (sums wrap; min, max). Float min
+ * and max are not among them here: with NaNs and signed zeros the grouping shows. */
+/* Whether scan D sums 32-bit integers (wrap-around: pxr_scan_add_u32 has the same bits). */
+static bool add32_scan(const Decl *D) {
+  return D->redop == R_SUM && (D->type.s == T_I32 || D->type.s == T_U32) && D->type.lanes == 1;
+}
+
+static bool fused_scan(const Decl *D) {
+  return (D->scan & SCAN_Y) && D->type.lanes == 1 && !scalar_is_float(D->type.s);
 }
 
 static void kernel_entry(Gen *g, const char *fname, bool exported) {
@@ -355,9 +375,19 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   /* dynamic chunks of about 64K pixels: a core shared with another process does not hold
    * the whole launch back, as it would with a static split */
   OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n  (void)chunk_;\n");
-  OUT("  #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
-  OUT("  for (int y = 0; y < H; y++) {\n");
-  OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  bool fused = fused_scan(D);
+  if (fused) { /* bands of rows, each scanned down as it is made (scan_entry adds the bands above) */
+    OUT("  const int nb_ = nt_ < H ? nt_ : (H > 0 ? H : 1); /* bands: as in the map */\n");
+    OUT("  #pragma omp parallel for schedule(static, 1) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
+    OUT("  for (int b_ = 0; b_ < nb_; b_++)\n");
+    OUT("  for (int y = (int)((int64_t)H * b_ / nb_); y < (int)((int64_t)H * (b_ + 1) / nb_); y++) {\n");
+    OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    OUT("    do { /* the row (its `continue`s leave this block) */\n");
+  } else {
+    OUT("  #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
+    OUT("  for (int y = 0; y < H; y++) {\n");
+    OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  }
   if (cg_row_arrays(g, "    ")) { /* the row's calls read the row copies */
     StrBuf rargs = {0};
     g->row_arrays = true;
@@ -376,7 +406,28 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   OUT("    } else {\n");
   xloop(g, "rx0", "rx1", V_EDGE, tail);
   OUT("    }\n");
-  if (D->scan & SCAN_X) scan_row(g, OT);
+  if ((D->scan & SCAN_X) && !fused) scan_row(g, OT);
+  if (fused) { /* down the band: the row (with its row prefix) combined with the one above it */
+    OUT("    } while (0);\n");
+    OUT("    const %s *p_ = y > (int)((int64_t)H * b_ / nb_) ? orow - op : 0;\n", OT);
+    if ((D->scan & SCAN_X) && add32_scan(D)) {
+      OUT("    pxr_scan_add_u32((uint32_t *)orow, (const uint32_t *)p_, W);\n");
+    } else if (D->scan & SCAN_X) {
+      OUT("    %s r_ = ", OT);
+      cg_identity(g);
+      OUT(";\n    if (p_)\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", OT);
+      cg_combine(g, "r_", "v");
+      OUT("\n        %s acc = p_[x];\n        ", OT);
+      cg_combine(g, "acc", "r_");
+      OUT("\n        orow[x] = acc;\n      }\n    else\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", OT);
+      cg_combine(g, "r_", "v");
+      OUT("\n        orow[x] = r_;\n      }\n");
+    } else {
+      OUT("    if (p_)\n      for (int x = 0; x < W; x++) {\n        %s acc = p_[x];\n        const %s v = orow[x];\n        ", OT, OT);
+      cg_combine(g, "acc", "v");
+      OUT("\n        orow[x] = acc;\n      }\n");
+    }
+  }
   OUT("  }\n}\n");
   sb_free(&args);
 }
@@ -398,6 +449,19 @@ static void scan_entry(Gen *g, const char *map, const char *fname, bool exported
   OUT("  const %s id_ = ", T);
   cg_identity(g);
   OUT(";\n");
+  if (fused_scan(g->D)) { /* each band after the first: combined with the last row of the one above */
+    OUT("  const int nb_ = nt_ < H ? nt_ : (H > 0 ? H : 1); /* bands: as in the map */\n");
+    OUT("  for (int b_ = 1; b_ < nb_; b_++) {\n");
+    OUT("    const int ys = (int)((int64_t)H * b_ / nb_), ye = (int)((int64_t)H * (b_ + 1) / nb_);\n");
+    OUT("    if (ys >= ye || ys < 1) continue;\n");
+    OUT("    const %s *c_ = o + (ptrdiff_t)(ys - 1) * op;\n", T);
+    OUT("    #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * (ye - ys) > 65536)\n");
+    OUT("    for (int y = ys; y < ye; y++) {\n      %s *r = o + (ptrdiff_t)y * op;\n", T);
+    OUT("      for (int x = 0; x < W; x++) {\n        %s acc = c_[x];\n        const %s v = r[x];\n        ", T, T);
+    cg_combine(g, "acc", "v");
+    OUT("\n        r[x] = acc;\n      }\n    }\n  }\n  (void)id_;\n}\n");
+    return;
+  }
   OUT("  const int CB = 512;\n");
   OUT("  #pragma omp parallel for schedule(static) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
   OUT("  for (int x0 = 0; x0 < W; x0 += CB) {\n    const int x1 = x0 + CB < W ? x0 + CB : W;\n");
