@@ -6,7 +6,7 @@
 //   bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]
 //              [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]
 //              [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]
-//              [--loop-profile N]
+//              [--loop-profile N] [--loop-profile-until N]
 //
 // Sections (all five by default; --only keeps one, --no-padding / --no-pipeline /
 // --no-opencv-filters drop one; --padding and --opencv-filters are accepted and change
@@ -31,7 +31,8 @@
 //   loops    A pipeline loop (examples/distance.pxl's step4, a u16 image carried) with a
 //            fixed count and with `until unchanged`, n = --loop-counts iterations per run,
 //            next to n device-to-device copies of the image (run_loops). --loop-profile N
-//            runs the fixed loop once under cudaProfilerStart/Stop for ncu instead.
+//            runs the fixed loop once under cudaProfilerStart/Stop for ncu instead
+//            (--loop-profile-until N: the until loop).
 //   filters  "OpenCV-GPU filters vs NPP": box mean, Gaussian, Laplacian, Sobel d/dx, erosion
 //            and dilation, each 3x3 and 5x5, on a 1024x1024 u8 image; the pxl kernels are
 //            generated from NPP's own masks (kFilters) and compiled from strings.
@@ -1131,12 +1132,16 @@ std::string read_text(const std::string &path) {
 // image once. With profile_n > 0, instead runs `fixed` once with n = profile_n between
 // cudaProfilerStart and cudaProfilerStop (after two warm-up runs: the run profiled is a
 // replay of the recorded graph, as in the timed runs), for ncu
-// --profile-from-start off to sum the kernels' durations against the run's time here.
+// --profile-from-start off to sum the kernels' durations against the run's time here;
+// profile_n < 0 does the same with `until` and n = -profile_n (not recorded: it reads
+// its change test back every 8th iteration).
 int run_loops(Pxl &px, const std::vector<std::pair<int, int>> &sizes, const std::vector<int> &counts, int reps,
               int profile_n) {
   pxl_program *prog = px.source("distance+loops", read_text(std::string(PXL_EXAMPLES_DIR) + "/distance.pxl") +
                                                       kLoopPipelines);
   int status = 0;
+  const bool profile_until = profile_n < 0;
+  if (profile_until) profile_n = -profile_n;
   if (!profile_n) {
     std::printf("\n== loops: examples/distance.pxl's step4 in a pipeline loop (u16 image carried), device "
                 "images;\n   n iterations per run (+ the seeds stage); memcpy: n copies of the u16 image\n");
@@ -1155,16 +1160,18 @@ int run_loops(Pxl &px, const std::vector<std::pair<int, int>> &sizes, const std:
         f.image("in", in), f.scalar("n", n), f.output(out);
         u.image("in", in), u.scalar("n", n), u.output(out);
         if (profile_n) {
-          f.run();  // compiles; the second run records the graph, later ones replay it
-          f.run();
+          PxlRun &r = profile_until ? u : f;
+          r.run();  // compiles; the second run records the graph, later ones replay it
+          r.run();
           px.sync()();
           auto t0 = std::chrono::steady_clock::now();
           CUDA_CALL(cudaProfilerStart);
-          f.run();
+          r.run();
           px.sync()();
           CUDA_CALL(cudaProfilerStop);
           double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          std::printf("profiled: fixed, %s, n=%d: %.4f ms under the profiler\n", size_text(w, h).c_str(), n, ms);
+          std::printf("profiled: %s, %s, n=%d: %.4f ms under the profiler\n", profile_until ? "until" : "fixed",
+                      size_text(w, h).c_str(), n, ms);
           continue;
         }
         size_t bytes16 = (size_t)w * h * 2;
@@ -1361,7 +1368,7 @@ void usage(FILE *f) {
       "usage: bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]\n"
       "                  [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]\n"
       "                  [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]\n"
-      "                  [--loop-profile N]\n"
+      "                  [--loop-profile N] [--loop-profile-until N]\n"
       "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -1374,7 +1381,7 @@ struct Options {
   int reps = 10;
   bool table = true, padding = true, pipeline = true, filters = true, loops = true;
   std::vector<int> loop_counts = {1, 10, 100, 1000};
-  int loop_profile = 0;  // --loop-profile N: one profiled run of the fixed loop, n = N
+  int loop_profile = 0;  // --loop-profile N: one profiled run of the fixed loop, n = N (< 0: until, n = -N)
 };
 
 // Parses argv into o; returns -1 to go on, else the exit status.
@@ -1429,9 +1436,10 @@ int parse_args(int argc, char **argv, Options &o) {
         if (n < 1) return std::fprintf(stderr, "bench_cuda: bad --loop-counts '%s'\n", c.c_str()), 2;
         o.loop_counts.push_back(n);
       }
-    } else if (a == "--loop-profile") {
+    } else if (a == "--loop-profile" || a == "--loop-profile-until") {
       o.loop_profile = std::atoi(next().c_str());
-      if (o.loop_profile < 1) return std::fprintf(stderr, "bench_cuda: bad --loop-profile\n"), 2;
+      if (o.loop_profile < 1) return std::fprintf(stderr, "bench_cuda: bad %s\n", a.c_str()), 2;
+      if (a == "--loop-profile-until") o.loop_profile = -o.loop_profile;
       o.table = o.padding = o.pipeline = o.filters = false, o.loops = true;
     } else if (a == "--no-padding") {
       o.padding = false;

@@ -17,10 +17,10 @@
  * with their values before it. Host images are compared with memcmp after every
  * iteration. Device images are compared on the device by a reduction (ne8/ne16/ne32
  * below, through the backend's reduce entry: one read-back of a u32), after every 8th
- * iteration only: once the named images are all of a loop's carried images, an
- * iteration that changes none of them is a fixed point - the next ones compute the same
- * images - so a late test only costs the iterations after the first unchanged one, and
- * the result is the interpreter's. When the loop carries images the test does not name,
+ * iteration (then every it/8th, once that is more) only: once the named images are all
+ * of a loop's carried images, an iteration that changes none of them is a fixed point -
+ * the next ones compute the same images - so a late test only costs the iterations after
+ * the first unchanged one, and the result is the interpreter's. When the loop carries images the test does not name,
  * those may still change, and the test runs after every iteration. At the cap no test
  * runs: the state is that of the last iteration. PXL_LOOP_CHECK=N tests after every Nth
  * iteration with the reduction on any backend (for the tests: the GPU path on the CPU).
@@ -245,6 +245,7 @@ static int run_loop(Run *R, int li) {
   for (int k = 0; k < L->ncarry && R->given && L->parent < 0 && !L->has_until; k++)
     if (result == L->phi + k) last_into = L->next[k];
   int rc = PXL_OK;
+  int64_t next_check = every; /* the iteration after which the until test runs next */
   R->depth++;
   for (int64_t it = 1; it <= n && !rc; it++) {
     R->direct = it == n ? last_into : -1;
@@ -258,7 +259,13 @@ static int run_loop(Run *R, int li) {
                      P->values[L->phi + k].name, a->width, a->height, L->loc.line, b->width, b->height);
     }
     bool stop = false;
-    if (!rc && L->has_until && it < n && it % every == 0) rc = unchanged(R, L, &stop);
+    if (!rc && L->has_until && it < n && it == next_check) {
+      rc = unchanged(R, L, &stop);
+      /* device images: every 8th iteration, then every it/8th once that is more - at most
+       * 1/8 of the iterations run past the fixed point, and a loop of n iterations tests
+       * about 8 + 8 ln(n / 64) times instead of n / 8 (each test a round trip to the host) */
+      next_check += every > 1 && !R->every && it / 8 > every ? it / 8 : every;
+    }
     for (int k = 0; k < L->ncarry && !rc; k++) hold(R, L->phi + k, R->val[L->next[k]]);
     for (int v = L->first; v < L->end; v++) release(R, v);
     if (stop) break;

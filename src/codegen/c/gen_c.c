@@ -93,6 +93,15 @@ static bool weighted_rows(const Separable *S) {
  * and a thread goes on to the next row with the whole window inside the image, the column
  * pass slides: each column value gains the row entering the window and loses the one
  * leaving it (2 reads instead of the window's height). */
+/* Whether the row pass of S takes each window's sums as differences of the row's prefix
+ * sums: sliding rows of 32-bit sums (wrap-around, so P[b] - P[a] has the window's bits). */
+static bool prefix_rows(const Separable *S) {
+  if (!cg_sliding_rows(S)) return false;
+  for (int i = 0; i < S->nacc; i++)
+    if (scalar_size(S->acc[i]->type.s) != 4 || scalar_size(S->col[i].s) > 4) return false;
+  return true;
+}
+
 static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
@@ -103,8 +112,12 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   for (int i = 0; i < S->nacc; i++)
     OUT("    %s *c%d = (%s *)malloc(sizeof(%s) * (size_t)(cn > 0 ? cn : 1));\n", cg_ctype(S->col[i].s), i,
         cg_ctype(S->col[i].s), cg_ctype(S->col[i].s));
+  bool prefix = prefix_rows(S);
+  for (int i = 0; prefix && i < S->nacc; i++)
+    OUT("    uint32_t *q%d = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(cn > 0 ? cn + 1 : 1));\n", i);
   OUT("    int okbuf = 1");
   for (int i = 0; i < S->nacc; i++) OUT(" && c%d", i);
+  for (int i = 0; prefix && i < S->nacc; i++) OUT(" && q%d", i);
   OUT(";\n");
   bool slide = cg_sliding_columns(S);
   if (slide) OUT("    int prev_y = -2; /* the last row whose column values are in c<i>, with its window inside */\n");
@@ -151,7 +164,22 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
     OUT("      }\n");
   }
   if (slide) OUT("      }\n");
-  if (cg_sliding_rows(S)) { /* the sums of the window's columns slide along the row too */
+  if (prefix) { /* the row's prefix sums of the column sums, then each window's sum as a
+                 * difference of two: no chain from pixel to pixel, so the loop vectorises */
+    int span = S->x1 - S->x0;
+    OUT("      {\n");
+    for (int i = 0; i < S->nacc; i++) {
+      OUT("        q%d[0] = 0;\n        for (int j = 0; j < cn; j++) q%d[j + 1] = (uint32_t)c%d[j];\n", i, i, i);
+      OUT("        pxr_scan_add_u32(q%d + 1, 0, cn);\n", i);
+    }
+    OUT("        for (int x = rx0; x < rx1; x++) {\n");
+    for (int i = 0; i < S->nacc; i++)
+      OUT("          const %s r%d = (%s)(q%d[x - rx0 + %d] - q%d[x - rx0]);\n", cg_ctype(S->acc[i]->type.s), i,
+          cg_ctype(S->acc[i]->type.s), i, span + 1, i);
+    OUT("          %s_pr(%s", g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", r%d", i);
+    OUT(", x, y, W, H, orow + (ptrdiff_t)x * %d);\n        }\n      }\n", C);
+  } else if (cg_sliding_rows(S)) { /* the sums of the window's columns slide along the row too */
     int span = S->x1 - S->x0;
     OUT("      {\n");
     for (int i = 0; i < S->nacc; i++) {
@@ -194,6 +222,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   }
   OUT("    }\n");
   for (int i = 0; i < S->nacc; i++) OUT("    free(c%d);\n", i);
+  for (int i = 0; prefix && i < S->nacc; i++) OUT("    free(q%d);\n", i);
   OUT("  }\n}\n");
 }
 
