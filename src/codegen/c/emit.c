@@ -394,6 +394,21 @@ static void expr_narrow(Gen *g, const Node *n, Scalar t) {
   }
 }
 
+/* The index of array read n (ND_INDEX) into an array of len elements: as is where
+ * analysis proved it inside (NF_IN_RANGE), else through pxr_ix (outside -> the zero
+ * element at len). */
+static void array_index(Gen *g, const Node *n, int len) {
+  if (n->flags & NF_IN_RANGE) {
+    OUT("(int32_t)(");
+    cg_expr(g, n->a, 0);
+    OUT(")");
+  } else {
+    OUT("pxr_ix(");
+    cg_expr(g, n->a, 0);
+    OUT(", %d)", len);
+  }
+}
+
 void cg_expr(Gen *g, const Node *n, int lane) {
   Scalar s = n->type.s;
   for (int k = 0; k < g->nhoist && !g->no_hoist; k++)
@@ -502,30 +517,15 @@ void cg_expr(Gen *g, const Node *n, int lane) {
       bool typed = typed_array(g, v->param);
       if (typed) OUT("s%d[", v->param->scalar_index);
       else OUT("((%s)s%d[", cg_ctype(v->type.s), v->param->scalar_index);
-      if (n->flags & NF_IN_RANGE) { /* analysis: always inside */
-        OUT("(int32_t)(");
-        cg_expr(g, n->a, 0);
-        OUT(")");
-      } else {
-        OUT("pxr_ix(");
-        cg_expr(g, n->a, 0);
-        OUT(", %d)", v->len);
-      }
+      array_index(g, n, v->len);
       if (typed) OUT("]");
       else OUT("].%c)", scalar_is_float(v->type.s) ? 'f' : 'i');
       return;
     }
     if (v->is_const) OUT("%s_t%d[", g->pfx, v->table);
     else OUT("v%d[", v->slot);
-    if (n->flags & NF_IN_RANGE) { /* analysis: always inside */
-      OUT("(int32_t)(");
-      cg_expr(g, n->a, 0);
-      OUT(")]");
-    } else {
-      OUT("pxr_ix(");
-      cg_expr(g, n->a, 0);
-      OUT(", %d)]", v->len);
-    }
+    array_index(g, n, v->len);
+    OUT("]");
     if (!v->is_const && v->type.lanes > 1) OUT("[%d]", lane);
     return;
   }
