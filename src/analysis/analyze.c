@@ -351,6 +351,7 @@ static int64_t counted_loop(An *A, Node *f) {
 
 static void sep_decl(An *A, const Node *decl);
 static void sep_loop_done(An *A, const Node *loop);
+static bool const_loop(const Node *f, Var **v, int *lo, int *hi);
 
 /* Statements in order, each expression through the pass's A->expr; the intervals of
  * loop counters and constants are set as their scopes are entered. */
@@ -386,6 +387,9 @@ static void walk_stmts(An *A, Node *s, double w) {
     case ND_FOR: {
       walk_stmts(A, s->init, w);
       int64_t trips = counted_loop(A, s);
+      Var *cv;
+      int lo, hi;
+      if (A->values && trips >= 1 && trips <= 16 && const_loop(s, &cv, &lo, &hi)) s->flags |= NF_UNROLL;
       double iw = w;
       if (trips >= 0) iw = w * (double)trips;
       else A->m->exact = false;
@@ -520,11 +524,10 @@ static int64_t *weights(const Node *n, const Var *v, int lo, int hi, Arena *ar) 
   return w;
 }
 
-static Arena *sep_arena; /* scratch: where match_update puts weights */
-
 /* y = WY * WX * read in any order (products of acc's integer type): the read's operand
- * in *leaf_out, the factors' values in S (slot i). False when y is not such a product. */
-static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node **leaf_out) {
+ * in *leaf_out, the factors' values in S (slot i, allocated in ar). False when y is not
+ * such a product. */
+static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node **leaf_out, Arena *ar) {
   const Node *f[3];
   int n = 0;
   const Node *stack[4] = {y};
@@ -555,15 +558,15 @@ static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node
   }
   if (!leaf || !wy) return false;
   S->wy_node[i] = wy;
-  S->wy[i] = weights(wy, S->vy, S->y0, S->y1, sep_arena);
-  S->wx[i] = wx ? weights(wx, S->vx, S->x0, S->x1, sep_arena) : NULL;
+  S->wy[i] = weights(wy, S->vy, S->y0, S->y1, ar);
+  S->wx[i] = wx ? weights(wx, S->vx, S->x0, S->x1, ar) : NULL;
   if (!S->wy[i] || (wx && !S->wx[i])) return false;
   *leaf_out = leaf;
   return true;
 }
 
 /* Matches one update `acc = OP(acc, img(vx, vy))` of the loop nest. */
-static bool match_update(Separable *S, const Node *u) {
+static bool match_update(Separable *S, const Node *u, Arena *ar) {
   if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param) return false;
   Var *acc = u->var;
   if (!widening_chain(u->a) && !(u->a->kind == ND_CAST && widening_chain(u->a->a))) return false;
@@ -586,7 +589,7 @@ static bool match_update(Separable *S, const Node *u) {
   }
   if (!is_var(x, acc) || !widening_chain(x)) return false;
   const Node *wleaf = NULL; /* a weighted sum: the read (or temporary) among the factors */
-  if (op < 0 && S->nacc < PXL_MAX_SEP_ACC && match_weights(S, S->nacc, y, acc->type, &wleaf)) y = wleaf;
+  if (op < 0 && S->nacc < PXL_MAX_SEP_ACC && match_weights(S, S->nacc, y, acc->type, &wleaf, ar)) y = wleaf;
   else if (!widening_chain(y)) return false;
   const Node *leaf = strip_casts(y), *r = leaf;
   if (leaf->kind == ND_VAR) { /* a temporary `T t = img(vx, vy)` */
@@ -646,9 +649,8 @@ static Separable *find_separable(Decl *D, Arena *a) {
   if (!inner || inner->kind != ND_FOR || !const_loop(inner, &S.vx, &S.x0, &S.x1)) return NULL;
   const Node *u = inner->b;
   while (u && u->kind == ND_BLOCK && !u->next) u = u->body;
-  sep_arena = a;
   for (; u; u = u->next)
-    if (!match_temp(&S, u) && !match_update(&S, u)) return NULL;
+    if (!match_temp(&S, u) && !match_update(&S, u, a)) return NULL;
   if (!S.nacc || (S.y1 == S.y0 && S.x1 == S.x0)) return NULL;
   /* accumulators must be declared before the loop, and nothing else may read the image */
   for (const Node *s = D->body->body; s; s = s->next) {

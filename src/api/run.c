@@ -326,10 +326,8 @@ static int image_type_error(pxl_context *ctx, const Decl *D, const Param *p, con
   describe_type(p->type, want, sizeof want);
   describe_type(type_vec(scalar_of_pxl(img->type), img->channels), got, sizeof got);
   if (D->inst_first) { /* no instance fits */
-    char types[128] = "";
-    size_t m = 0;
-    for (const Decl *i = D->inst_first; i && m < sizeof types; i = i->inst_next)
-      m += (size_t)snprintf(types + m, sizeof types - m, "%s%s", m ? ", " : "", scalar_name(i->targ.s));
+    char types[128];
+    decl_instance_types(D, types, sizeof types);
     return api_fail(ctx, PXL_EARG, "image for parameter '%s' of generic '%s' (%s = %s) is %s%s; no instance takes it",
                     p->name, D->name, D->tparam, types, got, why);
   }

@@ -873,14 +873,6 @@ static void check_array_arg(Checker *C, const Decl *D, const PipeArg *a, int j, 
                tstr(src->type), src->name, src->len, p->name, tstr(p->type), p->len);
 }
 
-/* The types a generic declaration's instances stand for: "u8, u16, f32". */
-static void instance_types(const Decl *k, char *buf, size_t n) {
-  size_t m = 0;
-  buf[0] = 0;
-  for (const Decl *i = k->inst_first; i && m < n; i = i->inst_next)
-    m += (size_t)snprintf(buf + m, n - m, "%s%s", i == k->inst_first ? "" : ", ", tstr(i->targ));
-}
-
 /* The instance of generic k that call v (in pipeline D) takes: the first whose image
  * parameters have the types of the images given; NULL (reported) when none has. */
 static Decl *call_instance(Checker *C, const Decl *D, const PipeValue *v, Decl *k, const char *name) {
@@ -898,7 +890,7 @@ static Decl *call_instance(Checker *C, const Decl *D, const PipeValue *v, Decl *
   if (k->nparams != v->nargs) return k; /* the argument count is reported with the other checks */
   char types[128], got[256] = "";
   size_t m = 0;
-  instance_types(k, types, sizeof types);
+  decl_instance_types(k, types, sizeof types);
   for (int j = 0; j < v->nargs && m < sizeof got; j++) {
     const PipeArg *a = &v->args[j];
     if (k->params[j]->is_image && a->source >= 0 && D->values[a->source].kind == PV_IMAGE)

@@ -151,3 +151,11 @@ Decl *program_find_func(const Program *p, const char *name) {
     if (p->funcs[i]->name && !strcmp(p->funcs[i]->name, name)) return p->funcs[i];
   return NULL;
 }
+
+void decl_instance_types(const Decl *g, char *buf, size_t n) {
+  size_t m = 0;
+  char t[16];
+  buf[0] = 0;
+  for (const Decl *i = g->inst_first; i && m < n; i = i->inst_next)
+    m += (size_t)snprintf(buf + m, n - m, "%s%s", i == g->inst_first ? "" : ", ", type_str(i->targ, t));
+}

@@ -214,6 +214,9 @@ enum {
   NF_CHECKED = 16,      /* the value of a file-scope constant: checked and converted once */
   NF_KEPT_BRANCH = 32,  /* ND_BLOCK: the branch an if with a known condition kept (parser);
                          * a block it stands in splices its statements in */
+  NF_UNROLL = 64,       /* ND_FOR: counts its counter, assigned nowhere else, from one literal
+                         * to another by 1 in at most 16 iterations (analysis): generated C
+                         * unrolls it completely */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
@@ -448,6 +451,8 @@ typedef struct Program {
 
 Decl *program_find(const Program *p, const char *name); /* an entry point; NULL if absent */
 Decl *program_find_func(const Program *p, const char *name); /* a user function; NULL if absent */
+/* The types the instances of generic declaration g stand for, "u8, u16, f32", in buf. */
+void decl_instance_types(const Decl *g, char *buf, size_t n);
 
 /* Node constructors used by the checker and transforms; memory from the arena. */
 Node *node_new(Arena *a, NodeKind k, Type t, Loc loc);

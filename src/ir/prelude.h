@@ -406,13 +406,15 @@ PXR_FN void pxr_transpose_u8(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptr
     for (int x = 0; x < w; x++) dst[x * ds + y] = src[y * ss + x];
 }
 
+/* AVX-512 where the C compiler targets it (-march=native): pxr_scan_add_u32, pxr_lut_u8 */
+#if defined(__AVX512F__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
+#include <immintrin.h>
+#endif
+
 /* r[i] = r[0] + ... + r[i] (+ p[i] when p is not NULL), in 32-bit wrap-around: the row
  * prefix of an integer sum scan, and its column step (gen_c.c). With AVX-512F, 16 at a
  * time: the prefix inside a vector in four shifted adds, then the carry of the row so
  * far; a scalar loop would be one dependent add per element. */
-#if defined(__AVX512F__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
-#include <immintrin.h>
-#endif
 PXR_FN void pxr_scan_add_u32(uint32_t *r, const uint32_t *p, ptrdiff_t n) {
   ptrdiff_t i = 0;
   uint32_t c = 0;
@@ -441,9 +443,6 @@ PXR_FN void pxr_scan_add_u32(uint32_t *r, const uint32_t *p, ptrdiff_t n) {
 /* d[i] = t[s[i]] for i < n: a u8 -> u8 kernel made a table (gen_c.c, tabulated). With
  * AVX-512 VBMI, 64 pixels per step: two 128-byte halves of the table looked up by the
  * index's low 7 bits (vpermi2b), the high bit choosing between them. */
-#if defined(__AVX512VBMI__) && defined(__AVX512BW__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
-#include <immintrin.h>
-#endif
 PXR_FN void pxr_lut_u8(const uint8_t *s, uint8_t *d, ptrdiff_t n, const uint8_t *t) {
   ptrdiff_t i = 0;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)

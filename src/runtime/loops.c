@@ -22,9 +22,9 @@
  * the next ones compute the same images - so a late test only costs the iterations after
  * the first unchanged one, and the result is the interpreter's. When the loop carries
  * images the test does not name, those may still change, and the test runs after every
- * iteration. At the cap no test
- * runs: the state is that of the last iteration. PXL_LOOP_CHECK=N tests after every Nth
- * iteration with the reduction on any backend (for the tests: the GPU path on the CPU).
+ * iteration. At the cap no test runs: the state is that of the last iteration.
+ * PXL_LOOP_CHECK=N tests after every Nth iteration with the reduction on any backend
+ * (for the tests: the GPU path on the CPU).
  */
 #include <pthread.h>
 #include <stdlib.h>

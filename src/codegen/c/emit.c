@@ -55,35 +55,6 @@ bool cg_sliding_rows(const Separable *S) {
 
 const char *cg_unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
 
-/* Whether loop s counts a variable from one literal to another by 1 in at most 16
- * iterations: `for (int i = A; i <= B; i++)` (or < B), nothing else assigning it. */
-static bool assigns(const Node *n, const Var *v) {
-  for (; n; n = n->next) {
-    if ((n->kind == ND_ASSIGN || n->kind == ND_DECL || n->kind == ND_LANESET) && n->var == v) return true;
-    if (assigns(n->b, v) || assigns(n->c, v) || assigns(n->body, v) || assigns(n->init, v) || assigns(n->step, v))
-      return true;
-  }
-  return false;
-}
-
-static bool small_trip_count(const Node *s) {
-  const Node *init = s->init, *c = s->a, *st = s->step;
-  if (!init || init->next || init->kind != ND_DECL || !init->a || init->a->kind != ND_NUM || !c || !st || st->next)
-    return false;
-  const Var *v = init->var;
-  if (scalar_is_float(v->type.s) || v->type.lanes != 1) return false;
-  if ((c->kind != ND_LE && c->kind != ND_LT) || c->a->kind != ND_VAR || c->a->var != v || c->b->kind != ND_NUM)
-    return false;
-  if (st->kind != ND_ASSIGN || st->var != v) return false;
-  const Node *e = st->a;
-  while (e->kind == ND_CAST) e = e->a;
-  if (e->kind != ND_ADD || e->a->kind != ND_VAR || e->a->var != v || e->b->kind != ND_NUM || e->b->ival != 1)
-    return false;
-  if (assigns(s->b, v)) return false;
-  int64_t n = c->b->ival - init->a->ival + (c->kind == ND_LE ? 1 : 0);
-  return n >= 1 && n <= 16;
-}
-
 /* Whether array parameter p (a scalar parameter with len > 0) is read from a copy in its
  * element type (C only: the entry makes it once per run). */
 static bool typed_array(const Gen *g, const Param *p) { return g->typed_arrays && p->len > 0 && p->len <= PXL_CG_TYPED_ARRAY; }
@@ -698,7 +669,7 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("{\n");
     g->depth++;
     stmts(g, s->init);
-    if (small_trip_count(s)) ind(g), OUT("PXR_UNROLL\n");
+    if (s->flags & NF_UNROLL) ind(g), OUT("PXR_UNROLL\n");
     ind(g), OUT("while ");
     truth(g, s->a);
     OUT(" {\n");
@@ -817,7 +788,6 @@ void cg_scalar_param(Gen *g, const Param *p) {
 
 static void img_args(Gen *g);
 
-/* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
 bool cg_row_arrays(Gen *g, const char *indent) {
   const Decl *D = g->D;
   size_t bytes = 0;
@@ -837,6 +807,7 @@ bool cg_row_arrays(Gen *g, const char *indent) {
   return true;
 }
 
+/* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
 void cg_args_text(Gen *g, StrBuf *buf) {
   StrBuf *saved = g->o;
   g->o = buf;
@@ -1108,24 +1079,7 @@ static bool counts_only(const Node *s) {
   return true;
 }
 
-/* ---- instances ---- */
-
 /* ---- values of the scalar parameters alone, computed once per launch ---- */
-
-/* Whether user function f computes its value from its arguments alone (no pixel
- * coordinates; functions read no images). */
-static bool func_pure(const Node *n) {
-  for (; n; n = n->next) {
-    if (n->kind == ND_COORD || n->kind == ND_READ || n->kind == ND_AT || n->kind == ND_IMGDIM) return false;
-    if (n->kind == ND_FCALL && n->func && n->func->body && !func_pure(n->func->body)) return false;
-    if (!func_pure(n->a) || !func_pure(n->b) || !func_pure(n->c) || !func_pure(n->init) || !func_pure(n->step) ||
-        !func_pure(n->body))
-      return false;
-    for (int i = 0; i < n->nargs; i++)
-      if (!func_pure(n->args[i])) return false;
-  }
-  return true;
-}
 
 /* Whether expression n depends on the kernel's scalar parameters (and image sizes) only;
  * *worth: it calls a user function, a math function or divides - worth computing once. */
@@ -1136,8 +1090,8 @@ static bool uniform(const Node *n, bool *worth) {
     return true;
   case ND_VAR:
     return n->var->param && !n->var->len;
-  case ND_FCALL:
-    if (!n->func || !n->func->body || n->func->type.lanes != 1 || !func_pure(n->func->body)) return false;
+  case ND_FCALL: /* functions see only their arguments (check.c): no pixels, no coordinates */
+    if (!n->func || !n->func->body || n->func->type.lanes != 1) return false;
     *worth = true;
     break;
   case ND_CALL:
@@ -1175,6 +1129,8 @@ static void hoist_walk(Gen *g, const Node *n, bool list) {
     for (int i = 0; i < n->nargs; i++) hoist_walk(g, n->args[i], false);
   }
 }
+
+/* ---- instances ---- */
 
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct) {
   memset(g, 0, sizeof *g);

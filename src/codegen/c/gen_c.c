@@ -88,11 +88,6 @@ static bool weighted_rows(const Separable *S) {
   return S->nacc > 0;
 }
 
-/* A separable window: per row, a column pass into per-thread buffers, then the row pass
- * (pixel function "ph") over the column values. When the column values are integer sums
- * and a thread goes on to the next row with the whole window inside the image, the column
- * pass slides: each column value gains the row entering the window and loses the one
- * leaving it (2 reads instead of the window's height). */
 /* Whether the row pass of S takes each window's sums as differences of the row's prefix
  * sums: sliding rows of 32-bit sums (wrap-around, so P[b] - P[a] has the window's bits). */
 static bool prefix_rows(const Separable *S) {
@@ -102,6 +97,11 @@ static bool prefix_rows(const Separable *S) {
   return true;
 }
 
+/* A separable window: per row, a column pass into per-thread buffers, then the row pass
+ * (pixel function "ph") over the column values. When the column values are integer sums
+ * and a thread goes on to the next row with the whole window inside the image, the column
+ * pass slides: each column value gains the row entering the window and loses the one
+ * leaving it (2 reads instead of the window's height). */
 static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
@@ -226,11 +226,14 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("  }\n}\n");
 }
 
+/* Whether scan D sums 32-bit integers (wrap-around: pxr_scan_add_u32 has the same bits). */
+static bool add32_scan(const Decl *D) {
+  return D->redop == R_SUM && (D->type.s == T_I32 || D->type.s == T_U32) && D->type.lanes == 1;
+}
+
 /* A scan's row prefix of the row just mapped (orow), while it is in cache: each row left
  * to right from the identity, acc OP v in the interpreter's operand order. (The rows
  * outside the region, all 0, `continue` before it: their prefix is 0 too.) */
-static bool add32_scan(const Decl *D);
-
 static void scan_row(Gen *g, const char *T) {
   if (add32_scan(g->D)) {
     OUT("    pxr_scan_add_u32((uint32_t *)orow, 0, W);\n");
@@ -244,11 +247,10 @@ static void scan_row(Gen *g, const char *T) {
 }
 
 /* Whether expression or statements n use the pixel's coordinates or the output's size
- * (x, y, width, height), in n or in the functions it calls. */
+ * (x, y, width, height). Functions cannot (check.c: they see only their arguments). */
 static bool uses_coords(const Node *n) {
   for (; n; n = n->next) {
     if (n->kind == ND_COORD) return true;
-    if (n->kind == ND_FCALL && n->func && n->func->body && uses_coords(n->func->body)) return true;
     if (uses_coords(n->a) || uses_coords(n->b) || uses_coords(n->c) || uses_coords(n->init) || uses_coords(n->step) ||
         uses_coords(n->body))
       return true;
@@ -279,14 +281,10 @@ static bool tabulated(const Decl *D) {
 
 /* Whether scan D's column prefixes are computed in bands of rows as the map makes them
  * (kernel_entry), then each band combined with the last row of the one above
- * (scan_entry): a pass over the image less than map, then columns. Only where any
- * grouping gives the interpreter's bits: integer types (sums wrap; min, max). Float min
- * and max are not among them here: with NaNs and signed zeros the grouping shows. */
-/* Whether scan D sums 32-bit integers (wrap-around: pxr_scan_add_u32 has the same bits). */
-static bool add32_scan(const Decl *D) {
-  return D->redop == R_SUM && (D->type.s == T_I32 || D->type.s == T_U32) && D->type.lanes == 1;
-}
-
+ * (scan_entry): a pass over the image less than map, then columns. Integer types only
+ * (sums wrap; min, max): a band's first row keeps its mapped values rather than folding
+ * them into the identity, which for float min and max differs (a NaN, where the
+ * interpreter's fold skips it) - the GPU passes fold every partial from the identity. */
 static bool fused_scan(const Decl *D) {
   return (D->scan & SCAN_Y) && D->type.lanes == 1 && !scalar_is_float(D->type.s);
 }
@@ -441,17 +439,8 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("    const %s *p_ = y > (int)((int64_t)H * b_ / nb_) ? orow - op : 0;\n", OT);
     if ((D->scan & SCAN_X) && add32_scan(D)) {
       OUT("    pxr_scan_add_u32((uint32_t *)orow, (const uint32_t *)p_, W);\n");
-    } else if (D->scan & SCAN_X) {
-      OUT("    %s r_ = ", OT);
-      cg_identity(g);
-      OUT(";\n    if (p_)\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", OT);
-      cg_combine(g, "r_", "v");
-      OUT("\n        %s acc = p_[x];\n        ", OT);
-      cg_combine(g, "acc", "r_");
-      OUT("\n        orow[x] = acc;\n      }\n    else\n      for (int x = 0; x < W; x++) {\n        const %s v = orow[x];\n        ", OT);
-      cg_combine(g, "r_", "v");
-      OUT("\n        orow[x] = r_;\n      }\n");
     } else {
+      if (D->scan & SCAN_X) scan_row(g, OT);
       OUT("    if (p_)\n      for (int x = 0; x < W; x++) {\n        %s acc = p_[x];\n        const %s v = orow[x];\n        ", OT, OT);
       cg_combine(g, "acc", "v");
       OUT("\n        orow[x] = acc;\n      }\n");
