@@ -53,6 +53,22 @@ struct Backend {
    * runs that key as usual from now on); GRAPH_NONE - run as usual. */
   int (*replay)(Backend *be, uint64_t key, int *state, Err *err);
   bool (*record_end)(Backend *be, uint64_t key, bool ok);
+  /* Until tests that leave the queue running (loops.c), optional (NULL: `reduce`, which
+   * waits for everything queued). test_start queues reduction D, whose value is a u32,
+   * and returns; test_end waits for that reduction only - what was queued after it keeps
+   * running - and gives its value. One test at a time: each test_start, then its
+   * test_end. */
+  int (*test_start)(Backend *be, const Decl *D, const ImgArg *imgs, Err *err);
+  int (*test_end)(Backend *be, uint64_t *value, Err *err);
+  /* Iterated stencils (loops.c), optional (NULL: none). steps_max: how many iterations
+   * of a loop whose body is kernel D, reading the last iteration's result as its image
+   * parameter `carried` (img_index), one kernel_steps call can run (0: none; imgs as
+   * they will be, for their sizes and borders). kernel_steps runs `steps` of them (1 ..
+   * steps_max) from imgs into out, which is not imgs[carried]; with `test`, whether the
+   * last step changed a pixel is then a test in flight, whose test_end gives 1 if so. */
+  int (*steps_max)(Backend *be, const Decl *D, const ImgArg *imgs, int carried);
+  int (*kernel_steps)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, int carried, int steps,
+                      bool test, struct pxl_image *out, Err *err);
   /* How many pipeline runs the backend holds recorded (for tests); optional. */
   int (*recorded)(const Backend *be);
 
@@ -155,6 +171,10 @@ int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, con
 /* loops.c: the pxl source of the reductions that test `until unchanged` on device images
  * (ne8, ne16, ne32: max(u32(a(0, 0) != b(0, 0))) over u8, u16, u32 views of the rows). */
 extern const char exec_loop_compare_source[];
+/* loops.c: whether a run of pipeline P on be with these arguments tests no `until`
+ * (each loop with one ends at its count first): then nothing comes back to the host
+ * during the run, which may be recorded. */
+bool exec_loops_untested(const Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars);
 /* loops.c: runs pipeline P, which has loops (exec_entry's contract for pipelines). */
 int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars,
                         struct pxl_image *given, ExecResult *res, Err *err);

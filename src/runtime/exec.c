@@ -327,27 +327,21 @@ static bool has_values(const Decl *D) {
   return false;
 }
 
-/* Whether pipeline D has a loop with an until test (it reads a result back between
- * iterations, loops.c). */
-static bool has_until(const Decl *D) {
-  for (int i = 0; i < D->nloops; i++)
-    if (D->loops[i].has_until) return true;
-  return false;
-}
-
 /* Whether a run may be recorded: a pipeline that computes its result into the caller's
- * device image, from device images, without reductions or histograms, nor loops with an
- * until test. Loops of a fixed count are recorded whole (their count is a scalar of the
- * run key): every iteration's launches, and the buffers they take and give back, in one
- * graph, so that a replay costs one launch whatever the count. */
-static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
+ * device image, from device images, without reductions or histograms, nor loops whose
+ * until test runs in this run (exec_loops_untested). Loops are recorded whole (their
+ * counts come from scalars and sizes of the run key): every iteration's launches, and
+ * the buffers they take and give back, in one graph, so that a replay costs one launch
+ * whatever the count. */
+static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
+                       const struct pxl_image *out) {
   const PipeValue *r = &D->values[D->result]; /* a stage, or a loop's carried image (not an input) */
   if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || (!r->callee && r->carried < 0) ||
-      has_values(D) || has_until(D) || D->nouts)
+      has_values(D) || D->nouts)
     return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;
-  return true;
+  return exec_loops_untested(be, D, imgs, scalars);
 }
 
 void exec_result_free(ExecResult *res) {
@@ -408,7 +402,7 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
   if (exec_channels(D, imgs) > 1) return exec_per_channel(be, D, imgs, scalars, out, res, err);
   int rc = check_memory(be, D, imgs, out, err);
   if (rc || !be->image_new) return rc ? rc : run_here(be, D, imgs, scalars, out, res, err);
-  if (recordable(be, D, imgs, out)) return run_pipeline_recorded(be, D, imgs, scalars, out, res, err);
+  if (recordable(be, D, imgs, scalars, out)) return run_pipeline_recorded(be, D, imgs, scalars, out, res, err);
   /* a device backend: copy host inputs in (once, also for a pipeline input read twice) */
   ImgArg dimgs[64];
   struct pxl_image *tmp[64] = {0};

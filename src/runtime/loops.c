@@ -20,11 +20,23 @@
  * iteration (then every it/8th, once that is more) only: once the named images are all
  * of a loop's carried images, an iteration that changes none of them is a fixed point -
  * the next ones compute the same images - so a late test only costs the iterations after
- * the first unchanged one, and the result is the interpreter's. When the loop carries
- * images the test does not name, those may still change, and the test runs after every
- * iteration. At the cap no test runs: the state is that of the last iteration.
- * PXL_LOOP_CHECK=N tests after every Nth iteration with the reduction on any backend
- * (for the tests: the GPU path on the CPU).
+ * the first unchanged one, and the result is the interpreter's. For the same reason a
+ * loop of at most 16 iterations over device images tests nothing (loop_every: a test's
+ * round trip to the host is worth more than the iterations it could save), so that a run
+ * of it can be recorded whole (exec.c). Where the backend can (test_start) and the test
+ * names every carried image, the test is queued and its answer read after the next
+ * iteration has been queued, which then runs while the host waits; a test that finds the
+ * fixed point stops the loop after that iteration, which computed the same images. When the loop carries images the test does
+ * not name, those may still change, and the test runs after every iteration. At the cap
+ * no test runs: the state is that of the last iteration. PXL_LOOP_CHECK=N tests after
+ * every Nth iteration with the reduction on any backend (for the tests: the GPU path on
+ * the CPU).
+ *
+ * The pipeline's result, when it is a carried image of an outer loop, is computed
+ * straight into the caller's image by the iterations of the cap's parity, so the
+ * caller's image and a pooled buffer take turns: at the cap it holds the last
+ * iteration's value, and at a fixed point found by the test either buffer holds the
+ * result (they are equal); only a loop stopped at its first iteration copies.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,6 +49,7 @@
 #include "util/alloc.h"
 
 #define DEVICE_CHECK_EVERY 8 /* iterations between two until tests on device images */
+#define DEVICE_SHORT_LOOP 16 /* a loop of at most this many iterations on device images runs untested */
 
 /* A buffer: an image and the number of values holding it. */
 typedef struct {
@@ -151,25 +164,36 @@ static void cmp_compile(void) {
   diag_free(&d);
 }
 
-/* Whether a and b (same shape) hold the same bits: compared as rows of u32 (else u16, u8)
- * by one of the ne reductions, on the backend. */
-static int differ_reduce(Run *R, const struct pxl_image *a, const struct pxl_image *b, bool *differ) {
+/* The comparison of a and b (same shape) as one of the ne reductions, over rows of u32
+ * (else u16, u8): the reduction, in *D, and its two image arguments (views va, vb). */
+static int compare_args(Run *R, const struct pxl_image *a, const struct pxl_image *b, const Decl **D,
+                        struct pxl_image *va, struct pxl_image *vb, ImgArg *args) {
   pthread_once(&cmp_once, cmp_compile);
   if (!cmp_prog) return err_set(R->err, PXL_ENOMEM, "out of memory compiling the until test of a loop");
   size_t row = image_row_bytes(a);
   uintptr_t bits = (uintptr_t)row | (uintptr_t)a->pitch | (uintptr_t)b->pitch | (uintptr_t)a->data |
                    (uintptr_t)b->data; /* OpenCL: data is an offset */
   int unit = bits % 4 == 0 ? 4 : bits % 2 == 0 ? 2 : 1;
-  const Decl *D = program_find(cmp_prog, unit == 4 ? "ne32" : unit == 2 ? "ne16" : "ne8");
-  struct pxl_image va = *a, vb = *b;
-  va.type = vb.type = unit == 4 ? PXL_U32 : unit == 2 ? PXL_U16 : PXL_U8;
-  va.width = vb.width = (int)(row / (size_t)unit);
-  va.channels = vb.channels = 1;
-  va.alloc = vb.alloc = NULL;
-  va.release = vb.release = NULL;
-  ImgArg args[2] = {{&va, D->params[0]->border}, {&vb, D->params[1]->border}};
+  *D = program_find(cmp_prog, unit == 4 ? "ne32" : unit == 2 ? "ne16" : "ne8");
+  *va = *a, *vb = *b;
+  va->type = vb->type = unit == 4 ? PXL_U32 : unit == 2 ? PXL_U16 : PXL_U8;
+  va->width = vb->width = (int)(row / (size_t)unit);
+  va->channels = vb->channels = 1;
+  va->alloc = vb->alloc = NULL;
+  va->release = vb->release = NULL;
+  args[0] = (ImgArg){va, (*D)->params[0]->border};
+  args[1] = (ImgArg){vb, (*D)->params[1]->border};
+  return PXL_OK;
+}
+
+/* Whether a and b (same shape) hold the same bits, by a reduction on the backend. */
+static int differ_reduce(Run *R, const struct pxl_image *a, const struct pxl_image *b, bool *differ) {
+  const Decl *D;
+  struct pxl_image va, vb;
+  ImgArg args[2];
+  int rc = compare_args(R, a, b, &D, &va, &vb, args);
   RedResult res;
-  int rc = R->be->reduce(R->be, D, args, NULL, &res, R->err);
+  if (!rc) rc = R->be->reduce(R->be, D, args, NULL, &res, R->err);
   *differ = !rc && res.value.i != 0;
   return rc;
 }
@@ -201,11 +225,38 @@ static int unchanged(Run *R, const PipeLoop *L, bool *stop) {
   return PXL_OK;
 }
 
+/* Queues the until test of loop L without waiting (*started), where the backend can
+ * and there is one image to compare: the answer comes from test_end. */
+static int unchanged_start(Run *R, const PipeLoop *L, bool *started) {
+  *started = false;
+  const struct pxl_image *a = NULL, *b = NULL;
+  for (int k = 0; k < L->ncarry; k++) {
+    if (!L->until[k] || R->vimg[L->phi + k] == R->vimg[L->next[k]]) continue;
+    if (a) return PXL_OK; /* two to compare: tested as usual */
+    a = R->vimg[L->phi + k], b = R->vimg[L->next[k]];
+  }
+  if (!a || !a->device || !R->be->test_start) return PXL_OK;
+  const Decl *D;
+  struct pxl_image va, vb;
+  ImgArg args[2];
+  int rc = compare_args(R, a, b, &D, &va, &vb, args);
+  if (!rc) rc = R->be->test_start(R->be, D, args, R->err);
+  *started = !rc;
+  return rc;
+}
+
 /* ---- running ---- */
 
 static int run_values(Run *R, int from, int to);
 
-static int run_stage(Run *R, int v, struct pxl_image *given) {
+/* Runs stage v into `given` (NULL: a buffer of the pool). With st (an iterated
+ * stencil, run_steps): st->steps iterations of it in one kernel_steps call. */
+typedef struct {
+  int carried, steps;
+  bool test;
+} Steps;
+
+static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   const PipeValue *pv = &R->P->values[v];
   const Decl *K = pv->callee;
   ImgArg kimgs[64];
@@ -224,7 +275,108 @@ static int run_stage(Run *R, int v, struct pxl_image *given) {
   }
   if (rc) return rc;
   hold(R, v, b);
+  if (st) return R->be->kernel_steps(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->steps, st->test, b->img, R->err);
   return R->be->kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
+}
+
+/* After how many iterations loop L's until test runs first (then see run_loop), or
+ * INT64_MAX for never: after every iteration unless the test names every carried image;
+ * over device images every DEVICE_CHECK_EVERY, but never in a loop of at most
+ * DEVICE_SHORT_LOOP iterations (n). env: PXL_LOOP_CHECK, 0 when unset. */
+static int64_t loop_every(const Backend *be, const PipeLoop *L, int64_t n, int env) {
+  bool all = true; /* the test names every carried image: a late test is exact */
+  for (int k = 0; k < L->ncarry; k++) all = all && L->until[k];
+  if (!L->has_until) return INT64_MAX;
+  if (!all) return 1;
+  if (env) return env;
+  if (!be->image_new) return 1;
+  return n <= DEVICE_SHORT_LOOP ? INT64_MAX : DEVICE_CHECK_EVERY;
+}
+
+static int env_every(void) {
+  const char *e = getenv("PXL_LOOP_CHECK");
+  return e && atoi(e) > 0 ? atoi(e) : 0;
+}
+
+bool exec_loops_untested(const Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars) {
+  int env = env_every();
+  for (int i = 0; i < P->nloops; i++) {
+    const PipeLoop *L = &P->loops[i];
+    int64_t n = interp_host_expr(L->count, P, imgs, scalars).i;
+    if (L->has_until && loop_every(be, L, n, env) < n) return false;
+  }
+  return true;
+}
+
+/* Whether loop li runs as an iterated stencil (Backend.kernel_steps, CUDA), which is
+ * opt-in (PXL_LOOP_STEPS=1; never with PXL_LOOP_CHECK): measured on an H100 it was no
+ * faster than a launch per iteration for distance.pxl's step4 and 3x slower for canny's
+ * grow (docs/PERFORMANCE.md), the redundant halo steps costing more than the memory
+ * passes they save. It applies when the loop's one carried image is the result of its
+ * body's one stage, a kernel that reads it as one of its images (the others come from
+ * before the loop) and keeps its size; the backend then says how many iterations a
+ * launch can run (0: none). *carried: the kernel's image parameter it is. */
+static int steppable(Run *R, int li, int *carried) {
+  const Decl *P = R->P;
+  const PipeLoop *L = &P->loops[li];
+  const char *e = getenv("PXL_LOOP_STEPS");
+  if (!R->be->kernel_steps || R->every || !e || atoi(e) != 1 || L->ncarry != 1 || L->end - L->first != 1 ||
+      L->next[0] != L->first)
+    return 0;
+  const PipeValue *pv = &P->values[L->first];
+  const Decl *K = pv->callee;
+  if (!K || K->kind != D_KERNEL || K->nouts || pv->nouts || pv->carried >= 0) return 0;
+  *carried = -1;
+  for (int a = 0; a < pv->nargs; a++)
+    if (pv->args[a].source == L->phi) {
+      if (*carried >= 0 || !K->params[a]->is_image) return 0;
+      *carried = K->params[a]->img_index;
+    }
+  if (*carried < 0) return 0;
+  ImgArg kimgs[64];
+  Lane ks[32];
+  exec_stage_args(P, pv, R->vimg, R->imgs, R->scalars, kimgs, ks);
+  const struct pxl_image *c = kimgs[*carried].img;
+  int w, h;
+  Err ignored;
+  if (interp_output_size(K, kimgs, ks, &w, &h, &ignored) || w != c->width || h != c->height) return 0;
+  return R->be->steps_max(R->be, spec_for(K, ks), kimgs, *carried);
+}
+
+/* Loop L as an iterated stencil (steppable): launches of up to `per` iterations, n in
+ * all, the carried image into the caller's image on the launches of the last one's
+ * parity where res_k >= 0 (as run_loop). With `tests` (an until test that runs: not in
+ * a loop too short for one, loop_every), every other launch but the
+ * last also says whether its last iteration changed a pixel; the answer is read once the
+ * next launch is queued, and "unchanged" (a fixed point) stops the loop after that one,
+ * which computed the same image. */
+static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried, int res_k, bool tests) {
+  int rc = PXL_OK, v = L->first;
+  bool pending = false, stop = false;
+  for (int64_t done = 0; done < n && !rc && !stop;) {
+    int64_t left = n - done, launches = (left + per - 1) / per;
+    Steps st = {carried, (int)(left < per ? left : per), false};
+    st.test = tests && !pending && st.steps < left;
+    bool into = res_k >= 0 && (launches - 1) % 2 == 0 && R->vimg[L->phi] != R->given;
+    rc = run_stage(R, v, into ? R->given : NULL, &st);
+    done += st.steps;
+    if (!rc && pending) {
+      uint64_t differ = 1;
+      pending = false;
+      rc = R->be->test_end(R->be, &differ, R->err);
+      stop = !rc && !differ;
+    } else if (!rc) {
+      pending = st.test;
+    }
+    if (!rc && !(stop && res_k >= 0 && R->vimg[L->phi] == R->given)) hold(R, L->phi, R->val[v]);
+    release(R, v);
+  }
+  if (pending) { /* failed after queueing a test: its answer is not wanted, the error kept */
+    uint64_t ignored;
+    Err e2;
+    R->be->test_end(R->be, &ignored, &e2);
+  }
+  return rc;
 }
 
 /* Runs loop li: its carried images start as their values before it, the body runs at
@@ -234,22 +386,26 @@ static int run_loop(Run *R, int li) {
   const PipeLoop *L = &P->loops[li];
   int64_t n = interp_host_expr(L->count, P, R->imgs, R->scalars).i;
   for (int k = 0; k < L->ncarry; k++) hold(R, L->phi + k, R->val[L->init[k]]);
-  bool all = true; /* the test names every carried image: a late test is exact */
-  for (int k = 0; k < L->ncarry; k++) all = all && L->until[k];
-  int every = R->every ? R->every : R->be->image_new ? DEVICE_CHECK_EVERY : 1;
-  if (!all) every = 1;
-  /* the pipeline returns a carried image of this loop, which runs a known number of times
-   * (no until test, not nested): its last iteration computes it into the caller's image,
-   * which saves the copy after the loop (a pass over the image) */
-  int last_into = -1;
+  int64_t every = loop_every(R->be, L, n, R->every);
+  /* the pipeline returns carried image res_k of this loop (not nested): the iterations of
+   * the cap's parity compute it into the caller's image (the file's comment); with an
+   * until test only when the test names it (else the loop may stop at any iteration) */
+  int res_k = -1;
   int result = P->results ? P->results[0] : P->result;
-  for (int k = 0; k < L->ncarry && R->given && L->parent < 0 && !L->has_until; k++)
-    if (result == L->phi + k) last_into = L->next[k];
+  for (int k = 0; k < L->ncarry && R->given && L->parent < 0; k++)
+    if (result == L->phi + k && (!L->has_until || L->until[k])) res_k = k;
   int rc = PXL_OK;
   int64_t next_check = every; /* the iteration after which the until test runs next */
+  bool pending = false;       /* the last iteration's test, queued: read after this one's */
   R->depth++;
+  int carried, per = n > 1 ? steppable(R, li, &carried) : 0;
+  if (per > 1) {
+    rc = run_steps(R, L, n, per, carried, res_k, L->has_until && every < n);
+    n = 0; /* done */
+  }
   for (int64_t it = 1; it <= n && !rc; it++) {
-    R->direct = it == n ? last_into : -1;
+    bool into = res_k >= 0 && (n - it) % 2 == 0 && R->vimg[L->phi + res_k] != R->given;
+    R->direct = into ? L->next[res_k] : -1;
     rc = run_values(R, L->first, L->end);
     R->direct = -1;
     for (int k = 0; k < L->ncarry && !rc; k++) {
@@ -260,16 +416,32 @@ static int run_loop(Run *R, int li) {
                      P->values[L->phi + k].name, a->width, a->height, L->loc.line, b->width, b->height);
     }
     bool stop = false;
-    if (!rc && L->has_until && it < n && it == next_check) {
-      rc = unchanged(R, L, &stop);
+    if (!rc && pending) {
+      /* unchanged by the last iteration: this one computed the same images */
+      uint64_t differ = 1;
+      pending = false;
+      rc = R->be->test_end(R->be, &differ, R->err);
+      stop = !rc && !differ;
+    } else if (!rc && L->has_until && it < n && it == next_check) {
+      /* queued only when the test names every carried image: the next iteration then
+       * computes the same images */
+      rc = R->every || every == 1 ? PXL_OK : unchanged_start(R, L, &pending);
+      if (!rc && !pending) rc = unchanged(R, L, &stop);
       /* device images: every 8th iteration, then every it/8th once that is more - at most
        * 1/8 of the iterations run past the fixed point, and a loop of n iterations tests
        * about 8 + 8 ln(n / 64) times instead of n / 8 (each test a round trip to the host) */
       next_check += every > 1 && !R->every && it / 8 > every ? it / 8 : every;
     }
-    for (int k = 0; k < L->ncarry && !rc; k++) hold(R, L->phi + k, R->val[L->next[k]]);
+    for (int k = 0; k < L->ncarry && !rc; k++)
+      if (!(stop && k == res_k && R->vimg[L->phi + k] == R->given)) /* else equal: keep the caller's */
+        hold(R, L->phi + k, R->val[L->next[k]]);
     for (int v = L->first; v < L->end; v++) release(R, v);
     if (stop) break;
+  }
+  if (pending) { /* failed after queueing a test: its answer is not wanted, the error kept */
+    uint64_t ignored;
+    Err e2;
+    R->be->test_end(R->be, &ignored, &e2);
   }
   if (--R->depth == 0) trim(R);
   return rc;
@@ -292,7 +464,7 @@ static int run_values(Run *R, int from, int to) {
       if (!rc) hold(R, v, b);
     } else {
       /* straight into the caller's image: the result, or the last iteration's value of it */
-      rc = run_stage(R, v, exec_result_index(P, v) == 0 || v == R->direct ? R->given : NULL);
+      rc = run_stage(R, v, exec_result_index(P, v) == 0 || v == R->direct ? R->given : NULL, NULL);
     }
     if (pv->loop >= 0) continue; /* a body's values are released after each iteration */
     for (int s = 0; s <= v && !rc; s++)
@@ -329,8 +501,7 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
                         struct pxl_image *given, ExecResult *res, Err *err) {
   int n = P->nvalues;
   Run R = {.be = be, .P = P, .imgs = imgs, .scalars = scalars, .given = given, .err = err, .direct = -1};
-  const char *e = getenv("PXL_LOOP_CHECK");
-  if (e && atoi(e) > 0) R.every = atoi(e);
+  R.every = env_every();
   R.val = PXL_CALLOC((size_t)n, sizeof *R.val);
   R.vimg = PXL_CALLOC((size_t)n, sizeof *R.vimg);
   R.last_use = PXL_CALLOC((size_t)n, sizeof *R.last_use);

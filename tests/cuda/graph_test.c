@@ -8,7 +8,8 @@
  * A new threshold is a new run key (recorded anew); an output elsewhere is another key;
  * a host-image run is never recorded. Checks that the backend did record graphs (the
  * count of recorded runs), so the replay path cannot go untested. Then a pipeline loop of
- * a fixed count, recorded whole and replayed, and one with an until test, never recorded.
+ * a fixed count, recorded whole and replayed; one with an until test that runs, never
+ * recorded; and one whose count is too small for its test to run, recorded.
  * Prints "skipped: no CUDA device (REASON)" and exits 77 only when the backend reports
  * the device absent (tests/common/gpu_device.h); a device that opens and then fails
  * fails the test.
@@ -56,7 +57,8 @@ static int run(pxl_context *ctx, pxl_program *prog, pxl_image *in, double t, pxl
   return st;
 }
 
-/* A pipeline loop of a fixed count is recorded whole; one with an until test never is. */
+/* A pipeline loop of a fixed count is recorded whole; one with an until test that runs
+ * is never recorded, one too short for its test to run (16 iterations or fewer) is. */
 static const char loop_source[] =
     "kernel u8 smooth(image u8 a) { return (a(-1, 0) + 2 * a(0, 0) + a(1, 1) + 2) / 4; }\n"
     "pipeline iter(image u8 in, u32 n) -> image u8 {\n"
@@ -80,8 +82,9 @@ static int run_loop(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_
 }
 
 /* Runs 0-3 of iter with n=7 (recorded at run 1, replayed at 2 and 3, new pixels each
- * time), 4-5 with n=2 (a new key), 6-8 of settle (never recorded); every output equal to
- * the interpreter's, and the count of recorded runs as expected after each. */
+ * time), 4-5 with n=2 (a new key), 6-8 of settle with n=50 (never recorded), 9-11 of
+ * settle with n=12 (recorded at run 10); every output equal to the interpreter's, and
+ * the count of recorded runs as expected after each. */
 static void fixed_loops(pxl_context *gpu, pxl_context *ref, pxl_image *host, pxl_image *din, pxl_image *dout) {
   pxl_program *prog = NULL, *rprog = NULL;
   if (pxl_program_from_string(gpu, "loops", loop_source, &prog) ||
@@ -90,9 +93,9 @@ static void fixed_loops(pxl_context *gpu, pxl_context *ref, pxl_image *host, pxl
     return;
   }
   int base = pxl_context_cuda_graphs(gpu);
-  for (int i = 0; i < 9; i++) {
+  for (int i = 0; i < 12; i++) {
     const char *entry = i < 6 ? "iter" : "settle";
-    int n = i < 4 ? 7 : i < 6 ? 2 : 50;
+    int n = i < 4 ? 7 : i < 6 ? 2 : i < 9 ? 50 : 12;
     pxl_image *got = NULL, *want = NULL;
     fill(host, 20 + i);
     int st = pxl_image_copy(gpu, host, din);
@@ -102,7 +105,7 @@ static void fixed_loops(pxl_context *gpu, pxl_context *ref, pxl_image *host, pxl
     CHECK(!run_loop(ref, rprog, entry, host, n, NULL, &want), "reference loop run %d: %s", i, pxl_errmsg(ref));
     if (got && want) CHECK(same(got, want), "loop run %d (%s, n=%d): the output differs from the interpreter's", i,
                            entry, n);
-    int graphs = pxl_context_cuda_graphs(gpu) - base, expect = i < 1 ? 0 : i < 5 ? 1 : 2;
+    int graphs = pxl_context_cuda_graphs(gpu) - base, expect = i < 1 ? 0 : i < 5 ? 1 : i < 10 ? 2 : 3;
     CHECK(graphs == expect, "after loop run %d: %d recorded loop runs, expected %d", i, graphs, expect);
     pxl_image_free(got);
     pxl_image_free(want);

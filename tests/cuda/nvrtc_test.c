@@ -5,7 +5,11 @@
  * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper),
  * with the autotuner's tile shapes (rows 1, 2, 4, 8; 4 or 8 bytes) in turn across the
  * border modes; then the reductions that test pipeline loops' until condition on GPUs
- * (exec_loop_compare_source, runtime/loops.c), named "<loop test>";
+ * (exec_loop_compare_source, runtime/loops.c), named "<loop test>"; and for every kernel
+ * image of the kernel's own type, with clamp and constant borders, the unit that runs
+ * several steps of a loop (gen_gpu_steps) wherever gen_gpu_steps_plan accepts it - which
+ * it must for the loop bodies of the examples (distance's step4 and step8, canny's grow,
+ * reconstruct's dilate_under and erode_over, hysteresis's follow);
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_TEST_QUICK=1 (the sanitizer build) every unit is generated but only those of
@@ -27,6 +31,16 @@
 #include "runtime/cuda/cuda_api.h"
 #include "util/alloc.h"
 
+/* The examples' loop bodies that must run as iterated stencils: a bit each (0: others). */
+static const char *const loop_bodies[] = {"", "step4", "step8", "grow", "dilate_under", "erode_over", "follow"};
+enum { NBODIES = sizeof loop_bodies / sizeof *loop_bodies };
+
+static int loop_body(const char *name) {
+  for (int i = 1; i < NBODIES; i++)
+    if (!strcmp(name, loop_bodies[i])) return i;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const CudaApi *api;
   Err err = {0};
@@ -44,6 +58,7 @@ int main(int argc, char **argv) {
   int compiled = 0;
   static const BorderKind kinds[] = {B_CLAMP, B_MIRROR, B_MIRROR101, B_WRAP, B_CONSTANT, B_NONE};
   int passed = 0, failed = 0;
+  unsigned steps_planned = 0, bodies_given = 0;
   pxl_context *ctx = pxl_context_new();
   for (int i = 1; i <= argc; i++) {
     const char *name = i < argc ? argv[i] : "<loop test>";
@@ -62,6 +77,7 @@ int main(int argc, char **argv) {
       continue;
     }
     const Program *P = pxl_program_ir(prog);
+    for (int d = 0; d < P->ndecls; d++) bodies_given |= 1u << loop_body(P->decls[d]->name);
     for (int d = 0, out = 0; d < P->ndecls; d++) {
       const Decl *D = P->decls[d];
       if (D->kind == D_PIPELINE) continue;
@@ -101,6 +117,39 @@ int main(int argc, char **argv) {
         PXL_FREE(ptx);
         sb_free(&cu);
       }
+      /* several steps of a loop over image j (clamp, constant) */
+      for (int j = 0; j < D->nimages && D->kind == D_KERNEL; j++)
+        for (int kb = 0; kb < 2; kb++) {
+          Border b[PXL_GPU_MAX_IMAGES];
+          for (int m = 0; m < PXL_GPU_MAX_IMAGES; m++) b[m] = (Border){kb ? B_CONSTANT : B_CLAMP, 0};
+          GpuSteps plan;
+          if (!gen_gpu_steps_plan(D, b, j, &plan)) continue;
+          steps_planned |= 1u << loop_body(D->name);
+          StrBuf cu = {0};
+          char *ptx = NULL;
+          Err e = {0};
+          GpuLaunch launch;
+          int rc = gen_gpu_steps(&cu, D, b, GPU_CUDA, &plan, &launch, &e);
+          const char *dump = getenv("PXL_DUMP_CUDA");
+          if (!rc && dump && !kb) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s.steps%d.cu", dump, D->name, j);
+            FILE *f = fopen(path, "w");
+            if (f) {
+              fputs(cu.s, f);
+              fclose(f);
+            }
+          }
+          if (!rc && (!quick || !kb)) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
+          if (rc) {
+            printf("FAIL %s %s steps over image %d (%s): %s\n", name, D->name, j, kb ? "constant" : "clamp", e.msg);
+            failed++;
+          } else {
+            passed++;
+          }
+          PXL_FREE(ptx);
+          sb_free(&cu);
+        }
       /* a scan's prefix passes: every kind, those its scan does not use too (the sequential
        * ones of an integer scan, the parallel ones of a float sum) */
       for (int pass = GSP_ROWS_SEQ; pass <= GSP_COLS && D->scan; pass++) {
@@ -124,6 +173,11 @@ int main(int argc, char **argv) {
     free(src);
   }
   pxl_context_free(ctx);
+  for (int i = 1; i < NBODIES; i++)
+    if ((bodies_given >> i & 1) && !(steps_planned >> i & 1)) {
+      printf("FAIL %s: its loop's steps were not planned (gen_gpu_steps_plan)\n", loop_bodies[i]);
+      failed++;
+    }
   printf("%d units compiled with NVRTC\n", compiled);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;

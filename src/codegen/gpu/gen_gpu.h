@@ -98,4 +98,24 @@ size_t gen_gpu_scan_aux(const Decl *D, int w, int h);
  * *launch. */
 int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pass, GpuLaunch *launch, Err *err);
 
+/* Iterated stencils: a loop of a pipeline whose body is one kernel D that reads its
+ * last result as image `carried` (loops.c) runs up to k steps per launch (CUDA), each
+ * block over a tx x ty tile of the output with the window's k-fold halo in shared
+ * memory; a.n is the launch's steps (1..k), a.res NULL or where a last step that changed
+ * a pixel writes 1u. */
+typedef struct {
+  int carried; /* the image parameter (img_index) that each step's result replaces */
+  int k;       /* the most steps per launch */
+  int tx, ty;  /* output pixels per block (multiples of 32 and 8) */
+} GpuSteps;
+
+/* Whether D (with these borders) can run so - relative reads of known windows only,
+ * integer pixels, the carried image's border clamp or constant, the tiles within shared
+ * memory - and how: *plan. */
+bool gen_gpu_steps_plan(const Decl *D, const Border *borders, int carried, GpuSteps *plan);
+
+/* Appends the translation unit of plan p (CUDA only); launched over the output image. */
+int gen_gpu_steps(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuSteps *p,
+                  GpuLaunch *launch, Err *err);
+
 #endif

@@ -55,6 +55,7 @@ typedef struct {
   char name[128], describe[180];
   Cache *cache;    /* NULL: no disk cache (runtime/cache.h) */
   bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
+  CUevent test_event; /* the mark of an until test in flight (cuda_mark), made at the first */
   CUmemoryPool pool; /* pxl's own pool, keeping freed memory for reuse; NULL: the default */
   CuGraph *graphs;   /* recorded pipeline runs, newest first */
   bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
@@ -213,6 +214,20 @@ static int cuda_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs
   return rc;
 }
 
+/* The mark of an until test in flight: an event recorded on the stream. */
+static int cuda_mark(GpuCore *g, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r = cu->test_event ? 0 : cu->api->cuEventCreate(&cu->test_event, CU_EVENT_DISABLE_TIMING);
+  if (!r) r = cu->api->cuEventRecord(cu->test_event, cu->stream);
+  return r ? cu_fail(cu, r, "event", err) : PXL_OK;
+}
+
+static int cuda_wait_mark(GpuCore *g, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r = cu->api->cuEventSynchronize(cu->test_event);
+  return r ? cu_fail(cu, r, "run", err) : PXL_OK;
+}
+
 static const GpuDriver cuda_driver = {
     .name = "CUDA",
     .dialect = GPU_CUDA,
@@ -225,6 +240,8 @@ static const GpuDriver cuda_driver = {
     .fetch = cuda_fetch,
     .upload = cuda_upload,
     .time = cuda_time,
+    .mark = cuda_mark,
+    .wait_mark = cuda_wait_mark,
 };
 
 /* ---- recorded pipeline runs (backend.h: replay) ---- */
@@ -388,6 +405,7 @@ static void cuda_free(Backend *be) {
     graph_free(cu, g);
   }
   gpu_core_free(&cu->g); /* modules, instances, tuner, aux and result buffers */
+  if (cu->test_event) cu->api->cuEventDestroy_v2(cu->test_event);
   cu->api->cuStreamDestroy_v2(cu->stream);
   if (cu->pool) cu->api->cuMemPoolDestroy(cu->pool); /* after the stream: its frees are done */
   cu->api->cuDevicePrimaryCtxRelease_v2(cu->dev);

@@ -34,6 +34,7 @@ typedef void *nvrtcProgram;
 #define CU_STREAM_NON_BLOCKING 1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_EVENT_DISABLE_TIMING 2
 
 /* CUmemPoolProps of the driver API (cuda.h): allocation type, handle types, location
  * (type, id), then fields this code leaves zero. */

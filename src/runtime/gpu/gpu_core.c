@@ -267,6 +267,89 @@ static int core_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   return PXL_OK;
 }
 
+/* An until test (loops.c) that leaves the queue running: the reduction writes its value
+ * to tres (host memory) and the driver marks the queue after it; test_end waits for the
+ * mark only. */
+static int core_test_start(Backend *be, const Decl *D, const ImgArg *imgs, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  GpuInstance *in;
+  GpuArgs c;
+  int rc = prepare_fold(g, D, imgs, NULL, "reduce", &g->red, PXL_GPU_AUX_REDUCE, 16, &in, &c, err);
+  if (!rc) rc = need(g, &g->tres, 16, err);
+  if (rc) return rc;
+  c.a.res = (uint64_t)(uintptr_t)g->tres.p;
+  rc = gpu_core_launch(g, in->base.module, imgs[0].img->width, imgs[0].img->height, &c, err);
+  return rc ? rc : g->drv->mark(g, err);
+}
+
+static int core_test_end(Backend *be, uint64_t *value, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  int rc = g->drv->wait_mark(g, err);
+  if (!rc) memcpy(value, g->tres.p, sizeof *value);
+  return rc;
+}
+
+/* ---- iterated stencils (Backend.steps_max, kernel_steps) ---- */
+
+typedef struct {
+  Instance base; /* base.module: the GpuModule, NULL until the first run */
+  bool ok;       /* gen_gpu_steps_plan accepted it */
+  GpuSteps plan;
+} GpuStepsInstance;
+
+/* The memo record of D stepping image `carried` over imgs (planned, not built). */
+static GpuStepsInstance *steps_instance(GpuCore *g, const Decl *D, const ImgArg *imgs, int carried) {
+  if (D->nimages > PXL_GPU_MAX_IMAGES || carried < 0 || carried >= D->nimages) return NULL;
+  Border borders[PXL_GPU_MAX_IMAGES];
+  const struct pxl_image *c = imgs[carried].img;
+  stage_borders(D, imgs, c->width, c->height, borders);
+  Instance *found = instance_find(g->steps, D, borders, carried);
+  if (found) return (GpuStepsInstance *)found;
+  GpuStepsInstance *in = (GpuStepsInstance *)instance_new(D, borders, carried, sizeof *in);
+  if (!in) return NULL;
+  in->ok = gen_gpu_steps_plan(D, borders, carried, &in->plan);
+  instance_link(&g->steps, &in->base);
+  return in;
+}
+
+static int core_steps_max(Backend *be, const Decl *D, const ImgArg *imgs, int carried) {
+  GpuStepsInstance *in = steps_instance((GpuCore *)be, D, imgs, carried);
+  return in && in->ok ? in->plan.k : 0;
+}
+
+static int core_kernel_steps(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, int carried,
+                             int steps, bool test, struct pxl_image *out, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  if (g->drv->enter) g->drv->enter(g);
+  GpuStepsInstance *in = steps_instance(g, D, imgs, carried);
+  if (!in || !in->ok || steps < 1 || steps > in->plan.k)
+    return err_set(err, PXL_ERROR, "internal: %s cannot run %d steps of a loop in one launch", D->name, steps);
+  int rc = PXL_OK;
+  if (!in->base.module) {
+    StrBuf src = {0};
+    GpuLaunch launch;
+    GpuModule *m = NULL;
+    rc = gen_gpu_steps(&src, D, in->base.borders, g->drv->dialect, &in->plan, &launch, err);
+    if (rc) sb_free(&src);
+    else rc = load_source(g, D, src, launch, &m, err);
+    if (rc) return rc;
+    in->base.module = m;
+  }
+  GpuArgs c;
+  rc = pack(g, D, imgs, scalars, "kernel", &c, err);
+  if (!rc && test) rc = need(g, &g->tres, 16, err);
+  if (rc) return rc;
+  c.buf[GPU_ARG_OUT] = out->buffer;
+  c.a.out = kimage(out);
+  c.a.n = steps;
+  if (test) { /* no test is in flight (one at a time): the host may write it */
+    memset(g->tres.p, 0, 16);
+    c.a.res = (uint64_t)(uintptr_t)g->tres.p;
+  }
+  rc = gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
+  return rc || !test ? rc : g->drv->mark(g, err);
+}
+
 static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins,
                           Err *err) {
   GpuCore *g = (GpuCore *)be;
@@ -286,6 +369,15 @@ static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
 void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
   g->drv = drv;
   g->res.result = true;
+  g->tres.result = true;
+  if (drv->mark && drv->wait_mark) {
+    g->base.test_start = core_test_start;
+    g->base.test_end = core_test_end;
+    if (drv->dialect == GPU_CUDA) { /* gen_gpu_steps: the test writes host memory at a.res */
+      g->base.steps_max = core_steps_max;
+      g->base.kernel_steps = core_kernel_steps;
+    }
+  }
   g->base.kernel = core_kernel;
   g->base.reduce = core_reduce;
   g->base.histogram = core_histogram;
@@ -300,8 +392,10 @@ void gpu_core_free(GpuCore *g) {
   g->mods = NULL;
   instance_list_free(g->instances);
   g->instances = NULL;
+  instance_list_free(g->steps);
+  g->steps = NULL;
   gpu_tuner_free(&g->tuner);
-  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan};
+  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan, &g->tres};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->p) g->drv->release(g, bufs[i]);
 }
