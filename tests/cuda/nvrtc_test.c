@@ -6,8 +6,9 @@
  * with the autotuner's tile shapes (rows 1, 2, 4, 8; 4 or 8 bytes) in turn across the
  * border modes; then the reductions that test pipeline loops' until condition on GPUs
  * (exec_loop_compare_source, runtime/loops.c), named "<loop test>"; and for every kernel
- * image of the kernel's own type, with clamp and constant borders, the unit that runs
- * several steps of a loop (gen_gpu_steps) wherever gen_gpu_steps_plan accepts it - which
+ * image of the kernel's own type, with clamp (compiled) and constant (generated only)
+ * borders, the unit that runs several steps of a loop (gen_gpu_steps) wherever
+ * gen_gpu_steps_plan accepts it - which
  * it must for the loop bodies of the examples (distance's step4 and step8, canny's grow,
  * reconstruct's dilate_under and erode_over, hysteresis's follow);
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
@@ -140,7 +141,8 @@ int main(int argc, char **argv) {
               fclose(f);
             }
           }
-          if (!rc && (!quick || !kb)) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
+          /* the constant border's unit differs in one line (CI time): generated only */
+          if (!rc && !kb) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
           if (rc) {
             printf("FAIL %s %s steps over image %d (%s): %s\n", name, D->name, j, kb ? "constant" : "clamp", e.msg);
             failed++;
