@@ -26,11 +26,11 @@
  * of it can be recorded whole (exec.c). Where the backend can (test_start) and the test
  * names every carried image, the test is queued and its answer read after the next
  * iteration has been queued, which then runs while the host waits; a test that finds the
- * fixed point stops the loop after that iteration, which computed the same images. When the loop carries images the test does
- * not name, those may still change, and the test runs after every iteration. At the cap
- * no test runs: the state is that of the last iteration. PXL_LOOP_CHECK=N tests after
- * every Nth iteration with the reduction on any backend (for the tests: the GPU path on
- * the CPU).
+ * fixed point stops the loop after that iteration, which computed the same images. When
+ * the loop carries images the test does not name, those may still change, and the test
+ * runs after every iteration. At the cap no test runs: the state is that of the last
+ * iteration. PXL_LOOP_CHECK=N tests after every Nth iteration with the reduction on any
+ * backend (for the tests: the GPU path on the CPU).
  *
  * The pipeline's result, when it is a carried image of an outer loop, is computed
  * straight into the caller's image by the iterations of the cap's parity, so the
@@ -245,17 +245,35 @@ static int unchanged_start(Run *R, const PipeLoop *L, bool *started) {
   return rc;
 }
 
+/* The answer of the test queued after the last iteration (or launch), read once this
+ * one is queued: *stop when it found the fixed point, which this one then kept. */
+static int unchanged_end(Run *R, bool *stop) {
+  uint64_t differ = 1;
+  int rc = R->be->test_end(R->be, &differ, R->err);
+  *stop = !rc && !differ;
+  return rc;
+}
+
+/* A test still queued when the loop failed: its answer is not wanted, the error kept. */
+static void unchanged_drop(Run *R) {
+  uint64_t ignored;
+  Err e2;
+  R->be->test_end(R->be, &ignored, &e2);
+}
+
 /* ---- running ---- */
 
 static int run_values(Run *R, int from, int to);
 
-/* Runs stage v into `given` (NULL: a buffer of the pool). With st (an iterated
- * stencil, run_steps): st->steps iterations of it in one kernel_steps call. */
+/* Iterations of an iterated stencil in one launch (run_steps): over the kernel's image
+ * parameter `carried`, `test`: leaving the until test in flight. */
 typedef struct {
   int carried, steps;
   bool test;
 } Steps;
 
+/* Runs stage v into `given` (NULL: a buffer of the pool). With st: st->steps iterations
+ * of it in one kernel_steps call. */
 static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   const PipeValue *pv = &R->P->values[v];
   const Decl *K = pv->callee;
@@ -346,10 +364,10 @@ static int steppable(Run *R, int li, int *carried) {
 /* Loop L as an iterated stencil (steppable): launches of up to `per` iterations, n in
  * all, the carried image into the caller's image on the launches of the last one's
  * parity where res_k >= 0 (as run_loop). With `tests` (an until test that runs: not in
- * a loop too short for one, loop_every), every other launch but the
- * last also says whether its last iteration changed a pixel; the answer is read once the
- * next launch is queued, and "unchanged" (a fixed point) stops the loop after that one,
- * which computed the same image. */
+ * a loop too short for one, loop_every), every other launch but the last also says
+ * whether its last iteration changed a pixel; the answer is read once the next launch is
+ * queued, and "unchanged" (a fixed point) stops the loop after that one, which computed
+ * the same image. */
 static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried, int res_k, bool tests) {
   int rc = PXL_OK, v = L->first;
   bool pending = false, stop = false;
@@ -361,21 +379,15 @@ static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried,
     rc = run_stage(R, v, into ? R->given : NULL, &st);
     done += st.steps;
     if (!rc && pending) {
-      uint64_t differ = 1;
       pending = false;
-      rc = R->be->test_end(R->be, &differ, R->err);
-      stop = !rc && !differ;
+      rc = unchanged_end(R, &stop);
     } else if (!rc) {
       pending = st.test;
     }
     if (!rc && !(stop && res_k >= 0 && R->vimg[L->phi] == R->given)) hold(R, L->phi, R->val[v]);
     release(R, v);
   }
-  if (pending) { /* failed after queueing a test: its answer is not wanted, the error kept */
-    uint64_t ignored;
-    Err e2;
-    R->be->test_end(R->be, &ignored, &e2);
-  }
+  if (pending) unchanged_drop(R);
   return rc;
 }
 
@@ -417,11 +429,8 @@ static int run_loop(Run *R, int li) {
     }
     bool stop = false;
     if (!rc && pending) {
-      /* unchanged by the last iteration: this one computed the same images */
-      uint64_t differ = 1;
       pending = false;
-      rc = R->be->test_end(R->be, &differ, R->err);
-      stop = !rc && !differ;
+      rc = unchanged_end(R, &stop);
     } else if (!rc && L->has_until && it < n && it == next_check) {
       /* queued only when the test names every carried image: the next iteration then
        * computes the same images */
@@ -438,11 +447,7 @@ static int run_loop(Run *R, int li) {
     for (int v = L->first; v < L->end; v++) release(R, v);
     if (stop) break;
   }
-  if (pending) { /* failed after queueing a test: its answer is not wanted, the error kept */
-    uint64_t ignored;
-    Err e2;
-    R->be->test_end(R->be, &ignored, &e2);
-  }
+  if (pending) unchanged_drop(R);
   if (--R->depth == 0) trim(R);
   return rc;
 }

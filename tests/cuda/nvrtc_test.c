@@ -42,6 +42,38 @@ static int loop_body(const char *name) {
   return 0;
 }
 
+/* The units generated so far: passed and failed, of which compiled went through NVRTC. */
+typedef struct {
+  const CudaApi *api;
+  int passed, failed, compiled;
+} Units;
+
+/* Ends a generated unit cu (rc: its generator's status, e: its error): written to
+ * $PXL_DUMP_CUDA/file when file is given and the variable set, compiled when `compile`,
+ * counted, reported with `what` when it fails, freed. */
+static void unit_done(Units *u, StrBuf *cu, int rc, Err *e, const char *file, bool compile, const char *what) {
+  const char *dump = getenv("PXL_DUMP_CUDA");
+  if (!rc && dump && file) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dump, file);
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fputs(cu->s, f);
+      fclose(f);
+    }
+  }
+  char *ptx = NULL;
+  if (!rc && compile) rc = cuda_compile_ptx(u->api, cu->s, 90, &ptx, e), u->compiled++;
+  if (rc) {
+    printf("FAIL %s: %s\n", what, e->msg);
+    u->failed++;
+  } else {
+    u->passed++;
+  }
+  PXL_FREE(ptx);
+  sb_free(cu);
+}
+
 int main(int argc, char **argv) {
   const CudaApi *api;
   Err err = {0};
@@ -56,9 +88,8 @@ int main(int argc, char **argv) {
   }
   const char *q = getenv("PXL_TEST_QUICK");
   const bool quick = q && *q && strcmp(q, "0");
-  int compiled = 0;
   static const BorderKind kinds[] = {B_CLAMP, B_MIRROR, B_MIRROR101, B_WRAP, B_CONSTANT, B_NONE};
-  int passed = 0, failed = 0;
+  Units u = {api, 0, 0, 0};
   unsigned steps_planned = 0, bodies_given = 0;
   pxl_context *ctx = pxl_context_new();
   for (int i = 1; i <= argc; i++) {
@@ -66,14 +97,14 @@ int main(int argc, char **argv) {
     char *src = i < argc ? read_file(argv[i]) : strdup(exec_loop_compare_source);
     if (!src) {
       printf("FAIL %s: cannot read\n", name);
-      failed++;
+      u.failed++;
       continue;
     }
     for (char *p = strstr(src, "BORDER"); p; p = strstr(p, "BORDER")) memcpy(p, "clamp ", 6);
     pxl_program *prog;
     if (pxl_program_from_string(ctx, name, src, &prog)) {
       printf("FAIL %s: %s\n", name, pxl_errmsg(ctx));
-      failed++;
+      u.failed++;
       free(src);
       continue;
     }
@@ -87,36 +118,20 @@ int main(int argc, char **argv) {
         if (++out < P->decls[d]->nouts) d--;
         else out = 0;
       }
+      char file[300], what[600];
       for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         Border b[PXL_GPU_MAX_IMAGES];
         for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){kinds[k], 3};
         StrBuf cu = {0};
-        char *ptx = NULL;
         Err e = {0};
         GpuLaunch launch;
         GpuTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
-        const char *dump = getenv("PXL_DUMP_CUDA");
-        if (dump && kinds[k] == B_CLAMP && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
+        if (kinds[k] == B_CLAMP && getenv("PXL_DUMP_CUDA") && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
           tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4};
         int rc = gen_gpu_stage(&cu, D, b, GPU_CUDA, &tile, &launch, &e);
-        if (!rc && dump && kinds[k] == B_CLAMP) {
-          char path[4096];
-          snprintf(path, sizeof path, "%s/%s.cu", dump, D->name);
-          FILE *f = fopen(path, "w");
-          if (f) {
-            fputs(cu.s, f);
-            fclose(f);
-          }
-        }
-        if (!rc && (!quick || k == 0)) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
-        if (rc) {
-          printf("FAIL %s %s border %s: %s\n", name, D->name, border_name(kinds[k]), e.msg);
-          failed++;
-        } else {
-          passed++;
-        }
-        PXL_FREE(ptx);
-        sb_free(&cu);
+        snprintf(file, sizeof file, "%s.cu", D->name);
+        snprintf(what, sizeof what, "%s %s border %s", name, D->name, border_name(kinds[k]));
+        unit_done(&u, &cu, rc, &e, kinds[k] == B_CLAMP ? file : NULL, !quick || k == 0, what);
       }
       /* several steps of a loop over image j (clamp, constant) */
       for (int j = 0; j < D->nimages && D->kind == D_KERNEL; j++)
@@ -127,48 +142,23 @@ int main(int argc, char **argv) {
           if (!gen_gpu_steps_plan(D, b, j, &plan)) continue;
           steps_planned |= 1u << loop_body(D->name);
           StrBuf cu = {0};
-          char *ptx = NULL;
           Err e = {0};
           GpuLaunch launch;
           int rc = gen_gpu_steps(&cu, D, b, GPU_CUDA, &plan, &launch, &e);
-          const char *dump = getenv("PXL_DUMP_CUDA");
-          if (!rc && dump && !kb) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s.steps%d.cu", dump, D->name, j);
-            FILE *f = fopen(path, "w");
-            if (f) {
-              fputs(cu.s, f);
-              fclose(f);
-            }
-          }
+          snprintf(file, sizeof file, "%s.steps%d.cu", D->name, j);
+          snprintf(what, sizeof what, "%s %s steps over image %d (%s)", name, D->name, j, kb ? "constant" : "clamp");
           /* the constant border's unit differs in one line (CI time): generated only */
-          if (!rc && !kb) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
-          if (rc) {
-            printf("FAIL %s %s steps over image %d (%s): %s\n", name, D->name, j, kb ? "constant" : "clamp", e.msg);
-            failed++;
-          } else {
-            passed++;
-          }
-          PXL_FREE(ptx);
-          sb_free(&cu);
+          unit_done(&u, &cu, rc, &e, kb ? NULL : file, !kb, what);
         }
       /* a scan's prefix passes: every kind, those its scan does not use too (the sequential
        * ones of an integer scan, the parallel ones of a float sum) */
       for (int pass = GSP_ROWS_SEQ; pass <= GSP_COLS && D->scan; pass++) {
         StrBuf cu = {0};
-        char *ptx = NULL;
         Err e = {0};
         GpuLaunch launch;
         int rc = gen_gpu_scan(&cu, D, GPU_CUDA, (GpuScanPass)pass, &launch, &e);
-        if (!rc) rc = cuda_compile_ptx(api, cu.s, 90, &ptx, &e), compiled++;
-        if (rc) {
-          printf("FAIL %s %s scan pass %d: %s\n", argv[i], D->name, pass, e.msg);
-          failed++;
-        } else {
-          passed++;
-        }
-        PXL_FREE(ptx);
-        sb_free(&cu);
+        snprintf(what, sizeof what, "%s %s scan pass %d", name, D->name, pass);
+        unit_done(&u, &cu, rc, &e, NULL, true, what);
       }
     }
     pxl_program_free(prog);
@@ -178,9 +168,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < NBODIES; i++)
     if ((bodies_given >> i & 1) && !(steps_planned >> i & 1)) {
       printf("FAIL %s: its loop's steps were not planned (gen_gpu_steps_plan)\n", loop_bodies[i]);
-      failed++;
+      u.failed++;
     }
-  printf("%d units compiled with NVRTC\n", compiled);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  printf("%d units compiled with NVRTC\n", u.compiled);
+  printf("%d passed, %d failed\n", u.passed, u.failed);
+  return u.failed != 0;
 }

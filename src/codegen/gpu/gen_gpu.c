@@ -503,6 +503,22 @@ static void slide_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
   OUT("    }\n");
 }
 
+/* Fills the tw x th tile of image i whose first pixel is (x0, y0) (C expressions) pixel
+ * by pixel through its border-reading function: into array dst, and dst2 too unless
+ * NULL; a block of 256 threads `t`, each pixel's lanes together. */
+static void tile_read(Gen *g, int i, int tw, int th, const char *x0, const char *y0, const char *dst, const char *dst2,
+                      const char *ind) {
+  const Param *p = image_param(g->D, i);
+  int lanes = p->type.lanes;
+  OUT("%sfor (int q = t; q < %d; q += 256) {\n%s  const int r = q / %d, c = q - r * %d;\n", ind, tw * th, ind, tw, tw);
+  OUT("%s  for (int l = 0; l < %d; l++) {\n", ind, lanes);
+  OUT("%s    const %s v = %s_rd%d(i%d, p%d, w%d, h%d, %s + c, %s + r, l);\n", ind, cg_ctype(p->type.s), g->pfx, i, i,
+      i, i, i, x0, y0);
+  OUT("%s    %s[q * %d + l] = v;\n", ind, dst, lanes);
+  if (dst2) OUT("%s    %s[q * %d + l] = v;\n", ind, dst2, lanes);
+  OUT("%s  }\n%s}\n", ind, ind);
+}
+
 /* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
  * loads them with 16-byte vectors; a tile at the image's edges (when the output region is
  * the whole image, i.e. no border mode shrinks it) loads them pixel by pixel through the
@@ -547,12 +563,11 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
   OUT("  } else if (edge) {\n");
   for (int i = 0; i < D->nimages; i++) {
     if (!g->direct[i]) continue;
-    int lanes = image_param(D, i)->type.lanes;
-    OUT("    for (int q = t; q < %d; q += 256) {\n", st[i].TWP * st[i].TH);
-    OUT("      const int r = q / %d, c = q - r * %d;\n", st[i].TWP, st[i].TWP);
-    OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_rd%d(i%d, p%d, w%d, h%d, tx0 - %d + c, ty0 + %d + r, l);\n",
-        lanes, i, lanes, g->pfx, i, i, i, i, i, st[i].L, st[i].y0);
-    OUT("    }\n");
+    char x0[40], y0[40], dst[16];
+    snprintf(x0, sizeof x0, "tx0 - %d", st[i].L);
+    snprintf(y0, sizeof y0, "ty0 + %d", st[i].y0);
+    snprintf(dst, sizeof dst, "t%d", i);
+    tile_read(g, i, st[i].TWP, st[i].TH, x0, y0, dst, NULL, "    ");
   }
   OUT("  }\n  if (staged || edge) {\n    PXG_SYNC();\n");
   tile_values(g, PX, PY, vec, rb);
@@ -1378,12 +1393,11 @@ int gen_gpu_steps(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
       OUT("  PXG_SHARED PXG_ALIGN16 %s t%d[%d];\n", IT, i, tw * th * lanes);
       sb_printf(&sa, ", t%d, ox%d, oy%d, %d", i, i, i, tw * lanes);
     }
-    OUT("  for (int q = t; q < %d; q += 256) {\n    const int r = q / %d, c = q - r * %d;\n", tw * th, tw, tw);
-    OUT("    for (int l = 0; l < %d; l++) {\n", lanes);
-    OUT("      const %s v = %s_rd%d(i%d, p%d, w%d, h%d, ox%d + c, oy%d + r, l);\n", IT, g->pfx, i, i, i, i, i, i, i);
-    if (i == k) OUT("      ta_[q * %d + l] = v;\n      tb_[q * %d + l] = v;\n", lanes, lanes);
-    else OUT("      t%d[q * %d + l] = v;\n", i, lanes);
-    OUT("    }\n  }\n");
+    char x0[16], y0[16], dst[16];
+    snprintf(x0, sizeof x0, "ox%d", i);
+    snprintf(y0, sizeof y0, "oy%d", i);
+    snprintf(dst, sizeof dst, "t%d", i);
+    tile_read(g, i, tw, th, x0, y0, i == k ? "ta_" : dst, i == k ? "tb_" : NULL, "  ");
   }
   OUT("  PXR_LOCAL %s *cur = ta_, *nxt = tb_;\n  int changed = 0;\n  PXG_SYNC();\n", T);
   /* step s (the last K): the carried tile less s windows on each side */
