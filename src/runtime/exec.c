@@ -275,7 +275,8 @@ static int check_memory(Backend *be, const Decl *D, const ImgArg *imgs, const st
   return PXL_OK;
 }
 
-static uint64_t hash_image(uint64_t h, const struct pxl_image *img) {
+uint64_t exec_hash_image(uint64_t h, const struct pxl_image *img) {
+  if (!img) return hash_bytes(h, "", 1);
   int dims[4] = {img->width, img->height, (int)img->type, img->channels};
   uintptr_t at[2] = {(uintptr_t)img->buffer, (uintptr_t)img->data};
   h = hash_bytes(h, dims, sizeof dims);
@@ -283,25 +284,23 @@ static uint64_t hash_image(uint64_t h, const struct pxl_image *img) {
   return hash_bytes(h, &img->pitch, sizeof img->pitch);
 }
 
-/* The key of a pipeline run: the pipeline, where its images are and their shapes, the
- * borders and the scalars - what a recording of its launches bakes in. */
-static uint64_t run_key(const Decl *D, const ImgArg *imgs, const Lane *scalars, const struct pxl_image *out) {
+uint64_t exec_run_key(const Decl *D, const ImgArg *imgs, const Lane *scalars, const struct pxl_image *out) {
   uint64_t h = hash_bytes(HASH_INIT, &D, sizeof D);
   h = hash_bytes(h, &D->serial, sizeof D->serial);
   for (int i = 0; i < D->nimages; i++) {
-    h = hash_image(h, imgs[i].img);
+    h = exec_hash_image(h, imgs[i].img);
     h = hash_bytes(h, &imgs[i].border.kind, sizeof imgs[i].border.kind);
     h = hash_bytes(h, &imgs[i].border.value, sizeof imgs[i].border.value);
   }
   for (int i = 0; i < D->nscalars; i++) h = hash_bytes(h, &scalars[i].i, sizeof scalars[i].i);
-  return hash_image(h, out);
+  return exec_hash_image(h, out);
 }
 
 /* A pipeline run on device images into the device image out: replayed or recorded where
  * the backend can (the first run of a key runs as usual, and compiles and tunes). */
 static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
                                  struct pxl_image *out, ExecResult *res, Err *err) {
-  uint64_t key = run_key(D, imgs, scalars, out);
+  uint64_t key = exec_run_key(D, imgs, scalars, out);
   int state = GRAPH_NONE;
   int rc = be->replay(be, key, &state, err);
   if (rc) return rc;
@@ -318,10 +317,7 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
   return run_pipeline(be, D, imgs, scalars, out, res, err);
 }
 
-/* Whether pipeline D computes reductions or histograms: their results come back to the
- * host during the run (and array arguments are uploaded from there), which a recording
- * cannot hold. */
-static bool has_values(const Decl *D) {
+bool exec_has_values(const Decl *D) {
   for (int v = 0; v < D->nvalues; v++)
     if (D->values[v].kind != PV_IMAGE) return true;
   return false;
@@ -337,7 +333,7 @@ static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, con
                        const struct pxl_image *out) {
   const PipeValue *r = &D->values[D->result]; /* a stage, or a loop's carried image (not an input) */
   if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || (!r->callee && r->carried < 0) ||
-      has_values(D) || D->nouts)
+      exec_has_values(D) || D->nouts)
     return false;
   for (int i = 0; i < D->nimages; i++)
     if (!imgs[i].img->device) return false;

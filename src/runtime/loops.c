@@ -17,7 +17,7 @@
  * with their values before it. Host images are compared with memcmp after every
  * iteration. Device images are compared on the device by a reduction (ne8/ne16/ne32
  * below, through the backend's reduce entry: one read-back of a u32), after every 8th
- * iteration (then every it/8th, once that is more) only: once the named images are all
+ * iteration (then every 2^k-th at most it/8, once that is more) only: once the named images are all
  * of a loop's carried images, an iteration that changes none of them is a fixed point -
  * the next ones compute the same images - so a late test only costs the iterations after
  * the first unchanged one, and the result is the interpreter's. For the same reason a
@@ -47,6 +47,7 @@
 #include "interp/interp.h"
 #include "runtime/backend.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 
 #define DEVICE_CHECK_EVERY 8 /* iterations between two until tests on device images */
 #define DEVICE_SHORT_LOOP 16 /* a loop of at most this many iterations on device images runs untested */
@@ -72,12 +73,24 @@ typedef struct {
   int depth;                 /* loops running */
   int every;                 /* > 0: PXL_LOOP_CHECK */
   int direct;                /* the value computed straight into `given` in this iteration, -1: none */
+  bool chunks;               /* iterations between until tests may be recorded (run_loop) */
+  uint64_t key;              /* the run's key (exec_run_key), for the chunks' */
+  bool dry;                  /* a recorded chunk was replayed: its iterations' bookkeeping, no launches */
+  bool no_alloc;             /* a chunk is being recorded: take() allocates nothing (NEED_ALLOC) */
   Err *err;
 } Run;
+
+/* take()'s answer in a chunk being recorded when the pool has no buffer to give */
+#define NEED_ALLOC (-1000)
 
 /* ---- buffers ---- */
 
 static int buf_add(Run *R, struct pxl_image *img, bool owned, Buf **out) {
+  for (int i = 0; i < R->nbufs && !owned; i++) /* the caller's image again (given, an input) */
+    if (R->bufs[i]->img == img && !R->bufs[i]->owned) {
+      *out = R->bufs[i];
+      return PXL_OK;
+    }
   if (R->nbufs == R->capbufs) {
     int nc = R->capbufs ? R->capbufs * 2 : 16;
     Buf **nb = PXL_REALLOC(R->bufs, sizeof *nb * (size_t)nc);
@@ -123,6 +136,7 @@ static int take(Run *R, int w, int h, Type t, Buf **out) {
       return PXL_OK;
     }
   }
+  if (R->no_alloc || R->dry) return NEED_ALLOC;
   struct pxl_image *img = NULL;
   int rc = exec_prepare_output(R->be, R->P->name, t, w, h, NULL, 0, NULL, &img, &(bool){0}, R->err);
   if (!rc) rc = buf_add(R, img, true, out);
@@ -263,6 +277,13 @@ static void unchanged_drop(Run *R) {
 
 /* ---- running ---- */
 
+/* The largest power of two at most v (v >= 1). */
+static int64_t pow2_floor(int64_t v) {
+  int64_t p = 1;
+  while (p <= v / 2) p *= 2;
+  return p;
+}
+
 static int run_values(Run *R, int from, int to);
 
 /* Iterations of an iterated stencil in one launch (run_steps): over the kernel's image
@@ -293,6 +314,7 @@ static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   }
   if (rc) return rc;
   hold(R, v, b);
+  if (R->dry) return PXL_OK;
   if (st) return R->be->kernel_steps(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->steps, st->test, b->img, R->err);
   return R->be->kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
 }
@@ -391,6 +413,89 @@ static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried,
   return rc;
 }
 
+/* ---- recorded chunks of iterations ----
+ *
+ * Between two until tests on device images, the iterations are recorded as one graph
+ * (Backend.replay, CUDA) and replayed: one launch instead of one per stage and iteration.
+ * A chunk's key is the run's (pipeline, images, scalars) with the loop, the chunk's
+ * length and parity and the whole bookkeeping state it starts from: every value's buffer
+ * and every buffer's image and holders. The same key therefore means the same launches
+ * into the same buffers, and a replayed chunk runs its iterations' bookkeeping only
+ * (Run.dry). The backend records a key at its second sighting (in a loop, the double
+ * buffers come back every other iteration, so chunks of one length repeat their state),
+ * and a chunk being recorded must not allocate (the recorded allocation would not be the
+ * one the bookkeeping holds): take() then refuses, the recording is dropped, the state
+ * put back and the chunk run as usual, as after any failure while recording. A test's answer is read during the iteration
+ * after the test (run_loop), so chunks start after that one and end at the next test. */
+
+typedef struct {
+  Buf **val;
+  int *refs;
+  int nbufs, nvalues;
+} Snap;
+
+static int snap_take(Run *R, Snap *S) {
+  S->nvalues = R->P->nvalues;
+  S->nbufs = R->nbufs;
+  S->val = PXL_MALLOC(sizeof *S->val * (size_t)S->nvalues);
+  S->refs = PXL_MALLOC(sizeof *S->refs * (size_t)(S->nbufs ? S->nbufs : 1));
+  if (!S->val || !S->refs) {
+    PXL_FREE(S->val);
+    PXL_FREE(S->refs);
+    S->val = NULL, S->refs = NULL;
+    return err_set(R->err, PXL_ENOMEM, "out of memory");
+  }
+  memcpy(S->val, R->val, sizeof *S->val * (size_t)S->nvalues);
+  for (int i = 0; i < S->nbufs; i++) S->refs[i] = R->bufs[i]->refs;
+  return PXL_OK;
+}
+
+/* Puts the state of S back (nothing was allocated since: no_alloc) and frees S. */
+static void snap_put_back(Run *R, Snap *S) {
+  for (int v = 0; v < S->nvalues; v++) {
+    R->val[v] = S->val[v];
+    R->vimg[v] = S->val[v] ? S->val[v]->img : NULL;
+  }
+  for (int i = 0; i < S->nbufs; i++) R->bufs[i]->refs = S->refs[i];
+  PXL_FREE(S->val);
+  PXL_FREE(S->refs);
+  S->val = NULL, S->refs = NULL;
+}
+
+static void snap_free(Snap *S) {
+  PXL_FREE(S->val);
+  PXL_FREE(S->refs);
+  S->val = NULL, S->refs = NULL;
+}
+
+static uint64_t chunk_key(const Run *R, int li, int64_t len, int64_t left, int res_k) {
+  int64_t shape[4] = {li, len, left % 2, res_k};
+  uint64_t h = hash_bytes(R->key, shape, sizeof shape);
+  for (int v = 0; v < R->P->nvalues; v++) {
+    int at = -1;
+    for (int i = 0; i < R->nbufs && R->val[v] && at < 0; i++)
+      if (R->bufs[i] == R->val[v]) at = i;
+    h = hash_bytes(h, &at, sizeof at);
+  }
+  for (int i = 0; i < R->nbufs; i++) {
+    const Buf *b = R->bufs[i];
+    int state[2] = {b->refs, b->owned};
+    h = exec_hash_image(hash_bytes(h, state, sizeof state), b->img);
+  }
+  return h;
+}
+
+/* Whether loop L's iterations may be recorded in chunks: a loop of this run's
+ * (Run.chunks: device images, a backend that records, no reductions), not nested and
+ * holding none, whose test runs every few iterations (every > 1: it names every carried
+ * image). */
+static bool chunkable(const Run *R, const PipeLoop *L, int64_t every) {
+  if (!R->chunks || R->every || every <= 1 || every == INT64_MAX || L->parent >= 0) return false;
+  for (int v = L->first; v < L->end; v++)
+    if (R->P->values[v].carried >= 0 || !R->P->values[v].callee) return false;
+  return true;
+}
+
 /* Runs loop li: its carried images start as their values before it, the body runs at
  * most `count` times, each carried image taking its new value after each iteration. */
 static int run_loop(Run *R, int li) {
@@ -409,6 +514,11 @@ static int run_loop(Run *R, int li) {
   int rc = PXL_OK;
   int64_t next_check = every; /* the iteration after which the until test runs next */
   bool pending = false;       /* the last iteration's test, queued: read after this one's */
+  bool chunks = chunkable(R, L, every);
+  int64_t chunk_from = 0, chunk_end = 0; /* the chunk running (recorded chunks), 0: none */
+  int gstate = GRAPH_NONE;
+  uint64_t gkey = 0;
+  Snap snap = {0};
   R->depth++;
   int carried, per = n > 1 ? steppable(R, li, &carried) : 0;
   if (per > 1) {
@@ -416,6 +526,19 @@ static int run_loop(Run *R, int li) {
     n = 0; /* done */
   }
   for (int64_t it = 1; it <= n && !rc; it++) {
+    if (chunks && !chunk_end && !pending && (next_check < n ? next_check : n) - it >= 1) {
+      chunk_from = it;
+      chunk_end = next_check < n ? next_check : n;
+      gkey = chunk_key(R, li, chunk_end - it + 1, n - it, res_k);
+      rc = R->be->replay(R->be, gkey, &gstate, R->err);
+      if (!rc && gstate == GRAPH_RECORD) {
+        rc = snap_take(R, &snap);
+        if (rc) R->be->record_end(R->be, gkey, false);
+      }
+      if (rc) break;
+      R->dry = gstate == GRAPH_REPLAYED;
+      R->no_alloc = gstate == GRAPH_RECORD;
+    }
     bool into = res_k >= 0 && (n - it) % 2 == 0 && R->vimg[L->phi + res_k] != R->given;
     R->direct = into ? L->next[res_k] : -1;
     rc = run_values(R, L->first, L->end);
@@ -427,6 +550,20 @@ static int run_loop(Run *R, int li) {
                      "iteration; a loop keeps the sizes of the images it carries", P->name,
                      P->values[L->phi + k].name, a->width, a->height, L->loc.line, b->width, b->height);
     }
+    if (chunk_end && (it == chunk_end || rc)) { /* the chunk's end: keep its recording */
+      bool recorded = gstate != GRAPH_RECORD || R->be->record_end(R->be, gkey, rc == PXL_OK);
+      R->dry = R->no_alloc = false;
+      chunk_end = 0;
+      if (!recorded) { /* nothing ran: once more, as usual (a real failure shows again) */
+        snap_put_back(R, &snap);
+        rc = PXL_OK; /* (the backend does not record this key again) */
+        it = chunk_from - 1;
+        continue;
+      }
+      snap_free(&snap);
+      if (rc == NEED_ALLOC) rc = err_set(R->err, PXL_EFAULT, "%s: a replayed loop iteration needed a new buffer",
+                                         P->name);
+    }
     bool stop = false;
     if (!rc && pending) {
       pending = false;
@@ -436,10 +573,11 @@ static int run_loop(Run *R, int li) {
        * computes the same images */
       rc = R->every || every == 1 ? PXL_OK : unchanged_start(R, L, &pending);
       if (!rc && !pending) rc = unchanged(R, L, &stop);
-      /* device images: every 8th iteration, then every it/8th once that is more - at most
+      /* device images: every 8th iteration, then every 2^k-th at most it/8 once that is
+       * more (powers of two: chunks of few lengths, recorded once each) - at most
        * 1/8 of the iterations run past the fixed point, and a loop of n iterations tests
-       * about 8 + 8 ln(n / 64) times instead of n / 8 (each test a round trip to the host) */
-      next_check += every > 1 && !R->every && it / 8 > every ? it / 8 : every;
+       * about 8 + 8 log2(n / 64) times instead of n / 8 (each test a round trip to the host) */
+      next_check += every > 1 && !R->every && it / 8 > every ? pow2_floor(it / 8) : every;
     }
     for (int k = 0; k < L->ncarry && !rc; k++)
       if (!(stop && k == res_k && R->vimg[L->phi + k] == R->given)) /* else equal: keep the caller's */
@@ -507,6 +645,9 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
   int n = P->nvalues;
   Run R = {.be = be, .P = P, .imgs = imgs, .scalars = scalars, .given = given, .err = err, .direct = -1};
   R.every = env_every();
+  R.chunks = be->replay && be->image_new && !exec_has_values(P) && (!given || given->device);
+  for (int i = 0; i < P->nimages && R.chunks; i++) R.chunks = imgs[i].img->device != NULL;
+  if (R.chunks) R.key = exec_run_key(P, imgs, scalars, given);
   R.val = PXL_CALLOC((size_t)n, sizeof *R.val);
   R.vimg = PXL_CALLOC((size_t)n, sizeof *R.vimg);
   R.last_use = PXL_CALLOC((size_t)n, sizeof *R.last_use);
