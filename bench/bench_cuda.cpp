@@ -1133,8 +1133,9 @@ std::string read_text(const std::string &path) {
 // cudaProfilerStart and cudaProfilerStop (after two warm-up runs: the run profiled is a
 // replay of the recorded graph, as in the timed runs), for ncu
 // --profile-from-start off to sum the kernels' durations against the run's time here;
-// profile_n < 0 does the same with `until` and n = -profile_n (recorded only when n is
-// too small for the change test to run, 16 or less: runtime/loops.c).
+// profile_n < 0 does the same with `until` and n = -profile_n (recorded whole when n is
+// too small for the change test to run, 16 or less, else in chunks between the tests:
+// runtime/loops.c).
 int run_loops(Pxl &px, const std::vector<std::pair<int, int>> &sizes, const std::vector<int> &counts, int reps,
               int profile_n) {
   pxl_program *prog = px.source("distance+loops", read_text(std::string(PXL_EXAMPLES_DIR) + "/distance.pxl") +

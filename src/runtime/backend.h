@@ -54,11 +54,13 @@ struct Backend {
   int (*replay)(Backend *be, uint64_t key, int *state, Err *err);
   bool (*record_end)(Backend *be, uint64_t key, bool ok);
   /* Until tests that leave the queue running (loops.c), optional (NULL: `reduce`, which
-   * waits for everything queued). test_start queues reduction D, whose value is a u32,
-   * and returns; test_end waits for that reduction only - what was queued after it keeps
-   * running - and gives its value. One test at a time: each test_start, then its
-   * test_end. */
-  int (*test_start)(Backend *be, const Decl *D, const ImgArg *imgs, Err *err);
+   * waits for everything queued). test_queue queues reduction D, whose value is a u32,
+   * and returns (a launch that may be recorded, as a stage's); test_mark marks the queue
+   * after it (never recorded); test_end waits for that mark only - what was queued after
+   * it keeps running - and gives the value. One test at a time: test_queue, test_mark,
+   * then test_end. */
+  int (*test_queue)(Backend *be, const Decl *D, const ImgArg *imgs, Err *err);
+  int (*test_mark)(Backend *be, Err *err);
   int (*test_end)(Backend *be, uint64_t *value, Err *err);
   /* Iterated stencils (loops.c), optional (NULL: none). steps_max: how many iterations
    * of a loop whose body is kernel D, reading the last iteration's result as its image

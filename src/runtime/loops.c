@@ -239,23 +239,26 @@ static int unchanged(Run *R, const PipeLoop *L, bool *stop) {
   return PXL_OK;
 }
 
-/* Queues the until test of loop L without waiting (*started), where the backend can
- * and there is one image to compare: the answer comes from test_end. */
-static int unchanged_start(Run *R, const PipeLoop *L, bool *started) {
-  *started = false;
+/* Queues the until test of loop L without waiting (*queued), where the backend can and
+ * there is one image to compare: the answer comes from test_end after test_mark. In a
+ * replayed chunk (Run.dry) the recording queued it. */
+static int unchanged_queue(Run *R, const PipeLoop *L, bool *queued) {
+  *queued = false;
   const struct pxl_image *a = NULL, *b = NULL;
   for (int k = 0; k < L->ncarry; k++) {
     if (!L->until[k] || R->vimg[L->phi + k] == R->vimg[L->next[k]]) continue;
     if (a) return PXL_OK; /* two to compare: tested as usual */
     a = R->vimg[L->phi + k], b = R->vimg[L->next[k]];
   }
-  if (!a || !a->device || !R->be->test_start) return PXL_OK;
+  if (!a || !a->device || !R->be->test_queue) return PXL_OK;
+  *queued = true;
+  if (R->dry) return PXL_OK;
   const Decl *D;
   struct pxl_image va, vb;
   ImgArg args[2];
   int rc = compare_args(R, a, b, &D, &va, &vb, args);
-  if (!rc) rc = R->be->test_start(R->be, D, args, R->err);
-  *started = !rc;
+  if (!rc) rc = R->be->test_queue(R->be, D, args, R->err);
+  *queued = !rc;
   return rc;
 }
 
@@ -425,8 +428,10 @@ static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried,
  * buffers come back every other iteration, so chunks of one length repeat their state),
  * and a chunk being recorded must not allocate (the recorded allocation would not be the
  * one the bookkeeping holds): take() then refuses, the recording is dropped, the state
- * put back and the chunk run as usual, as after any failure while recording. A test's answer is read during the iteration
- * after the test (run_loop), so chunks start after that one and end at the next test. */
+ * put back and the chunk run as usual, as after any failure while recording. The test's
+ * reduction is a chunk's last launch, recorded with it, and its mark is queued after the
+ * chunk; the answer is read during the iteration after the test (run_loop), so chunks
+ * start after that one and end at the next test. */
 
 typedef struct {
   Buf **val;
@@ -469,7 +474,7 @@ static void snap_free(Snap *S) {
 }
 
 static uint64_t chunk_key(const Run *R, int li, int64_t len, int64_t left, int res_k) {
-  int64_t shape[4] = {li, len, left % 2, res_k};
+  int64_t shape[5] = {li, len, left % 2, res_k, len <= left}; /* the test follows */
   uint64_t h = hash_bytes(R->key, shape, sizeof shape);
   for (int v = 0; v < R->P->nvalues; v++) {
     int at = -1;
@@ -550,7 +555,11 @@ static int run_loop(Run *R, int li) {
                      "iteration; a loop keeps the sizes of the images it carries", P->name,
                      P->values[L->phi + k].name, a->width, a->height, L->loc.line, b->width, b->height);
     }
+    /* the until test after this iteration; queued only when it names every carried image
+     * (every > 1): the next iteration then computes the same images */
+    bool test_here = !rc && !pending && L->has_until && it < n && it == next_check, queued = false;
     if (chunk_end && (it == chunk_end || rc)) { /* the chunk's end: keep its recording */
+      if (test_here && every > 1 && !R->every) rc = unchanged_queue(R, L, &queued); /* recorded too */
       bool recorded = gstate != GRAPH_RECORD || R->be->record_end(R->be, gkey, rc == PXL_OK);
       R->dry = R->no_alloc = false;
       chunk_end = 0;
@@ -568,11 +577,14 @@ static int run_loop(Run *R, int li) {
     if (!rc && pending) {
       pending = false;
       rc = unchanged_end(R, &stop);
-    } else if (!rc && L->has_until && it < n && it == next_check) {
-      /* queued only when the test names every carried image: the next iteration then
-       * computes the same images */
-      rc = R->every || every == 1 ? PXL_OK : unchanged_start(R, L, &pending);
-      if (!rc && !pending) rc = unchanged(R, L, &stop);
+    } else if (!rc && test_here) {
+      if (!queued && every > 1 && !R->every) rc = unchanged_queue(R, L, &queued);
+      if (!rc && queued) {
+        rc = R->be->test_mark(R->be, R->err);
+        pending = !rc;
+      } else if (!rc) {
+        rc = unchanged(R, L, &stop);
+      }
       /* device images: every 8th iteration, then every 2^k-th at most it/8 once that is
        * more (powers of two: chunks of few lengths, recorded once each) - at most
        * 1/8 of the iterations run past the fixed point, and a loop of n iterations tests

@@ -27,12 +27,13 @@
  * created (tests/common/gpu_device.h); a backend that opens but fails (a probe kernel
  * that does not build, load or launch) fails the test.
  *
- * usage: diff_test DEVICE [--quick] [--verbose] [--shard I/N] [--inputs random|photo|all]
- *                  [--samples DIR] FILE.pxl...
+ * usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N]
+ *                  [--inputs random|photo|all] [--samples DIR] FILE.pxl...
  * (PXL_TEST_QUICK=1 also means --quick; --shard runs the border modes b with b % N == I,
  * pipelines of the source in shard 0: N tests together cover the file; --inputs: only
  * the random or only the photo-like cases; --samples: where shapes.png and scene.jpg
- * are, by default the source tree's samples/; --verbose names each case before it runs;
+ * are, by default the source tree's samples/; --no-large: no random case over
+ * BIG_PIXELS and no photo-like case marked large; --verbose names each case before it runs;
  * a FILE containing the line `// diff_test: quick` always runs the quick cases: its
  * pipelines iterate over the image hundreds of times in the interpreter;
  * PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
@@ -76,18 +77,24 @@ typedef enum { IN_RANDOM, IN_SAMPLE, IN_GRADIENT, IN_FLAT, IN_LEVELS } Input;
 static const char *const input_names[] = {"random", "sample photo", "gradient", "flat areas", "few levels"};
 
 /* The photo-like cases: each runs with border mode borders[index % NBORDERS]. Quick
- * mode (the sanitizer builds, device images) keeps the ones marked. 1023x767 once, for
- * the photograph: the random cases have that size in every border mode already. */
+ * mode (the sanitizer builds, device images) keeps the ones marked quick; --no-large
+ * (the CPU and PoCL in CI, where the interpreter's reference is most of the suite's
+ * time) leaves out the ones marked large, which the GPU machines run. 1023x767 once, for
+ * the photograph: the random cases have that size in every border mode already; 640x480
+ * is the photograph's own size. */
 typedef struct {
   Input in;
   Size s;
-  bool quick;
+  bool quick, large;
 } PhotoCase;
 static const PhotoCase photo_cases[] = {
-    {IN_SAMPLE, {384, 303}, true},  {IN_GRADIENT, {1, 1}, true},    {IN_FLAT, {7, 5}, true},
-    {IN_LEVELS, {512, 512}, false}, {IN_SAMPLE, {512, 512}, false}, {IN_GRADIENT, {384, 303}, false},
-    {IN_FLAT, {384, 303}, false},   {IN_LEVELS, {7, 5}, false},     {IN_GRADIENT, {512, 512}, false},
-    {IN_FLAT, {512, 512}, false},   {IN_LEVELS, {384, 303}, false}, {IN_SAMPLE, {1023, 767}, false},
+    {IN_SAMPLE, {384, 303}, true, false},   {IN_GRADIENT, {1, 1}, true, false},
+    {IN_FLAT, {7, 5}, true, false},         {IN_LEVELS, {512, 512}, false, true},
+    {IN_SAMPLE, {512, 512}, false, true},   {IN_GRADIENT, {384, 303}, false, false},
+    {IN_FLAT, {384, 303}, false, false},    {IN_LEVELS, {7, 5}, false, false},
+    {IN_GRADIENT, {512, 512}, false, true}, {IN_FLAT, {512, 512}, false, true},
+    {IN_LEVELS, {384, 303}, false, false},  {IN_SAMPLE, {1023, 767}, false, true},
+    {IN_SAMPLE, {640, 480}, false, false},
 };
 enum { NPHOTO = sizeof photo_cases / sizeof *photo_cases, PHOTO_RUNS = 3 };
 
@@ -97,6 +104,7 @@ static double worst_pixel, worst_f32_sum, worst_f64_sum; /* largest float deviat
 static const char *device;
 static bool resident; /* inputs and outputs in device memory */
 static bool quick;
+static bool no_large; /* --no-large: no random case over BIG_PIXELS, no large photo case */
 static bool verbose; /* --verbose: each case named before it runs (which one crashed) */
 static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N == I */
 static pxl_image *sample_gray, *sample_rgb; /* --samples: shapes.png, scene.jpg */
@@ -481,6 +489,7 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     int big_border = d % NBORDERS; /* the one border mode of this entry's large random case */
     for (int si = 0; si < nsizes; si++) {
       bool big = (long)sizes[si].w * sizes[si].h > BIG_PIXELS;
+      if (big && no_large) continue;
       if (D->kind == D_PIPELINE || mode) {
         if (D->kind == D_PIPELINE && (mode ? !big || mode_index == big_border : in_shard(0)))
           run_case(ref, dev, pr, pd, D, file, mode, sizes[si], IN_RANDOM, 1);
@@ -493,7 +502,7 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     for (int i = 0; photos && i < NPHOTO; i++) {
       const PhotoCase *c = &photo_cases[i];
       const char *border = borders[i % NBORDERS];
-      if (quick && !c->quick) continue;
+      if ((quick && !c->quick) || (no_large && c->large)) continue;
       if (D->kind == D_PIPELINE) { /* a BORDER pipeline in the program of its border mode */
         if (mode ? !strcmp(mode, border) : in_shard(0)) run_case(ref, dev, pr, pd, D, file, mode, c->s, c->in, PHOTO_RUNS);
       } else if (!mode && in_shard(i % NBORDERS)) {
@@ -548,7 +557,7 @@ static bool load_samples(pxl_context *ctx, const char *dir) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: diff_test DEVICE [--quick] [--verbose] [--shard I/N] [--inputs random|photo|all] "
+  fprintf(stderr, "usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N] [--inputs random|photo|all] "
                   "[--samples DIR] FILE.pxl...\n");
   return 2;
 }
@@ -566,8 +575,8 @@ int main(int argc, char **argv) {
   int first = 2;
   for (; first < argc && !strncmp(argv[first], "--", 2); first++) {
     const char *opt = argv[first], *val = first + 1 < argc ? argv[first + 1] : NULL;
-    if (!strcmp(opt, "--quick") || !strcmp(opt, "--verbose")) {
-      *(opt[2] == 'q' ? &quick : &verbose) = true;
+    if (!strcmp(opt, "--quick") || !strcmp(opt, "--verbose") || !strcmp(opt, "--no-large")) {
+      *(opt[2] == 'q' ? &quick : opt[2] == 'v' ? &verbose : &no_large) = true;
       continue;
     }
     if (!val) return usage();

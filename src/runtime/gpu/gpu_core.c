@@ -268,9 +268,9 @@ static int core_reduce(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
 }
 
 /* An until test (loops.c) that leaves the queue running: the reduction writes its value
- * to tres (host memory) and the driver marks the queue after it; test_end waits for the
- * mark only. */
-static int core_test_start(Backend *be, const Decl *D, const ImgArg *imgs, Err *err) {
+ * to tres (host memory; test_queue, which a recording may hold) and the driver marks the
+ * queue after it (test_mark); test_end waits for the mark only. */
+static int core_test_queue(Backend *be, const Decl *D, const ImgArg *imgs, Err *err) {
   GpuCore *g = (GpuCore *)be;
   GpuInstance *in;
   GpuArgs c;
@@ -278,8 +278,12 @@ static int core_test_start(Backend *be, const Decl *D, const ImgArg *imgs, Err *
   if (!rc) rc = need(g, &g->tres, 16, err);
   if (rc) return rc;
   c.a.res = (uint64_t)(uintptr_t)g->tres.p;
-  rc = gpu_core_launch(g, in->base.module, imgs[0].img->width, imgs[0].img->height, &c, err);
-  return rc ? rc : g->drv->mark(g, err);
+  return gpu_core_launch(g, in->base.module, imgs[0].img->width, imgs[0].img->height, &c, err);
+}
+
+static int core_test_mark(Backend *be, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  return g->drv->mark(g, err);
 }
 
 static int core_test_end(Backend *be, uint64_t *value, Err *err) {
@@ -371,7 +375,8 @@ void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
   g->res.result = true;
   g->tres.result = true;
   if (drv->mark && drv->wait_mark) {
-    g->base.test_start = core_test_start;
+    g->base.test_queue = core_test_queue;
+    g->base.test_mark = core_test_mark;
     g->base.test_end = core_test_end;
     if (drv->dialect == GPU_CUDA) { /* gen_gpu_steps: the test writes host memory at a.res */
       g->base.steps_max = core_steps_max;

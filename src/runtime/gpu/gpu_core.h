@@ -137,7 +137,7 @@ typedef struct {
   /* Optional, both or neither, for drivers whose result buffers are host memory the
    * kernels write (CUDA's pinned memory): mark notes the point the queue has reached;
    * wait_mark waits until the work queued before the mark is done, not the work queued
-   * after it. With them the core offers Backend.test_start/test_end. */
+   * after it. With them the core offers Backend.test_queue/test_mark/test_end. */
   int (*mark)(GpuCore *g, Err *err);
   int (*wait_mark)(GpuCore *g, Err *err);
 } GpuDriver;
@@ -153,12 +153,12 @@ struct GpuCore {
   GpuBuf red, hist, res; /* reduction partials, histogram bins, results */
   GpuBuf prm;            /* array parameters' elements, uploaded per launch (pack_arrays) */
   GpuBuf scan;           /* the band totals of scans' parallel column passes (gen_gpu_scan_aux) */
-  GpuBuf tres;           /* the result of an until test in flight (test_start), host memory */
+  GpuBuf tres;           /* the result of an until test in flight (test_queue), host memory */
   Instance *steps;       /* iterated stencils (GpuStepsInstance), keyed by the carried image as size class */
 };
 
 /* Sets up g (zero-filled) for drv and fills base.kernel, reduce and histogram (and
- * test_start, test_end where drv has mark). */
+ * test_queue, test_mark, test_end where drv has mark). */
 void gpu_core_init(GpuCore *g, const GpuDriver *drv);
 /* Queues m's entry over a w x h iteration space: the grid its GpuLaunch asks for. */
 int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, Err *err);
