@@ -433,11 +433,19 @@ static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried,
  * chunk; the answer is read during the iteration after the test (run_loop), so chunks
  * start after that one and end at the next test. */
 
+/* The bookkeeping a chunk being recorded starts from, put back if the recording fails:
+ * each value's buffer, and each buffer's holders. */
 typedef struct {
   Buf **val;
   int *refs;
   int nbufs, nvalues;
 } Snap;
+
+static void snap_free(Snap *S) {
+  PXL_FREE(S->val);
+  PXL_FREE(S->refs);
+  S->val = NULL, S->refs = NULL;
+}
 
 static int snap_take(Run *R, Snap *S) {
   S->nvalues = R->P->nvalues;
@@ -445,9 +453,7 @@ static int snap_take(Run *R, Snap *S) {
   S->val = PXL_MALLOC(sizeof *S->val * (size_t)S->nvalues);
   S->refs = PXL_MALLOC(sizeof *S->refs * (size_t)(S->nbufs ? S->nbufs : 1));
   if (!S->val || !S->refs) {
-    PXL_FREE(S->val);
-    PXL_FREE(S->refs);
-    S->val = NULL, S->refs = NULL;
+    snap_free(S);
     return err_set(R->err, PXL_ENOMEM, "out of memory");
   }
   memcpy(S->val, R->val, sizeof *S->val * (size_t)S->nvalues);
@@ -462,15 +468,7 @@ static void snap_put_back(Run *R, Snap *S) {
     R->vimg[v] = S->val[v] ? S->val[v]->img : NULL;
   }
   for (int i = 0; i < S->nbufs; i++) R->bufs[i]->refs = S->refs[i];
-  PXL_FREE(S->val);
-  PXL_FREE(S->refs);
-  S->val = NULL, S->refs = NULL;
-}
-
-static void snap_free(Snap *S) {
-  PXL_FREE(S->val);
-  PXL_FREE(S->refs);
-  S->val = NULL, S->refs = NULL;
+  snap_free(S);
 }
 
 static uint64_t chunk_key(const Run *R, int li, int64_t len, int64_t left, int res_k) {
