@@ -173,12 +173,12 @@ int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, con
 /* exec.c, for recordings (Backend.replay): the key of a run of pipeline D - the
  * pipeline, where its images (out: NULL or the caller's) are and their shapes, the
  * borders and the scalars, what a recording of its launches bakes in; one image hashed
- * into h (NULL too); whether D computes reductions or histograms, whose results come
- * back to the host during the run (and array arguments are uploaded from there), which
- * a recording cannot hold. */
+ * into h (NULL too); whether launches of a run of D may be recorded at all - a backend
+ * that records, device images (out: NULL or the caller's), and no reductions or
+ * histograms, whose results come back to the host during the run. */
 uint64_t exec_run_key(const Decl *D, const ImgArg *imgs, const Lane *scalars, const struct pxl_image *out);
 uint64_t exec_hash_image(uint64_t h, const struct pxl_image *img);
-bool exec_has_values(const Decl *D);
+bool exec_recordable_run(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out);
 /* loops.c: the pxl source of the reductions that test `until unchanged` on device images
  * (ne8, ne16, ne32: max(u32(a(0, 0) != b(0, 0))) over u8, u16, u32 views of the rows). */
 extern const char exec_loop_compare_source[];

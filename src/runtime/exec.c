@@ -317,10 +317,20 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
   return run_pipeline(be, D, imgs, scalars, out, res, err);
 }
 
-bool exec_has_values(const Decl *D) {
+/* Whether pipeline D computes reductions or histograms: their results come back to the
+ * host during the run (and array arguments are uploaded from there), which a recording
+ * cannot hold. */
+static bool has_values(const Decl *D) {
   for (int v = 0; v < D->nvalues; v++)
     if (D->values[v].kind != PV_IMAGE) return true;
   return false;
+}
+
+bool exec_recordable_run(const Backend *be, const Decl *D, const ImgArg *imgs, const struct pxl_image *out) {
+  if (!be->replay || has_values(D) || (out && !out->device)) return false;
+  for (int i = 0; i < D->nimages; i++)
+    if (!imgs[i].img->device) return false;
+  return true;
 }
 
 /* Whether a run may be recorded: a pipeline that computes its result into the caller's
@@ -332,11 +342,9 @@ bool exec_has_values(const Decl *D) {
 static bool recordable(const Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars,
                        const struct pxl_image *out) {
   const PipeValue *r = &D->values[D->result]; /* a stage, or a loop's carried image (not an input) */
-  if (!be->replay || D->kind != D_PIPELINE || !out || !out->device || (!r->callee && r->carried < 0) ||
-      exec_has_values(D) || D->nouts)
+  if (D->kind != D_PIPELINE || !out || (!r->callee && r->carried < 0) || D->nouts ||
+      !exec_recordable_run(be, D, imgs, out))
     return false;
-  for (int i = 0; i < D->nimages; i++)
-    if (!imgs[i].img->device) return false;
   return exec_loops_untested(be, D, imgs, scalars);
 }
 

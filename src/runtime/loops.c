@@ -23,7 +23,7 @@
  * the first unchanged one, and the result is the interpreter's. For the same reason a
  * loop of at most 16 iterations over device images tests nothing (loop_every: a test's
  * round trip to the host is worth more than the iterations it could save), so that a run
- * of it can be recorded whole (exec.c). Where the backend can (test_start) and the test
+ * of it can be recorded whole (exec.c). Where the backend can (test_queue) and the test
  * names every carried image, the test is queued and its answer read after the next
  * iteration has been queued, which then runs while the host waits; a test that finds the
  * fixed point stops the loop after that iteration, which computed the same images. When
@@ -490,10 +490,10 @@ static uint64_t chunk_key(const Run *R, int li, int64_t len, int64_t left, int r
 
 /* Whether loop L's iterations may be recorded in chunks: a loop of this run's
  * (Run.chunks: device images, a backend that records, no reductions), not nested and
- * holding none, whose test runs every few iterations (every > 1: it names every carried
- * image). */
-static bool chunkable(const Run *R, const PipeLoop *L, int64_t every) {
-  if (!R->chunks || R->every || every <= 1 || every == INT64_MAX || L->parent >= 0) return false;
+ * holding none, whose test runs every few iterations and may be answered late (late: it
+ * names every carried image). */
+static bool chunkable(const Run *R, const PipeLoop *L, bool late, int64_t every) {
+  if (!R->chunks || !late || every == INT64_MAX || L->parent >= 0) return false;
   for (int v = L->first; v < L->end; v++)
     if (R->P->values[v].carried >= 0 || !R->P->values[v].callee) return false;
   return true;
@@ -507,6 +507,9 @@ static int run_loop(Run *R, int li) {
   int64_t n = interp_host_expr(L->count, P, R->imgs, R->scalars).i;
   for (int k = 0; k < L->ncarry; k++) hold(R, L->phi + k, R->val[L->init[k]]);
   int64_t every = loop_every(R->be, L, n, R->every);
+  /* the test names every carried image and runs every few iterations on the device: it
+   * may be queued and answered later, and its interval grows */
+  const bool late = every > 1 && !R->every;
   /* the pipeline returns carried image res_k of this loop (not nested): the iterations of
    * the cap's parity compute it into the caller's image (the file's comment); with an
    * until test only when the test names it (else the loop may stop at any iteration) */
@@ -517,7 +520,7 @@ static int run_loop(Run *R, int li) {
   int rc = PXL_OK;
   int64_t next_check = every; /* the iteration after which the until test runs next */
   bool pending = false;       /* the last iteration's test, queued: read after this one's */
-  bool chunks = chunkable(R, L, every);
+  bool chunks = chunkable(R, L, late, every);
   int64_t chunk_from = 0, chunk_end = 0; /* the chunk running (recorded chunks), 0: none */
   int gstate = GRAPH_NONE;
   uint64_t gkey = 0;
@@ -529,9 +532,10 @@ static int run_loop(Run *R, int li) {
     n = 0; /* done */
   }
   for (int64_t it = 1; it <= n && !rc; it++) {
-    if (chunks && !chunk_end && !pending && (next_check < n ? next_check : n) - it >= 1) {
+    int64_t upto = next_check < n ? next_check : n; /* the iteration of the next test, or the last */
+    if (chunks && !chunk_end && !pending && upto > it) {
       chunk_from = it;
-      chunk_end = next_check < n ? next_check : n;
+      chunk_end = upto;
       gkey = chunk_key(R, li, chunk_end - it + 1, n - it, res_k);
       rc = R->be->replay(R->be, gkey, &gstate, R->err);
       if (!rc && gstate == GRAPH_RECORD) {
@@ -554,10 +558,10 @@ static int run_loop(Run *R, int li) {
                      P->values[L->phi + k].name, a->width, a->height, L->loc.line, b->width, b->height);
     }
     /* the until test after this iteration; queued only when it names every carried image
-     * (every > 1): the next iteration then computes the same images */
+     * (late): the next iteration then computes the same images */
     bool test_here = !rc && !pending && L->has_until && it < n && it == next_check, queued = false;
     if (chunk_end && (it == chunk_end || rc)) { /* the chunk's end: keep its recording */
-      if (test_here && every > 1 && !R->every) rc = unchanged_queue(R, L, &queued); /* recorded too */
+      if (test_here && late) rc = unchanged_queue(R, L, &queued); /* recorded too */
       bool recorded = gstate != GRAPH_RECORD || R->be->record_end(R->be, gkey, rc == PXL_OK);
       R->dry = R->no_alloc = false;
       chunk_end = 0;
@@ -576,7 +580,7 @@ static int run_loop(Run *R, int li) {
       pending = false;
       rc = unchanged_end(R, &stop);
     } else if (!rc && test_here) {
-      if (!queued && every > 1 && !R->every) rc = unchanged_queue(R, L, &queued);
+      if (!queued && late) rc = unchanged_queue(R, L, &queued);
       if (!rc && queued) {
         rc = R->be->test_mark(R->be, R->err);
         pending = !rc;
@@ -587,7 +591,7 @@ static int run_loop(Run *R, int li) {
        * more (powers of two: chunks of few lengths, recorded once each) - at most
        * 1/8 of the iterations run past the fixed point, and a loop of n iterations tests
        * about 8 + 8 log2(n / 64) times instead of n / 8 (each test a round trip to the host) */
-      next_check += every > 1 && !R->every && it / 8 > every ? pow2_floor(it / 8) : every;
+      next_check += late && it / 8 > every ? pow2_floor(it / 8) : every;
     }
     for (int k = 0; k < L->ncarry && !rc; k++)
       if (!(stop && k == res_k && R->vimg[L->phi + k] == R->given)) /* else equal: keep the caller's */
@@ -655,8 +659,7 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
   int n = P->nvalues;
   Run R = {.be = be, .P = P, .imgs = imgs, .scalars = scalars, .given = given, .err = err, .direct = -1};
   R.every = env_every();
-  R.chunks = be->replay && be->image_new && !exec_has_values(P) && (!given || given->device);
-  for (int i = 0; i < P->nimages && R.chunks; i++) R.chunks = imgs[i].img->device != NULL;
+  R.chunks = be->image_new && exec_recordable_run(be, P, imgs, given);
   if (R.chunks) R.key = exec_run_key(P, imgs, scalars, given);
   R.val = PXL_CALLOC((size_t)n, sizeof *R.val);
   R.vimg = PXL_CALLOC((size_t)n, sizeof *R.vimg);
