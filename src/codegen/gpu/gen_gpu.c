@@ -14,6 +14,9 @@
  *                               are common subexpressions of the unrolled calls. Border
  *                               code runs only in threads that touch an edge. Windows
  *                               are staged in shared memory per block where they fit.
+ *   sliding sums in strips      one channel, integer sums sliding both ways: a block walks
+ *   (strip_plan)                down a strip of 256 columns, each input row loaded once,
+ *                               the column sums kept in registers (kernel_strips).
  *   separable windows (D->sep)  over the staged tile: integer sums slide, O(1) reads per
  *                               pixel whatever the window's size - the threads together
  *                               compute the window's column sums for the tile's rows
@@ -312,8 +315,10 @@ static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unr
   } else {
     OUT("      ");
   }
-  if (masked) OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_[j].e[e];\n", PX * C, C);
-  else OUT("for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
+  /* unrolled, so that v_ stays in registers (an index known only at run time puts it in
+   * local memory) */
+  if (masked) OUT("{\n        #pragma unroll\n        for (int e = 0; e < %d; e++) if (xs + e / %d < W) orow[e] = v_[j].e[e];\n      }\n", PX * C, C);
+  else OUT("{\n        #pragma unroll\n        for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n      }\n", PX * C);
   if (masked) OUT("      }\n");
   OUT("    }\n    return;\n  }\n");
 }
@@ -501,6 +506,249 @@ static void slide_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
   slide_rows(g, A, CW, PX, PY, TB, C);
   if (NB > 1) OUT("      }\n");
   OUT("    }\n");
+}
+
+/* ---- sliding windows in strips ----
+ *
+ * A separable window of integer sums whose column and row passes slide (boxr at any r):
+ * a block of 256 threads covers 256 output columns and a strip of SH output rows, which
+ * it walks down in chunks of R rows. The input rows go once each, with 16-byte loads
+ * issued before the previous chunk's row pass (so that they arrive during it), into a
+ * ring of m blocks of R rows in shared memory; each thread keeps the running sums of its
+ * columns in registers from chunk to chunk (adding the row that enters the window,
+ * taking away the one that leaves it), so that a pixel is read about once however tall
+ * the window is (the window's height once more per strip). With the ring in blocks of
+ * the chunk's height, the rows leaving the window in a chunk are one block and the rows
+ * entering it two runs at offsets known when generating: no index wraps in the loop. The
+ * chunk's column sums go to shared memory, and a thread slides the row sum along R
+ * output pixels of one row, storing 16 bytes at a time. */
+#define STRIP_W 256 /* output columns per block, and threads per block */
+
+typedef struct {
+  int R;         /* output rows per chunk, and output pixels per thread of the row pass */
+  int SH;        /* output rows per block: a multiple of R */
+  int A;         /* pixels per 16-byte load */
+  int sL, RWP;   /* the ring's first column, relative to the block's first output column; its row */
+  int q, rem, m; /* window height = q * R + rem; ring blocks of R rows */
+  int CW;        /* column sums per row: the block's columns and the window's width - 1 */
+  int CWP[PXL_MAX_SEP_ACC]; /* their rows' pitch, so that R rows fall in different banks */
+  int NCOL;      /* columns per thread in the column pass */
+} Strip;
+
+static int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* Whether kernel D runs as strips (a sliding window of sums on one-channel pixels, one
+ * output channel, within shared memory) and how; tile's rows and bytes choose the strip's
+ * height (tunable). */
+static bool strip_plan(const Gen *g, const GpuTile *tile, Strip *sp) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  if (D->kind != D_KERNEL || reg_width(D) || D->skel == SK_P2P_NONSEQ || D->type.lanes != 1) return false;
+  if (!S || !use_sep(g) || !cg_sliding_columns(S) || !cg_sliding_rows(S)) return false;
+  int b = bytes_of(S->img->type), hx = S->x1 - S->x0, hy = S->y1 - S->y0;
+  if (!pow2(b) || b > 16 || !pow2(bytes_of(D->type)) || bytes_of(D->type) > 16) return false;
+  if (STRIP_W + S->x1 <= 0 || hx >= 3 * STRIP_W) return false;
+  sp->A = 16 / b;
+  sp->sL = floor_div(S->x0, sp->A) * sp->A;
+  sp->RWP = (STRIP_W + S->x1 + sp->A - 1) / sp->A * sp->A - sp->sL;
+  sp->CW = STRIP_W + hx;
+  sp->NCOL = (sp->CW + STRIP_W - 1) / STRIP_W;
+  for (int i = 0; i < S->nacc; i++) {
+    int es = scalar_size(S->col[i].s), p = sp->CW;
+    if (es == 2) while (p % 4 != 2) p++;
+    else if (!(p & 1)) p++;
+    sp->CWP[i] = p;
+  }
+  for (sp->R = 32; sp->R >= 8; sp->R /= 2) {
+    sp->q = (hy + 1) / sp->R;
+    sp->rem = (hy + 1) % sp->R;
+    sp->m = sp->q + (sp->rem ? 2 : 1);
+    int smem = sp->m * sp->R * sp->RWP * b;
+    for (int i = 0; i < S->nacc; i++) smem += sp->R * sp->CWP[i] * scalar_size(S->col[i].s);
+    if (smem <= STAGE_SMEM) break;
+  }
+  if (sp->R < 8) return false;
+  int rows = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  sp->SH = 32 * rows * (tile && tile->bytes == 8 ? 4 : 1);
+  return true;
+}
+
+/* The 16-byte vectors per thread of loading n rows. */
+static int strip_per(const Strip *sp, int n) { return (n * sp->RWP / sp->A + STRIP_W - 1) / STRIP_W; }
+
+/* Starts loading n input rows, rel0 .. rel0 + n - 1 counted from the strip's first (row
+ * ys0 + y0 - 1): into registers v_ when they lie inside the image and are aligned (fast_). */
+static void strip_fetch(Gen *g, const Strip *sp, const char *rel0, int n, const char *ind) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index, NV = sp->RWP / sp->A;
+  OUT("%sl0 = %s;\n%s{\n%s  const int r0 = ys0 + %d + l0;\n", ind, rel0, ind, ind, S->y0 - 1);
+  OUT("%s  fast_ = cols_in && r0 >= 0 && r0 + %d <= h%d;\n", ind, n, k);
+  OUT("%s  if (fast_) {\n%s    #pragma unroll\n%s    for (int kk = 0; kk < %d; kk++) {\n", ind, ind, ind, strip_per(sp, n));
+  OUT("%s      const int q = t + kk * %d, r = q / %d, c = q - r * %d;\n", ind, STRIP_W, NV, NV);
+  OUT("%s      if (q < %d) v_[kk] = *(const PXR_GLOBAL uint4 *)(i%d + (ptrdiff_t)(r0 + r) * p%d + c0 + c * %d);\n", ind,
+      n * NV, k, k, sp->A);
+  OUT("%s    }\n%s  }\n%s}\n", ind, ind, ind);
+}
+
+/* Puts the n rows of the last strip_fetch into ring slots (rel % (m R)): from v_, or
+ * pixel by pixel through the border-reading function. */
+static void strip_put(Gen *g, const Strip *sp, int n, const char *ind) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index, NV = sp->RWP / sp->A, RB = sp->m * sp->R;
+  OUT("%sif (fast_) {\n%s  #pragma unroll\n%s  for (int kk = 0; kk < %d; kk++) {\n", ind, ind, ind, strip_per(sp, n));
+  OUT("%s    const int q = t + kk * %d, r = q / %d, c = q - r * %d;\n", ind, STRIP_W, NV, NV);
+  OUT("%s    if (q < %d) *(PXR_LOCAL uint4 *)(rg_ + ((l0 + r) %% %d) * %d + c * %d) = v_[kk];\n", ind, n * NV, RB, sp->RWP,
+      sp->A);
+  OUT("%s  }\n%s} else {\n", ind, ind);
+  OUT("%s  for (int q = t; q < %d; q += %d) {\n%s    const int r = q / %d, c = q - r * %d;\n", ind, n * sp->RWP, STRIP_W,
+      ind, sp->RWP, sp->RWP);
+  OUT("%s    rg_[((l0 + r) %% %d) * %d + c] = %s_rd%d(i%d, p%d, w%d, h%d, c0 + c, ys0 + %d + l0 + r, 0);\n%s  }\n%s}\n", ind,
+      RB, sp->RWP, g->pfx, k, k, k, k, k, S->y0 - 1, ind, ind);
+}
+
+/* Rows j0 <= j < j1 of the column pass: the running sums (cv) of column c, with the
+ * entering row at ring index ea + j * RWP and the leaving one at ld + j * RWP. Unsigned
+ * arithmetic of the column type's width (wrap-around leaves the full sum's bits). */
+static void strip_slide(Gen *g, const Strip *sp, int n, const char *ea, int j0, int j1) {
+  const Separable *S = g->D->sep;
+  const char *TT = cg_ctype(S->img->type.s);
+  if (j0 >= j1) return;
+  OUT("      #pragma unroll\n      for (int j = %d; j < %d; j++) {\n", j0, j1);
+  OUT("        const %s a = tc[%s + j * %d], d = tc[ld + j * %d];\n", TT, ea, sp->RWP, sp->RWP);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *CT = cg_ctype(S->col[i].s), *UT = cg_unsigned_ctype(S->col[i].s);
+    OUT("        cv%d_%d += (%s)(%s)a - (%s)(%s)d;\n", i, n, UT, CT, UT, CT);
+    OUT("        cs%d_[j * %d + c] = (%s)cv%d_%d;\n", i, sp->CWP[i], CT, i, n);
+  }
+  OUT("      }\n");
+}
+
+/* The column pass of a chunk (ring block kb_ leaving): per column of the thread, its
+ * running sums into the chunk's rows of the column sums; on the strip's first chunk they
+ * start as the sums of the window's first rows (ring rows 0 .. window height - 1). */
+static void strip_columns(Gen *g, const Strip *sp) {
+  const Separable *S = g->D->sep;
+  int hy = S->y1 - S->y0, off = S->x0 - sp->sL, R = sp->R, W = R * sp->RWP;
+  const char *TT = cg_ctype(S->img->type.s);
+  OUT("    {\n      const int ld = kb_ * %d, e1 = kb_ + %d < %d ? kb_ + %d : kb_ + %d;\n", W, sp->q, sp->m, sp->q,
+      sp->q - sp->m);
+  OUT("      const int ea1 = e1 * %d + %d, ea2 = (e1 + 1 == %d ? 0 : e1 + 1) * %d - %d;\n", W, sp->rem * sp->RWP, sp->m, W,
+      (R - sp->rem) * sp->RWP);
+  OUT("      (void)ea2;\n");
+  for (int n = 0; n < sp->NCOL; n++) {
+    OUT("    if (t + %d < %d) {\n      const int c = t + %d;\n", n * STRIP_W, sp->CW, n * STRIP_W);
+    OUT("      const PXR_LOCAL %s *tc = rg_ + c + %d;\n", TT, off);
+    OUT("      if (yc == ys0) {\n");
+    for (int i = 0; i < S->nacc; i++) OUT("        cv%d_%d = 0;\n", i, n);
+    OUT("        #pragma unroll 4\n        for (int r = 0; r <= %d; r++) {\n          const %s e = tc[r * %d];\n", hy, TT,
+        sp->RWP);
+    for (int i = 0; i < S->nacc; i++)
+      OUT("          cv%d_%d += (%s)(%s)e;\n", i, n, cg_unsigned_ctype(S->col[i].s), cg_ctype(S->col[i].s));
+    OUT("        }\n      }\n");
+    strip_slide(g, sp, n, "ea1", 0, R - sp->rem);
+    strip_slide(g, sp, n, "ea2", R - sp->rem, R);
+    OUT("    }\n");
+  }
+  OUT("    }\n");
+}
+
+/* One run of VP pixels of the row pass into u_, `checked`: those outside the output
+ * region are 0. */
+static void strip_pixels(Gen *g, const char *A, const Strip *sp, int VP, bool checked) {
+  const Separable *S = g->D->sep;
+  int hx = S->x1 - S->x0;
+  OUT("            #pragma unroll\n            for (int m_ = 0; m_ < %d; m_++) {\n", VP);
+  OUT("              const int x = xb + xo_ + m_;\n");
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("              rs%d = (%s)((%s)rs%d + (%s)cr%d[xo_ + m_ + %d]);\n", i, AT, UT, i, UT, i, hx);
+  }
+  OUT("              ");
+  if (checked) OUT("if (x >= rx0 && x < rx1 && y >= ry0 && y < ry1) ");
+  OUT("%s_pr(%s", g->pfx, A);
+  for (int i = 0; i < S->nacc; i++) OUT(", rs%d", i);
+  OUT(", x, y, W, H, u_.e + m_);\n");
+  if (checked) OUT("              else u_.e[m_] = 0;\n");
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("              rs%d = (%s)((%s)rs%d - (%s)cr%d[xo_ + m_]);\n", i, AT, UT, i, UT, i);
+  }
+  OUT("            }\n");
+}
+
+/* The row pass of a chunk: thread t takes row t % R of the chunk and the R output
+ * pixels from column (t / R) * R; the sum of the window's first column sums, then along
+ * the pixels the entering column added and the leaving one taken away ("pr" gets the
+ * window sums); 16 bytes per store. */
+static void strip_rows(Gen *g, const char *A, const Strip *sp) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  int hx = S->x1 - S->x0, ob = bytes_of(D->type), VP = 16 / ob < sp->R ? 16 / ob : sp->R;
+  const char *OT = cg_ctype(D->type.s);
+  OUT("    {\n      const int j = t %% %d, xb = cx0 + (t / %d) * %d, y = yc + j;\n", sp->R, sp->R, sp->R);
+  OUT("      if (y < ye0) {\n");
+  OUT("        const bool full = y >= ry0 && y < ry1 && xb >= rx0 && xb + %d <= rx1;\n", sp->R);
+  for (int i = 0; i < S->nacc; i++) {
+    const char *AT = cg_ctype(S->acc[i]->type.s), *UT = cg_unsigned_ctype(S->acc[i]->type.s);
+    OUT("        const PXR_LOCAL %s *cr%d = cs%d_ + j * %d + (t / %d) * %d;\n", cg_ctype(S->col[i].s), i, i, sp->CWP[i],
+        sp->R, sp->R);
+    OUT("        %s rs%d = 0;\n", AT, i);
+    OUT("        #pragma unroll 4\n        for (int q = 0; q < %d; q++) rs%d = (%s)((%s)rs%d + (%s)cr%d[q]);\n", hx, i, AT,
+        UT, i, UT, i);
+  }
+  OUT("        #pragma unroll 1\n        for (int xo_ = 0; xo_ < %d; xo_ += %d) {\n", sp->R, VP);
+  OUT("          union { PXG_VEC(%d) v; %s e[%d]; } u_;\n", VP * ob, OT, VP);
+  OUT("          if (full) {\n");
+  strip_pixels(g, A, sp, VP, false);
+  OUT("          } else {\n");
+  strip_pixels(g, A, sp, VP, true);
+  OUT("          }\n");
+  OUT("          PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op + (xb + xo_);\n", OT);
+  OUT("          if (xb + xo_ + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = u_.v;\n", VP,
+      VP * ob - 1, VP * ob);
+  /* unrolled, so that u_ stays in registers (an index known only at run time puts it in
+   * local memory) */
+  OUT("          else {\n            #pragma unroll\n            for (int e = 0; e < %d; e++)\n", VP);
+  OUT("              if (xb + xo_ + e < W) orow[e] = u_.e[e];\n          }\n");
+  OUT("        }\n      }\n    }\n");
+}
+
+/* The strip entry (strip_plan): grid W / 256 x H / SH blocks of 256 threads. */
+static void kernel_strips(Gen *g, const char *A, const Strip *sp, GpuLaunch *L) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  int k = S->img->img_index, hy = S->y1 - S->y0, R = sp->R;
+  const char *TT = cg_ctype(S->img->type.s);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = STRIP_W, .by = 1, .px = 1, .py = sp->SH, .tiled = true};
+  kernel_open(g, cg_ctype(D->type.s));
+  OUT("  PXG_SHARED PXG_ALIGN16 %s rg_[%d];\n", TT, sp->m * R * sp->RWP);
+  for (int i = 0; i < S->nacc; i++) OUT("  PXG_SHARED %s cs%d_[%d];\n", cg_ctype(S->col[i].s), i, R * sp->CWP[i]);
+  OUT("  const int t = PXG_TX, cx0 = PXG_BX * %d, ys0 = PXG_BY * %d;\n", STRIP_W, sp->SH);
+  OUT("  if (cx0 >= W || ys0 >= H) return;\n");
+  OUT("  const int ye0 = ys0 + %d < H ? ys0 + %d : H, c0 = cx0 + %d;\n", sp->SH, sp->SH, sp->sL);
+  OUT("  const bool cols_in = c0 >= 0 && c0 + %d <= w%d && !((uintptr_t)(i%d + c0) & 15) && !((p%d * (ptrdiff_t)sizeof(%s)) & 15);\n",
+      sp->RWP, k, k, k, TT);
+  for (int i = 0; i < S->nacc; i++)
+    for (int n = 0; n < sp->NCOL; n++) OUT("  %s cv%d_%d = 0;\n", cg_unsigned_ctype(S->col[i].s), i, n);
+  int per = strip_per(sp, hy + 1 > R ? hy + 1 : R);
+  OUT("  uint4 v_[%d];\n  int l0;\n  bool fast_;\n", per);
+  strip_fetch(g, sp, "0", hy + 1, "  ");
+  strip_put(g, sp, hy + 1, "  ");
+  char rel[48];
+  snprintf(rel, sizeof rel, "%d", hy + 1);
+  strip_fetch(g, sp, rel, R, "  ");
+  OUT("  int kb_ = 0; /* the ring block of the chunk's rows leaving the window */\n");
+  OUT("  #pragma unroll 1\n  for (int yc = ys0; yc < ye0; yc += %d) {\n", R);
+  strip_put(g, sp, R, "    ");
+  OUT("    PXG_SYNC();\n");
+  strip_columns(g, sp);
+  OUT("    kb_ = kb_ + 1 == %d ? 0 : kb_ + 1;\n    PXG_SYNC();\n", sp->m);
+  snprintf(rel, sizeof rel, "yc + %d - ys0", R + hy + 1);
+  OUT("    if (yc + %d < ye0) {\n", R);
+  strip_fetch(g, sp, rel, R, "      ");
+  OUT("    }\n");
+  strip_rows(g, A, sp);
+  OUT("  }\n}\n");
 }
 
 /* Fills the tw x th tile of image i whose first pixel is (x0, y0) (C expressions) pixel
@@ -765,7 +1013,9 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
 
 static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   int VP = reg_width(g->D);
+  Strip sp;
   if (VP) kernel_reg(g, A, VP, L);
+  else if (strip_plan(g, tile, &sp)) kernel_strips(g, A, &sp, L);
   else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
   else kernel_tiles(g, A, tile, L);
 }
@@ -1263,7 +1513,10 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   Stage st[PXL_GPU_MAX_IMAGES];
   int PX, PY;
   tile_shape(D, tile, &PX, &PY);
-  if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
+  Strip sp;
+  if (strip_plan(g, tile, &sp)) {
+    cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
+  } else if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
     if (slide_bands(g, st, 32 * PX, 8 * PY)) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
     else if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
