@@ -260,12 +260,7 @@ static bool uses_coords(const Node *n) {
   return false;
 }
 
-/* Whether kernel D is a function of one u8 pixel to a u8 pixel: P2P over a one-channel
- * u8 first image read at (0, 0) only, without the coordinates, its other images read at
- * absolute positions only (a table image: `lut.at(in(0, 0), 0)`); scalars and arrays are
- * fixed for a run. Its 256 values are then computed once and the rows looked up
- * (pxr_lut_u8). The output has the first image's size (no size()). */
-static bool tabulated(const Decl *D) {
+bool cg_tabulated(const Decl *D) {
   if (D->kind != D_KERNEL || D->scan || D->sep || D->nouts || D->nimages < 1 || D->size_w) return false;
   if (D->skel != SK_P2P && D->skel != SK_GATHER) return false;
   if (D->type.s != T_U8 || D->type.lanes != 1) return false;
@@ -388,7 +383,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     sb_free(&args);
     return;
   }
-  if (tabulated(D)) {
+  if (cg_tabulated(D)) {
     /* a u8 -> u8 function of the pixel alone: the kernel runs once per value (the pixel
      * function reading a row of the 256 values), then every row is table lookups */
     OUT("  uint8_t lut_[256], val_[256];\n  for (int v = 0; v < 256; v++) val_[v] = (uint8_t)v;\n");
@@ -668,7 +663,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
       OUT(", %s: %s", D->params[i]->name, border_name(borders[D->params[i]->img_index].kind));
   OUT(" ---- */\n");
   cg_user_defs(g);
-  g->no_read0 = tabulated(D); /* a table reads its values directly */
+  g->no_read0 = cg_tabulated(D); /* a table reads its values directly */
   cg_read_fns(g);
   if (D->kind == D_REDUCE) {
     cg_combine_fn(g);
@@ -685,7 +680,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     }
     histogram_entry(g, fname, exported);
   } else {
-    if (!tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
+    if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
     if (D->skel != SK_P2P_NONSEQ && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
     if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);

@@ -32,6 +32,15 @@ extern const char pxl_prelude_text[];
  * named `fname` and exported. borders[i] is the border of image parameter i. */
 int gen_c_stage(StrBuf *out, const Decl *D, const Border *borders, const char *fname, Err *err);
 
+/* Whether kernel D is a function of one u8 pixel to a u8 pixel: P2P over a one-channel
+ * u8 first image read at (0, 0) only, without the coordinates, its other images read at
+ * absolute positions only (a table image: `lut.at(in(0, 0), 0)`); scalars and arrays are
+ * fixed for a run; the output has the first image's size (no size()). Its 256 values can
+ * then be computed once per launch (or per GPU block) and every pixel looked up: the
+ * pixel function "pi" called at (v, 0) with image 0 read from an array of the values
+ * 0..255 gives the value for v. */
+bool cg_tabulated(const Decl *D);
+
 /* Ahead-of-time output for a whole program: C source and header (heap strings owned by
  * the caller, freed with sb_free). `base` is the file name of both without extension
  * (any bytes): entry E is exported as <B>_E, B being base as an identifier. */
