@@ -9,8 +9,10 @@
 # /tmp/pxl-gpu).
 #   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda|opencl"; "none" for none)
 #   PXL_GPU_JOBS   ctest jobs (default 8)
+#   PXL_GPU_EXCLUDE  ctest regex of tests to leave out (default none)
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
+#   PXL_GPU_BENCH_BACKENDS  0: leave bench_backends out of the benchmarks (default 1)
 #   PXL_GPU_ALLOW_SKIP  1: a skipped test is not a failure (default: on a GPU machine every
 #                  CUDA and OpenCL test must run; a skip means a device that was not found)
 # Exits non-zero when the build, a test, a skip, a sanitizer run or a benchmark failed;
@@ -49,7 +51,7 @@ cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_B
   -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
   cmake --build /tmp/b -j 16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 if [ "${PXL_GPU_TESTS:-cuda|opencl}" != none ]; then
-  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" -j "${PXL_GPU_JOBS:-8}" --no-tests=error --output-on-failure \
+  ctest --test-dir /tmp/b -R "${PXL_GPU_TESTS:-cuda|opencl}" ${PXL_GPU_EXCLUDE:+-E "$PXL_GPU_EXCLUDE"} -j "${PXL_GPU_JOBS:-8}" --no-tests=error --output-on-failure \
     > "$OUT/ctest.log" 2>&1
   rc=$?
   echo "ctest rc=$rc" >> "$OUT/ctest.log"
@@ -73,12 +75,14 @@ if [ "${PXL_SANITIZE:-0}" = 1 ]; then
   [ "$n" -gt 0 ] || fail "compute-sanitizer ran nothing"
   ! grep -q -v ": rc=0 " "$OUT/sanitizer.txt" || fail "compute-sanitizer reported errors"
 fi
-if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
+if [ "${PXL_GPU_BENCH:-0}" = 1 ] && [ "${PXL_GPU_BENCH_BACKENDS:-1}" != 0 ]; then
   /tmp/b/bench/bench_backends --devices cuda,opencl --sizes 8192 --reps 5 > "$OUT/bench_backends.txt" 2>&1
   rc=$?
   echo "bench_backends rc=$rc"
   cat "$OUT/bench_backends.txt"
   [ $rc -eq 0 ] || fail "bench_backends (rc=$rc)"
+fi
+if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
   if [ -x /tmp/b/bench/bench_cuda ]; then
     /tmp/b/bench/bench_cuda ${BENCH_ARGS:-} > "$OUT/bench_cuda.txt" 2> "$OUT/bench_cuda.err"
     rc=$?
