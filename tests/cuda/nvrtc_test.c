@@ -151,12 +151,17 @@ int main(int argc, char **argv) {
           unit_done(&u, &cu, rc, &e, kb ? NULL : file, !kb, what);
         }
       /* a scan's prefix passes: every kind, those its scan does not use too (the sequential
-       * ones of an integer scan, the parallel ones of a float sum) */
-      for (int pass = GSP_ROWS_SEQ; pass <= GSP_COLS && D->scan; pass++) {
+       * ones of an integer scan, the parallel unfused ones of a float sum), but the fused
+       * scans' own passes only for them, with clamp and constant borders in turn (a fused
+       * scan's passes read its images) */
+      for (int pass = GSP_ROWS_SEQ; pass <= GSP_TILES && D->scan; pass++) {
+        if (!gen_gpu_scan_fused(D) && (pass == GSP_TOTALS || pass == GSP_RCARRY || pass == GSP_TILES)) continue;
         StrBuf cu = {0};
         Err e = {0};
         GpuLaunch launch;
-        int rc = gen_gpu_scan(&cu, D, GPU_CUDA, (GpuScanPass)pass, &launch, &e);
+        Border b[PXL_GPU_MAX_IMAGES];
+        for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){pass % 2 ? B_CONSTANT : B_CLAMP, 3};
+        int rc = gen_gpu_scan(&cu, D, b, GPU_CUDA, (GpuScanPass)pass, &launch, &e);
         snprintf(what, sizeof what, "%s %s scan pass %d", name, D->name, pass);
         unit_done(&u, &cu, rc, &e, NULL, true, what);
       }

@@ -1271,6 +1271,12 @@ static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
  * interpreter's bits; float sums round differently when regrouped. */
 static bool scan_parallel(const Decl *D) { return !(D->redop == R_SUM && scalar_is_float(D->type.s)); }
 
+static bool scan_2d(const Decl *D) { return (D->scan & SCAN_X) && (D->scan & SCAN_Y); }
+
+bool gen_gpu_scan_fused(const Decl *D) {
+  return scan_parallel(D) && !(scan_2d(D) && scalar_is_float(D->type.s));
+}
+
 int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes) {
   int n = 0;
   if (!scan_parallel(D)) {
@@ -1278,19 +1284,32 @@ int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes) {
     if (D->scan & SCAN_Y) passes[n++] = GSP_COLS_SEQ;
     return n;
   }
-  if (D->scan & SCAN_X) passes[n++] = GSP_ROWS;
-  else if (D->scan & SCAN_Y) passes[n++] = GSP_TOTALS;
-  if (D->scan & SCAN_Y) {
+  if (!gen_gpu_scan_fused(D)) { /* 2-D float min/max: after the map */
+    passes[n++] = GSP_ROWS;
     passes[n++] = GSP_CARRIES;
+    passes[n++] = GSP_COLS;
+    return n;
+  }
+  passes[n++] = GSP_TOTALS;
+  if (D->scan & SCAN_Y) passes[n++] = GSP_CARRIES;
+  if (D->scan & SCAN_X) {
+    passes[n++] = GSP_RCARRY;
+    passes[n++] = GSP_TILES;
+  } else {
     passes[n++] = GSP_COLS;
   }
   return n;
 }
 
 size_t gen_gpu_scan_aux(const Decl *D, int w, int h) {
-  if (!scan_parallel(D) || !(D->scan & SCAN_Y)) return 0;
-  size_t bands = (size_t)(h + PXL_GPU_SCAN_BAND - 1) / PXL_GPU_SCAN_BAND;
-  return bands * (size_t)w * (size_t)scalar_size(D->type.s);
+  if (!scan_parallel(D)) return 0;
+  size_t bands = (size_t)(h + PXL_GPU_SCAN_BAND - 1) / PXL_GPU_SCAN_BAND, n = 0;
+  if (D->scan & SCAN_Y) n += bands * (size_t)w;
+  if ((D->scan & SCAN_X) && gen_gpu_scan_fused(D)) {
+    size_t cw = 32 * (size_t)(16 / scalar_size(D->type.s));
+    n += (size_t)h * (((size_t)w + cw - 1) / cw);
+  }
+  return n * (size_t)scalar_size(D->type.s);
 }
 
 /* dst = left OP right, in that order (min/max keep the left of equal values). */
@@ -1321,9 +1340,31 @@ static void warp_scan_cuda(Gen *g, const char *T, const char *ind) {
   OUT(", 31);\n");
 }
 
+/* dst = the mapped value of a fused scan at (x, y) (variables in scope): the identity
+ * outside the output, 0 outside its region (border none: the margins take part as 0), as
+ * the kernel entry's pixel_checked writes it. */
+static void map_value(Gen *g, const char *A, const char *dst, const char *ind) {
+  const char *T = cg_ctype(g->D->type.s);
+  OUT("%s{\n%s  %s t_[1];\n%s  if (x >= W || y >= H) t_[0] = id_;\n", ind, ind, T, ind);
+  OUT("%s  else if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) t_[0] = 0;\n", ind);
+  OUT("%s  else if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+  OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n%s  %s = t_[0];\n%s}\n", ind, g->pfx, A, ind, dst, ind);
+}
+
 /* The entry of a scan pass: W, H, the output o (pitch op, in elements), aux as ct (the
- * band totals), id_ the identity. */
-static void scan_open(Gen *g, const char *T, unsigned threads) {
+ * band totals), id_ the identity; with `fused`, the images, scalars and regions of the
+ * scan's map (the kernel entry's prologue). */
+static void scan_open(Gen *g, const char *T, unsigned threads, bool fused) {
+  if (fused) {
+    entry_open(g, "pxl_stage", true, threads);
+    OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
+    OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
+    OUT("  PXR_GLOBAL %s *ct = (PXR_GLOBAL %s *)PXG_AUX;\n  (void)ct;\n", T, T);
+    OUT("  const %s id_ = ", T);
+    cg_identity(g);
+    OUT(";\n");
+    return;
+  }
   if (g->dialect == GPU_OPENCL) {
     OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
     for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
@@ -1455,22 +1496,271 @@ static void scan_rows(Gen *g, const char *T, GpuLaunch *L) {
 }
 
 /* Columns in bands of PXL_GPU_SCAN_BAND rows, a thread per column and band (enough
- * threads to keep memory busy), 8 rows loaded before they are combined. GSP_COLS starts
- * from the band's carry and writes the prefixes; GSP_TOTALS starts from the identity and
- * writes only the band's total, to ct. */
-static void scan_band_cols(Gen *g, const char *T, bool cols, GpuLaunch *L) {
+ * threads to keep memory busy), 8 rows loaded before they are combined, from the band's
+ * carry in ct: the mapped values in o (a 2-D scan after its rows pass), or computed here
+ * (a fused scan along y). */
+static void scan_band_cols(Gen *g, const char *A, const char *T, GpuLaunch *L) {
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 128, .by = 1, .px = 1, .py = PXL_GPU_SCAN_BAND};
   OUT("  const int x = PXG_BX * 128 + PXG_TX, b = PXG_BY, y0 = b * %d;\n  if (x >= W) return;\n", PXL_GPU_SCAN_BAND);
   OUT("  const int n = H - y0 < %d ? H - y0 : %d;\n", PXL_GPU_SCAN_BAND, PXL_GPU_SCAN_BAND);
-  OUT("  %s c_ = %s;\n  PXR_GLOBAL %s *p = o + (ptrdiff_t)y0 * op + x;\n", T, cols ? "ct[(ptrdiff_t)b * W + x]" : "id_", T);
+  OUT("  %s c_ = ct[(ptrdiff_t)b * W + x];\n  PXR_GLOBAL %s *p = o + (ptrdiff_t)y0 * op + x;\n", T, T);
   OUT("  for (int y = 0; y < n; y += 8) {\n    %s v[8];\n", T);
-  OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) v[k] = p[(ptrdiff_t)(y + k) * op];\n");
+  if (gen_gpu_scan_fused(g->D)) {
+    OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) {\n        const int ym_ = y0 + y + k;\n");
+    OUT("        {\n          const int y = ym_;\n");
+    map_value(g, A, "v[k]", "          ");
+    OUT("        }\n      }\n");
+  } else {
+    OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) v[k] = p[(ptrdiff_t)(y + k) * op];\n");
+  }
   OUT("    #pragma unroll\n    for (int k = 0; k < 8; k++)\n      if (y + k < n) {\n        ");
   cg_combine(g, "c_", "v[k]");
-  if (cols) OUT("\n        p[(ptrdiff_t)(y + k) * op] = c_;");
-  OUT("\n      }\n  }\n");
-  if (!cols) OUT("  ct[(ptrdiff_t)b * W + x] = c_;\n");
+  OUT("\n        p[(ptrdiff_t)(y + k) * op] = c_;\n      }\n  }\n}\n");
+}
+
+/* ---- fused scans in tiles (gen_gpu_scan_fused) ----
+ *
+ * A tile is a band of PXL_GPU_SCAN_BAND rows by a segment of 32 x E columns (E: the
+ * elements of a 16-byte vector of the scan's type), a block of 8 warps x 4 rows, each
+ * lane E consecutive columns. With nb bands and ns segments, aux holds ct (nb x W: each
+ * band's column totals, then the combine of the bands above; along y) and after it rt
+ * (H x ns: each row's segment totals, then the row carries; along x). The passes:
+ *   TOTALS   each tile's mapped values combined down its columns (ct) and along its rows
+ *            (rt);
+ *   CARRIES  ct[b] -> the combine of ct[0..b-1] (scan_carries);
+ *   RCARRY   per band: (along y) ct[b] combined along the row - the 2-D result at the
+ *            row above the band; (along x) each row's rt combined over the segments to
+ *            its left, then (2-D) down the band's rows: the combine of every mapped value
+ *            of the band left of the segment, at or above the row;
+ *   TILES    each tile's mapped values combined down the band (across its warps) and along
+ *            its segment's rows, then with the row carry and the row above the band.
+ * Every value is then the combine of the rectangle's mapped values, in another grouping
+ * than the interpreter's: exact for integer sums (they wrap), integer min and max. */
+static const int TILE_R = PXL_GPU_SCAN_BAND / 8; /* rows per warp */
+
+static int scan_elems(const Decl *D) { return 16 / scalar_size(D->type.s); }
+
+/* rt: after ct (nb x W) in aux when the scan goes along y. */
+static void rt_decl(Gen *g, const char *T) {
+  OUT("  PXR_GLOBAL %s *rt = ct", T);
+  if (g->D->scan & SCAN_Y) OUT(" + (ptrdiff_t)((H + %d) / %d) * W", PXL_GPU_SCAN_BAND - 1, PXL_GPU_SCAN_BAND);
+  OUT(";\n  (void)rt;\n");
+}
+
+/* The tile's launch and its coordinates: lane, wp, the segment s_ and band b_, the
+ * lane's first column xs and the warp's first row y0; rt after ct in aux. (sg_: the
+ * warp scan's text uses s_.) */
+static void tile_open(Gen *g, const char *T, GpuLaunch *L) {
+  int E = scan_elems(g->D);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = E, .py = TILE_R};
+  OUT("  const int lane = PXG_TX, wp = PXG_TY, sg_ = PXG_BX, b_ = PXG_BY, ns_ = (W + %d) / %d;\n", 32 * E - 1, 32 * E);
+  OUT("  const int xs = sg_ * %d + lane * %d, y0 = b_ * %d + wp * %d;\n", 32 * E, E, PXL_GPU_SCAN_BAND, TILE_R);
+  rt_decl(g, T);
+  OUT("  (void)ns_;\n");
+}
+
+/* v[r][k]: the mapped values of the lane's TILE_R x E pixels (the identity outside the
+ * image): on a run inside the interior, the register path's vector loads and "pv" where
+ * every image is read at (0, 0) only (scan_reg), else the interior function. */
+static bool scan_reg(const Decl *D) { return reg_width(D) == scan_elems(D); }
+
+static void tile_map(Gen *g, const char *A, const char *T) {
+  int E = scan_elems(g->D);
+  OUT("  %s v[%d][%d];\n  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n    const int y = y0 + r;\n", T, TILE_R, E, TILE_R);
+  OUT("    if (y < H && xs + %d <= W && xs >= ix0 && xs + %d <= ix1 && y >= iy0 && y < iy1", E, E);
+  if (scan_reg(g->D)) {
+    OUT(" && ");
+    reg_aligned(g, E);
+    OUT(") {\n");
+    reg_loads(g, E, "      ");
+    StrBuf ra = {0};
+    reg_args(g, &ra);
+    OUT("      #pragma unroll\n      for (int j_ = 0; j_ < %d; j_++) { %s t_[1]; %s_pv(%s%s, xs + j_, y, W, H, t_); v[r][j_] = t_[0]; }\n",
+        E, T, g->pfx, A, ra.s ? ra.s : "");
+    sb_free(&ra);
+  } else {
+    OUT(") {\n      #pragma unroll\n      for (int k = 0; k < %d; k++) { %s t_[1]; %s_pi(%s, xs + k, y, W, H, t_); v[r][k] = t_[0]; }\n",
+        E, T, g->pfx, A);
+  }
+  OUT("    } else {\n      #pragma unroll\n      for (int k = 0; k < %d; k++) {\n        const int x = xs + k;\n", E);
+  map_value(g, A, "v[r][k]", "        ");
+  OUT("      }\n    }\n  }\n");
+}
+
+/* rs_ (every lane's, in lane `lane` of warp wp, row r) -> its combine over the warp's
+ * lanes, in every lane (CUDA: shuffles) or in lane 0 (OpenCL: local memory sl_). */
+static void warp_total(Gen *g, const char *T) {
+  if (g->dialect == GPU_CUDA) {
+    OUT("      for (int d_ = 16; d_ > 0; d_ >>= 1) {\n        const %s t_ = (%s)__shfl_xor_sync(0xffffffffu, ", T, T);
+    shfl_arg(g, "rs_");
+    OUT(", d_);\n        ");
+    cg_combine(g, "rs_", "t_");
+    OUT("\n      }\n");
+  } else {
+    OUT("      sl_[wp][r][lane] = rs_;\n      PXG_SYNC();\n");
+    OUT("      if (lane == 0) for (int j = 1; j < 32; j++) ");
+    cg_combine(g, "rs_", "sl_[wp][r][j]");
+    OUT("\n");
+  }
+}
+
+/* TOTALS: each tile's column totals into ct[b_] (along y) and each row's total over the
+ * segment into rt (along x). */
+static void scan_tile_totals(Gen *g, const char *A, const char *T, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int E = scan_elems(D), CW = 32 * E;
+  tile_open(g, T, L);
+  if (D->scan & SCAN_Y) OUT("  PXG_SHARED %s cs_[8][%d];\n", T, CW);
+  if ((D->scan & SCAN_X) && g->dialect != GPU_CUDA) OUT("  PXG_SHARED %s sl_[8][%d][32];\n", T, TILE_R);
+  tile_map(g, A, T);
+  if (D->scan & SCAN_X) {
+    OUT("  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n      %s rs_ = v[r][0];\n", TILE_R, T);
+    OUT("      #pragma unroll\n      for (int k = 1; k < %d; k++) ", E);
+    cg_combine(g, "rs_", "v[r][k]");
+    OUT("\n");
+    warp_total(g, T);
+    OUT("      if (lane == 0 && y0 + r < H) rt[(ptrdiff_t)(y0 + r) * ns_ + sg_] = rs_;\n  }\n");
+  }
+  if (D->scan & SCAN_Y) {
+    OUT("  #pragma unroll\n  for (int k = 0; k < %d; k++) {\n    %s c_ = v[0][k];\n", E, T);
+    OUT("    #pragma unroll\n    for (int r = 1; r < %d; r++) ", TILE_R);
+    cg_combine(g, "c_", "v[r][k]");
+    OUT("\n    cs_[wp][lane * %d + k] = c_;\n  }\n  PXG_SYNC();\n", E);
+    OUT("  for (int c = wp * 32 + lane; c < %d; c += 256) {\n    if (sg_ * %d + c >= W) break;\n    %s c_ = cs_[0][c];\n", CW,
+        CW, T);
+    OUT("    for (int w = 1; w < 8; w++) ");
+    cg_combine(g, "c_", "cs_[w][c]");
+    OUT("\n    ct[(ptrdiff_t)b_ * W + sg_ * %d + c] = c_;\n  }\n", CW);
+  }
   OUT("}\n");
+}
+
+/* The exclusive combine ex_ of run_[0..t) and the total tot_ of run_[0..256) for the
+ * block's 256 threads (run_[t] set by thread t): Hillis and Steele in local memory, the
+ * same text in both dialects. */
+static void block_scan(Gen *g, const char *T) {
+  OUT("    for (int d_ = 1; d_ < 256; d_ <<= 1) {\n      const %s a_ = t >= d_ ? run_[t - d_] : id_;\n      PXG_SYNC();\n", T);
+  OUT("      if (t >= d_) ");
+  scan_comb(g, T, "run_[t]", "a_", "run_[t]");
+  OUT("\n      PXG_SYNC();\n    }\n");
+  OUT("    const %s ex_ = t ? run_[t - 1] : id_, tot_ = run_[255];\n    PXG_SYNC();\n", T);
+}
+
+/* RCARRY, a block of 256 threads per band (see above). Along y: ct's row in chunks of
+ * 256 x 8 columns (each thread 8 consecutive ones, the threads' combines by block_scan).
+ * Along x: rt's rows in chunks of 256 segments, a thread per segment loading the band's
+ * rows (and along y combining them down the band), then a thread per row combining the
+ * chunk's segments in local memory (rows padded against bank conflicts), from its carry. */
+static void scan_rcarry(Gen *g, const char *T, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int CW = 32 * scan_elems(D), B = PXL_GPU_SCAN_BAND;
+  *L = (GpuLaunch){.grid = GPU_GRID_BANDS, .bx = 256, .by = 1, .px = 1, .py = B};
+  OUT("  const int t = PXG_TX, b_ = PXG_BY, y0 = b_ * %d, nr_ = H - y0 < %d ? H - y0 : %d, ns_ = (W + %d) / %d;\n", B, B, B,
+      CW - 1, CW);
+  rt_decl(g, T);
+  OUT("  PXG_SHARED %s run_[256];\n", T);
+  if (D->scan & SCAN_Y) {
+    OUT("  {\n    PXR_GLOBAL %s *p = ct + (ptrdiff_t)b_ * W;\n    %s carry_ = id_;\n", T, T);
+    OUT("    for (int c0 = 0; c0 < W; c0 += 2048) {\n      %s v[8];\n", T);
+    OUT("      #pragma unroll\n      for (int k = 0; k < 8; k++) v[k] = c0 + t * 8 + k < W ? p[c0 + t * 8 + k] : id_;\n");
+    OUT("      #pragma unroll\n      for (int k = 1; k < 8; k++) ");
+    scan_comb(g, T, "v[k]", "v[k - 1]", "v[k]");
+    OUT("\n      run_[t] = v[7];\n      PXG_SYNC();\n");
+    block_scan(g, T);
+    OUT("      %s pre_ = carry_;\n      ", T);
+    cg_combine(g, "pre_", "ex_");
+    OUT("\n      ");
+    cg_combine(g, "carry_", "tot_");
+    OUT("\n      #pragma unroll\n      for (int k = 0; k < 8; k++)\n        if (c0 + t * 8 + k < W) ");
+    scan_comb(g, T, "p[c0 + t * 8 + k]", "pre_", "v[k]");
+    OUT("\n    }\n  }\n");
+  }
+  if (D->scan & SCAN_X) {
+    OUT("  PXG_SHARED %s rs_[%d][257];\n  PXG_SHARED %s cr_[%d];\n  if (t < %d) cr_[t] = id_;\n", T, B, T, B, B);
+    OUT("  for (int c0 = 0; c0 < ns_; c0 += 256) {\n    const int s = c0 + t;\n    %s v[%d];\n", T, B);
+    OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) v[r] = s < ns_ && r < nr_ ? rt[(ptrdiff_t)(y0 + r) * ns_ + s] : id_;\n",
+        B);
+    if (D->scan & SCAN_Y) {
+      OUT("    #pragma unroll\n    for (int r = 1; r < %d; r++) ", B);
+      scan_comb(g, T, "v[r]", "v[r - 1]", "v[r]");
+      OUT("\n");
+    }
+    OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) rs_[r][t] = v[r];\n    PXG_SYNC();\n", B);
+    OUT("    if (t < %d) {\n      %s c_ = cr_[t];\n      const int n_ = ns_ - c0 < 256 ? ns_ - c0 : 256;\n", B, T);
+    OUT("      for (int j = 0; j < n_; j++) {\n        const %s a_ = rs_[t][j];\n        rs_[t][j] = c_;\n        ", T);
+    cg_combine(g, "c_", "a_");
+    OUT("\n      }\n      cr_[t] = c_;\n    }\n    PXG_SYNC();\n");
+    OUT("    if (s < ns_)\n      for (int r = 0; r < nr_; r++) rt[(ptrdiff_t)(y0 + r) * ns_ + s] = rs_[r][t];\n    PXG_SYNC();\n  }\n");
+  }
+  OUT("}\n");
+}
+
+/* TILES: the tile's values down the band (each warp's rows, then from the totals of the
+ * warps above it), along the segment (each lane's elements, then the lanes before it,
+ * then the row carry in rt: the band's part left of the segment), then with the row
+ * above the band (ct: the rectangle above it); stored. */
+static void scan_tiles(Gen *g, const char *A, const char *T, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int E = scan_elems(D), CW = 32 * E;
+  bool cuda = g->dialect == GPU_CUDA, ys = D->scan & SCAN_Y, xsn = D->scan & SCAN_X;
+  tile_open(g, T, L);
+  if (ys) OUT("  PXG_SHARED %s cs_[8][%d];\n", T, CW);
+  if (xsn && !cuda) OUT("  PXG_SHARED %s sl_[8][%d][32];\n", T, TILE_R);
+  tile_map(g, A, T);
+  if (ys) {
+    OUT("  #pragma unroll\n  for (int r = 1; r < %d; r++)\n    #pragma unroll\n    for (int k = 0; k < %d; k++) ", TILE_R, E);
+    scan_comb(g, T, "v[r][k]", "v[r - 1][k]", "v[r][k]");
+    OUT("\n  #pragma unroll\n  for (int k = 0; k < %d; k++) cs_[wp][lane * %d + k] = v[%d][k];\n  PXG_SYNC();\n", E, E,
+        TILE_R - 1);
+    OUT("  #pragma unroll\n  for (int k = 0; k < %d; k++) {\n    %s c_ = id_;\n", E, T);
+    char cw[64];
+    snprintf(cw, sizeof cw, "cs_[w][lane * %d + k]", E);
+    OUT("    for (int w = 0; w < wp; w++) ");
+    cg_combine(g, "c_", cw);
+    OUT("\n    #pragma unroll\n    for (int r = 0; r < %d; r++) ", TILE_R);
+    scan_comb(g, T, "v[r][k]", "c_", "v[r][k]");
+    OUT("\n  }\n");
+  }
+  if (xsn) {
+    if (!cuda) {
+      OUT("  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n    %s s_l = v[r][0];\n", TILE_R, T);
+      OUT("    for (int k = 1; k < %d; k++) ", E);
+      cg_combine(g, "s_l", "v[r][k]");
+      OUT("\n    sl_[wp][r][lane] = s_l;\n  }\n  PXG_SYNC();\n");
+    }
+    OUT("  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n", TILE_R);
+    OUT("    #pragma unroll\n    for (int k = 1; k < %d; k++) ", E);
+    scan_comb(g, T, "v[r][k]", "v[r][k - 1]", "v[r][k]");
+    OUT("\n");
+    if (cuda) {
+      OUT("    %s s_ = v[r][%d];\n", T, E - 1);
+      warp_scan_cuda(g, T, "    ");
+      OUT("    (void)tot_;\n");
+    } else {
+      OUT("    %s ex_ = id_;\n    for (int j = 0; j < lane; j++) ", T);
+      cg_combine(g, "ex_", "sl_[wp][r][j]");
+      OUT("\n");
+    }
+    OUT("    %s pre_ = y0 + r < H ? rt[(ptrdiff_t)(y0 + r) * ns_ + sg_] : id_;\n    ", T);
+    cg_combine(g, "pre_", "ex_");
+    OUT("\n    #pragma unroll\n    for (int k = 0; k < %d; k++) ", E);
+    scan_comb(g, T, "v[r][k]", "pre_", "v[r][k]");
+    OUT("\n  }\n");
+  }
+  if (ys) { /* the row above the band: the whole rectangle above it */
+    OUT("  #pragma unroll\n  for (int k = 0; k < %d; k++) {\n", E);
+    OUT("    const %s a_ = xs + k < W ? ct[(ptrdiff_t)b_ * W + xs + k] : id_;\n", T);
+    OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) ", TILE_R);
+    scan_comb(g, T, "v[r][k]", "a_", "v[r][k]");
+    OUT("\n  }\n");
+  }
+  OUT("  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n", TILE_R);
+  OUT("    PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n    if (y0 + r >= H) continue;\n", T);
+  OUT("    if (xs + %d <= W && !((uintptr_t)p & 15)) {\n", E);
+  OUT("      union { PXG_VEC(16) v; %s e[%d]; } u_;\n", T, E);
+  OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) u_.e[k] = v[r][k];\n", E);
+  OUT("      *(PXR_GLOBAL PXG_VEC(16) *)p = u_.v;\n    } else {\n");
+  OUT("      for (int k = 0; k < %d && xs + k < W; k++) p[k] = v[r][k];\n    }\n  }\n}\n", E);
 }
 
 /* The carries, in place in ct: band b's totals become the combine of bands 0..b-1 (in
@@ -1499,13 +1789,15 @@ static void scan_carries(Gen *g, const char *T, GpuLaunch *L) {
   OUT("\n      }\n  }\n}\n");
 }
 
-static const char *const scan_pass_names[] = {"row (sequential)", "column (sequential)", "row", "band totals",
-                                              "band carries", "column"};
+static const char *const scan_pass_names[] = {"row (sequential)", "column (sequential)", "row", "totals",
+                                              "band carries", "column", "row carries", "tiles"};
 
-int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pass, GpuLaunch *launch, Err *err) {
-  Border borders[PXL_GPU_MAX_IMAGES];
+int gen_gpu_scan(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, GpuScanPass pass,
+                 GpuLaunch *launch, Err *err) {
+  if (!gen_gpu_scan_fused(D) && (pass == GSP_TOTALS || pass == GSP_RCARRY || pass == GSP_TILES))
+    return err_set(err, PXL_ERROR, "internal: the %s pass is for fused scans; %s is not", scan_pass_names[pass],
+                   D->name);
   bool direct[PXL_GPU_MAX_IMAGES];
-  memset(borders, 0, sizeof borders);
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, "sc", direct);
   g->dialect = dialect;
@@ -1514,15 +1806,26 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pas
       scan_pass_names[pass], D->name, dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
-  scan_open(g, T, 256);
+  bool fused = gen_gpu_scan_fused(D) && pass != GSP_CARRIES && pass != GSP_RCARRY;
+  StrBuf args = {0};
+  if (fused) {
+    cg_functions(g);
+    if ((pass == GSP_TOTALS || pass == GSP_TILES) && scan_reg(D)) cg_pixel_fn(g, V_REG | V_DIRECT_REL, "pv", false);
+    cg_args_text(g, &args);
+  }
+  const char *A = args.s ? args.s : "";
+  scan_open(g, T, 256, fused);
   switch (pass) {
   case GSP_ROWS_SEQ: scan_rows_seq(g, T, launch); break;
   case GSP_COLS_SEQ: scan_cols_seq(g, T, launch); break;
   case GSP_ROWS: scan_rows(g, T, launch); break;
-  case GSP_TOTALS: scan_band_cols(g, T, false, launch); break;
+  case GSP_TOTALS: scan_tile_totals(g, A, T, launch); break;
   case GSP_CARRIES: scan_carries(g, T, launch); break;
-  case GSP_COLS: scan_band_cols(g, T, true, launch); break;
+  case GSP_COLS: scan_band_cols(g, A, T, launch); break;
+  case GSP_RCARRY: scan_rcarry(g, T, launch); break;
+  case GSP_TILES: scan_tiles(g, A, T, launch); break;
   }
+  sb_free(&args);
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating the scan pass of %s", D->name);
   return PXL_OK;
 }

@@ -70,21 +70,34 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
                   GpuLaunch *launch, Err *err);
 
 /* The prefix passes of a scan. Float sums keep the interpreter's order of additions, so
- * they run sequentially (a thread per row, then a thread per column). Integer sums (they
- * wrap) and min/max, where any grouping of the same sequence gives the same bits, run in
- * parallel within rows and columns; columns in bands of PXL_GPU_SCAN_BAND rows, whose
- * totals (aux: ceil(H / band) rows of W values of the scan's type) carry from band to band. */
+ * they run sequentially (a thread per row, then a thread per column), after the map (the
+ * scan's kernel entry, which writes the mapped values). Integer sums (they wrap) and
+ * min/max, where any grouping of the same sequence gives the same bits, run in parallel;
+ * they are fused (gen_gpu_scan_fused): the passes evaluate the map themselves and no map
+ * entry runs. A fused scan works in tiles of PXL_GPU_SCAN_BAND rows by 32 vectors of 16
+ * bytes of columns: each tile's totals (aux: per band its column totals, per row its
+ * segments' totals), the carries between them, then each tile's prefixes from its carries
+ * - the image read twice and written once. That regroups a 2-D scan (a rectangle's
+ * values combined in tiles, not rows then columns): the same bits for integers, not for
+ * float min and max (which of -0.0 and +0.0 is kept), so a 2-D float min/max scan runs
+ * after its map, rows then columns in bands (ROWS, CARRIES, COLS). */
 typedef enum {
   GSP_ROWS_SEQ, /* a thread per row, left to right */
   GSP_COLS_SEQ, /* a thread per column, top to bottom */
-  GSP_ROWS,     /* warps across rows; with SCAN_Y also each band's column totals into aux */
-  GSP_TOTALS,   /* each band's column totals into aux (scans along y only) */
-  GSP_CARRIES,  /* aux in place: each band's totals -> the combine of the bands above it */
-  GSP_COLS      /* each band's columns, starting from its carry in aux */
+  GSP_ROWS,     /* unfused: warps across rows, and each band's column totals into aux */
+  GSP_TOTALS,   /* fused: each tile's column totals (along y) and row totals (along x) into aux */
+  GSP_CARRIES,  /* each band's column totals in aux -> the combine of the bands above it */
+  GSP_COLS,     /* each band's columns, from its carry in aux (fused: computing the map) */
+  GSP_RCARRY,   /* fused, along x: the row carries of every tile (and along y the band's
+                   carry row combined along the row) */
+  GSP_TILES     /* fused, along x: each tile's prefixes from its carries */
 } GpuScanPass;
 
 #define PXL_GPU_SCAN_BAND 32 /* rows per band of the parallel column passes */
-#define PXL_GPU_SCAN_MAX_PASSES 3
+#define PXL_GPU_SCAN_MAX_PASSES 4
+
+/* Whether scan D's passes compute its map themselves (no map launch before them). */
+bool gen_gpu_scan_fused(const Decl *D);
 
 /* The passes of scan D (Decl.scan) in launch order, in passes[PXL_GPU_SCAN_MAX_PASSES];
  * returns how many. */
@@ -93,10 +106,12 @@ int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes);
 /* Bytes of aux the passes of scan D need over a w x h output (0: none). */
 size_t gen_gpu_scan_aux(const Decl *D, int w, int h);
 
-/* Appends the translation unit of prefix pass `pass` of scan D, in place over the output
- * image of pxl_kargs (aux: gen_gpu_scan_aux bytes); run it over the output's W x H with
+/* Appends the translation unit of prefix pass `pass` of scan D (borders: its images',
+ * for a fused scan's map), over the output image of pxl_kargs (aux: gen_gpu_scan_aux
+ * bytes): in place, or from the map where fused; run it over the output's W x H with
  * *launch. */
-int gen_gpu_scan(StrBuf *out, const Decl *D, GpuDialect dialect, GpuScanPass pass, GpuLaunch *launch, Err *err);
+int gen_gpu_scan(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, GpuScanPass pass,
+                 GpuLaunch *launch, Err *err);
 
 /* Iterated stencils: a loop of a pipeline whose body is one kernel D that reads its
  * last result as image `carried` (loops.c) runs up to k steps per launch (CUDA), each

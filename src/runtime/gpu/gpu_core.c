@@ -185,12 +185,19 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
 
 /* ---- the Backend's entry points ---- */
 
-/* The prefix passes of scan D over its mapped values in out (c: the map's arguments),
- * queued after the map in gen_gpu_scan_passes' order, each over the output, with the
- * band totals of the parallel column passes in g->scan. */
-static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_image *out, Err *err) {
-  GpuScanPass passes[PXL_GPU_SCAN_MAX_PASSES];
-  int n = gen_gpu_scan_passes(D, passes);
+/* The modules of a scan's prefix passes, per (D, borders): generating their text (four
+ * units with the map's functions for a fused scan) cost ~42 us of host time per run. */
+typedef struct {
+  Instance base;
+  int n;
+  GpuModule *mods[PXL_GPU_SCAN_MAX_PASSES];
+} GpuScanInstance;
+
+/* The prefix passes of scan D (borders: its images', normalised) in out (c: the map's
+ * arguments), in gen_gpu_scan_passes' order, each over the output, with the band totals
+ * of the parallel column passes in g->scan: after the map, or computing it (fused). */
+static int scan_passes(GpuCore *g, const Decl *D, const Border *borders, GpuArgs *c, const struct pxl_image *out,
+                       Err *err) {
   size_t aux = gen_gpu_scan_aux(D, out->width, out->height);
   if (aux) {
     int rc = need(g, &g->scan, aux, err);
@@ -198,17 +205,32 @@ static int scan_passes(GpuCore *g, const Decl *D, GpuArgs *c, const struct pxl_i
     bind(g, c, &g->scan);
   }
   c->kind = "scan";
-  for (int i = 0; i < n; i++) {
-    StrBuf src = {0};
-    GpuLaunch launch;
-    GpuModule *m;
-    int rc = gen_gpu_scan(&src, D, g->drv->dialect, passes[i], &launch, err);
-    if (rc) {
-      sb_free(&src);
-      return rc;
+  GpuScanInstance made = {0}, *in = (GpuScanInstance *)instance_find(g->scans, D, borders, 0);
+  if (!in) {
+    GpuScanPass passes[PXL_GPU_SCAN_MAX_PASSES];
+    made.n = gen_gpu_scan_passes(D, passes);
+    for (int i = 0; i < made.n; i++) {
+      StrBuf src = {0};
+      GpuLaunch launch;
+      int rc = gen_gpu_scan(&src, D, borders, g->drv->dialect, passes[i], &launch, err);
+      if (rc) {
+        sb_free(&src);
+        return rc;
+      }
+      if ((rc = load_source(g, D, src, launch, &made.mods[i], err))) return rc;
     }
-    rc = load_source(g, D, src, launch, &m, err);
-    if (!rc) rc = gpu_core_launch(g, m, out->width, out->height, c, err);
+    /* remembered (the modules stay loaded until the backend closes); where the record
+     * cannot be made (out of memory, too many images), made again next time */
+    GpuScanInstance *kept = (GpuScanInstance *)instance_new(D, borders, 0, sizeof *kept);
+    if (kept) {
+      kept->n = made.n;
+      memcpy(kept->mods, made.mods, sizeof made.mods);
+      instance_link(&g->scans, &kept->base);
+    }
+    in = &made;
+  }
+  for (int i = 0; i < in->n; i++) {
+    int rc = gpu_core_launch(g, in->mods[i], out->width, out->height, c, err);
     if (rc) return rc;
   }
   return PXL_OK;
@@ -220,7 +242,19 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   if (g->drv->enter) g->drv->enter(g);
   GpuInstance *in;
   GpuArgs c;
-  int rc = get_instance(g, D, imgs, out->width, out->height, &in, err);
+  int rc;
+  if (D->scan && gen_gpu_scan_fused(D)) { /* no map entry: the passes compute it */
+    if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
+      return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
+                     g->drv->name, PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
+    Border borders[PXL_GPU_MAX_IMAGES];
+    stage_borders(D, imgs, out->width, out->height, borders);
+    if ((rc = pack(g, D, imgs, scalars, "scan", &c, err))) return rc;
+    c.buf[GPU_ARG_OUT] = out->buffer;
+    c.a.out = kimage(out);
+    return scan_passes(g, D, borders, &c, out, err);
+  }
+  rc = get_instance(g, D, imgs, out->width, out->height, &in, err);
   if (!rc) rc = pack(g, D, imgs, scalars, "tune", &c, err);
   if (rc) return rc;
   c.buf[GPU_ARG_OUT] = out->buffer;
@@ -229,7 +263,7 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_cb, time_cb, g, &run, err))) return rc;
   c.kind = "kernel";
   rc = gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
-  return rc || !D->scan ? rc : scan_passes(g, D, &c, out, err);
+  return rc || !D->scan ? rc : scan_passes(g, D, in->base.borders, &c, out, err);
 }
 
 /* What a reduction or histogram run needs before its launch: the instance over the first
@@ -399,6 +433,8 @@ void gpu_core_free(GpuCore *g) {
   g->instances = NULL;
   instance_list_free(g->steps);
   g->steps = NULL;
+  instance_list_free(g->scans);
+  g->scans = NULL;
   gpu_tuner_free(&g->tuner);
   GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan, &g->tres};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)

@@ -155,6 +155,7 @@ struct GpuCore {
   GpuBuf scan;           /* the band totals of scans' parallel column passes (gen_gpu_scan_aux) */
   GpuBuf tres;           /* the result of an until test in flight (test_queue), host memory */
   Instance *steps;       /* iterated stencils (GpuStepsInstance), keyed by the carried image as size class */
+  Instance *scans;       /* scans' prefix passes (GpuScanInstance): their modules */
 };
 
 /* Sets up g (zero-filled) for drv and fills base.kernel, reduce and histogram (and
