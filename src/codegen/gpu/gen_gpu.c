@@ -41,18 +41,16 @@
  *                               them to pinned host memory and zeroes them; weighted integer bins
  *                               with global atomics; float-weighted bins on one thread in
  *                               row-major order (the interpreter's sums, exactly).
- *   scans                       the map is a kernel as above (skeleton scan: the generic
- *                               tiles); gen_gpu_scan writes the prefix passes. Integer
- *                               sums and min/max (any grouping, the same bits): rows by
- *                               warps (8 warps x 4 rows per block, 16-byte vectors per
- *                               lane, lane scans, a warp scan by shuffles - local memory
- *                               in OpenCL - and a carry per row), which also leave each
- *                               band of 32 rows' column totals in aux; the bands' carries
- *                               (a short walk down each column); then each band's columns
- *                               from its carry, a thread per column and band. Float sums
- *                               keep the interpreter's order: a thread per row (32 x 32
- *                               tiles in shared memory), then a thread per column.
- *                               Results are bit-identical either way.
+ *   scans                       integer sums, min and max (any grouping, the same bits)
+ *                               are fused: the passes evaluate the map, in tiles of 32
+ *                               rows by 32 vectors of columns - the tiles' totals, the
+ *                               carries between them, then each tile's prefixes (the
+ *                               image read twice, written once). 2-D float min/max: the
+ *                               map (a kernel as above), rows by warps (a carry per row,
+ *                               each band's column totals), the bands' carries, columns
+ *                               in bands. Float sums keep the interpreter's order: a
+ *                               thread per row (32 x 32 tiles in shared memory), then a
+ *                               thread per column. Results are bit-identical either way.
  */
 #include "codegen/gpu/gen_gpu.h"
 
