@@ -1355,22 +1355,16 @@ static void map_value(Gen *g, const char *A, const char *dst, const char *ind) {
 static void scan_open(Gen *g, const char *T, unsigned threads, bool fused) {
   if (fused) {
     entry_open(g, "pxl_stage", true, threads);
-    OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
-    OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
-    OUT("  PXR_GLOBAL %s *ct = (PXR_GLOBAL %s *)PXG_AUX;\n  (void)ct;\n", T, T);
-    OUT("  const %s id_ = ", T);
-    cg_identity(g);
-    OUT(";\n");
-    return;
-  }
-  if (g->dialect == GPU_OPENCL) {
-    OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
-    for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
-    OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
   } else {
-    OUT("extern \"C\" __global__ void __launch_bounds__(%u) pxl_stage(pxl_kargs a) {\n", threads);
+    if (g->dialect == GPU_OPENCL) {
+      OUT("__kernel void pxl_stage("); /* the arguments of every entry (entry_open): the core sets them all */
+      for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
+      OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
+    } else {
+      OUT("extern \"C\" __global__ void __launch_bounds__(%u) pxl_stage(pxl_kargs a) {\n", threads);
+    }
+    OUT("  pxlc_image *out = &a.out;\n  const int W = out->width, H = out->height;\n");
   }
-  OUT("  pxlc_image *out = &a.out;\n  const int W = out->width, H = out->height;\n");
   OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n", T, T);
   OUT("  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", T);
   OUT("  PXR_GLOBAL %s *ct = (PXR_GLOBAL %s *)PXG_AUX;\n  (void)ct;\n", T, T);
@@ -1416,6 +1410,18 @@ static void scan_cols_seq(Gen *g, const char *T, GpuLaunch *L) {
   OUT("  for (; y < H; y++, p += op) {\n    const %s v = *p;\n    ", T);
   cg_combine(g, "acc", "v");
   OUT("\n    *p = acc;\n  }\n}\n");
+}
+
+/* Stores v[r][k], R rows from y0 of E elements from column xs, into the output: a
+ * 16-byte vector per row where aligned and inside. */
+static void scan_store(Gen *g, const char *T, int R, int E, const char *ind) {
+  OUT("%s#pragma unroll\n%sfor (int r = 0; r < %d; r++) {\n", ind, ind, R);
+  OUT("%s  PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n%s  if (y0 + r >= H) continue;\n", ind, T, ind);
+  OUT("%s  if (xs + %d <= W && !((uintptr_t)p & 15)) {\n", ind, E);
+  OUT("%s    union { PXG_VEC(16) v; %s e[%d]; } u_;\n", ind, T, E);
+  OUT("%s    #pragma unroll\n%s    for (int k = 0; k < %d; k++) u_.e[k] = v[r][k];\n", ind, ind, E);
+  OUT("%s    *(PXR_GLOBAL PXG_VEC(16) *)p = u_.v;\n%s  } else {\n", ind, ind);
+  OUT("%s    for (int k = 0; k < %d && xs + k < W; k++) p[k] = v[r][k];\n%s  }\n%s}\n", ind, E, ind, ind);
 }
 
 /* Rows, in parallel: a block of 8 warps takes a band of PXL_GPU_SCAN_BAND rows, each warp
@@ -1472,13 +1478,7 @@ static void scan_rows(Gen *g, const char *T, GpuLaunch *L) {
   OUT("\n      #pragma unroll\n      for (int k = 0; k < %d; k++) ", E);
   scan_comb(g, T, "v[r][k]", "pre_", "v[r][k]");
   OUT("\n    }\n");
-  OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) {\n", R);
-  OUT("      PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n      if (y0 + r >= H) continue;\n", T);
-  OUT("      if (xs + %d <= W && !((uintptr_t)p & 15)) {\n", E);
-  OUT("        union { PXG_VEC(16) v; %s e[%d]; } u_;\n", T, E);
-  OUT("        #pragma unroll\n        for (int k = 0; k < %d; k++) u_.e[k] = v[r][k];\n", E);
-  OUT("        *(PXR_GLOBAL PXG_VEC(16) *)p = u_.v;\n      } else {\n");
-  OUT("        for (int k = 0; k < %d && xs + k < W; k++) p[k] = v[r][k];\n      }\n    }\n", E);
+  scan_store(g, T, R, E, "    ");
   if (totals) {
     OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++) {\n      %s c_ = id_;\n", E, T);
     OUT("      #pragma unroll\n      for (int r = 0; r < %d; r++) ", R);
@@ -1752,13 +1752,8 @@ static void scan_tiles(Gen *g, const char *A, const char *T, GpuLaunch *L) {
     scan_comb(g, T, "v[r][k]", "a_", "v[r][k]");
     OUT("\n  }\n");
   }
-  OUT("  #pragma unroll\n  for (int r = 0; r < %d; r++) {\n", TILE_R);
-  OUT("    PXR_GLOBAL %s *p = o + (ptrdiff_t)(y0 + r) * op + xs;\n    if (y0 + r >= H) continue;\n", T);
-  OUT("    if (xs + %d <= W && !((uintptr_t)p & 15)) {\n", E);
-  OUT("      union { PXG_VEC(16) v; %s e[%d]; } u_;\n", T, E);
-  OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++) u_.e[k] = v[r][k];\n", E);
-  OUT("      *(PXR_GLOBAL PXG_VEC(16) *)p = u_.v;\n    } else {\n");
-  OUT("      for (int k = 0; k < %d && xs + k < W; k++) p[k] = v[r][k];\n    }\n  }\n}\n", E);
+  scan_store(g, T, TILE_R, E, "  ");
+  OUT("}\n");
 }
 
 /* The carries, in place in ct: band b's totals become the combine of bands 0..b-1 (in
