@@ -327,10 +327,8 @@ static void tile_store(Gen *g, int PX, int PY, bool vec, int rb, const char *unr
   } else {
     OUT("      ");
   }
-  /* unrolled, so that v_ stays in registers (an index known only at run time puts it in
-   * local memory) */
-  if (masked) OUT("{\n        #pragma unroll\n        for (int e = 0; e < %d; e++) if (xs + e / %d < W) orow[e] = v_[j].e[e];\n      }\n", PX * C, C);
-  else OUT("{\n        #pragma unroll\n        for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n      }\n", PX * C);
+  if (masked) OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_[j].e[e];\n", PX * C, C);
+  else OUT("for (int e = 0; e < %d; e++) orow[e] = v_[j].e[e];\n", PX * C);
   if (masked) OUT("      }\n");
   OUT("    }\n    return;\n  }\n");
 }
