@@ -2,10 +2,13 @@
 # Builds pxl on a GPU machine that has no package registry, runs the CUDA and OpenCL
 # tests and, with PXL_GPU_BENCH=1, the GPU benchmarks (bench/bench_cuda, needs NPP;
 # bench/bench_backends cuda,opencl).
-# Needs the Debian packages of libspng, libjpeg-turbo, cmocka and the OpenCL ICD loader
-# as .deb files in .dev/debs (apt-get download libspng0 libspng-dev libjpeg62-turbo
-# libjpeg62-turbo-dev libjpeg-dev libcmocka0 libcmocka-dev ocl-icd-libopencl1); the
-# loader is pointed at NVIDIA's OpenCL library with an .icd file. Logs go to $OUT (or
+# Needs the Debian packages of libspng, libjpeg-turbo, cmocka, the OpenCL ICD loader and
+# libtiff as .deb files in .dev/debs (apt-get download libspng0 libspng-dev libjpeg62-turbo
+# libjpeg62-turbo-dev libjpeg-dev libcmocka0 libcmocka-dev ocl-icd-libopencl1 libtiff6
+# libtiff-dev libwebp7 libwebp-dev libwebpmux3 libwebpdemux2 libzstd1 libzstd-dev liblzma5
+# liblzma-dev libdeflate0 libdeflate-dev zlib1g-dev liblerc4 liblerc-dev libjbig0
+# libjbig-dev: libtiff-4.pc requires the others' .pc files); the loader is pointed at
+# NVIDIA's OpenCL library with an .icd file. Logs go to $OUT (or
 # /tmp/pxl-gpu).
 #   PXL_GPU_TESTS  ctest regex of the tests to run (default "cuda|opencl"; "none" for none)
 #   PXL_GPU_JOBS   ctest jobs (default 8)
