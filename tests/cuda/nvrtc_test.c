@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
       GpuScanPass used[PXL_GPU_SCAN_MAX_PASSES];
       int nused = D->scan ? gen_gpu_scan_passes(D, used) : 0;
       for (int pass = GSP_ROWS_SEQ; pass <= GSP_TILES && D->scan; pass++) {
-        if (!gen_gpu_scan_fused(D) && (pass == GSP_TOTALS || pass == GSP_RCARRY || pass == GSP_TILES)) continue;
+        if (!gen_gpu_scan_pass_exists(D, (GpuScanPass)pass)) continue;
         bool uses = false;
         for (int k = 0; k < nused; k++) uses = uses || used[k] == (GpuScanPass)pass;
         StrBuf cu = {0};

@@ -231,12 +231,20 @@ static void reg_aligned(Gen *g, int VP) {
 
 /* One pixel (x, y) of a kernel with every check: outside the region zero, interior
  * "pi", else "pe". */
+/* t_[0..C) = pixel (x, y): 0 outside the output region, else the interior or the edge
+ * function; `lead` begins the first line (its indentation, or "else "). */
+static void pixel_value(Gen *g, const char *A, int C, const char *lead, const char *ind) {
+  OUT("%sif (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) { for (int c = 0; c < %d; c++) t_[c] = 0; }\n", lead, C);
+  OUT("%s  else if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+  OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+}
+
 static void pixel_checked(Gen *g, const char *A, int C, const char *ind) {
   /* pixel functions write private memory (OpenCL has no generic pointers) */
   OUT("%s{\n%s  %s t_[%d];\n", ind, ind, cg_ctype(g->D->type.s), C);
-  OUT("%s  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) { for (int c = 0; c < %d; c++) t_[c] = 0; }\n", ind, C);
-  OUT("%s  else if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
-  OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
+  char lead[64];
+  snprintf(lead, sizeof lead, "%s  ", ind);
+  pixel_value(g, A, C, lead, ind);
   OUT("%s  for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = t_[c];\n%s}\n", ind, C, C, ind);
 }
 
@@ -1269,9 +1277,17 @@ static bool scan_parallel(const Decl *D) { return !(D->redop == R_SUM && scalar_
 
 static bool scan_2d(const Decl *D) { return (D->scan & SCAN_X) && (D->scan & SCAN_Y); }
 
+/* Elements of the scan's type in a 16-byte vector: a lane's columns in the parallel passes. */
+static int scan_elems(const Decl *D) { return 16 / scalar_size(D->type.s); }
+
 bool gen_gpu_scan_fused(const Decl *D) {
   return scan_parallel(D) && !(scan_2d(D) && scalar_is_float(D->type.s));
 }
+
+/* The passes that exist only in fused scans. */
+static bool fused_only(GpuScanPass pass) { return pass == GSP_TOTALS || pass == GSP_RCARRY || pass == GSP_TILES; }
+
+bool gen_gpu_scan_pass_exists(const Decl *D, GpuScanPass pass) { return gen_gpu_scan_fused(D) || !fused_only(pass); }
 
 int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes) {
   int n = 0;
@@ -1302,7 +1318,7 @@ size_t gen_gpu_scan_aux(const Decl *D, int w, int h) {
   size_t bands = (size_t)(h + PXL_GPU_SCAN_BAND - 1) / PXL_GPU_SCAN_BAND, n = 0;
   if (D->scan & SCAN_Y) n += bands * (size_t)w;
   if ((D->scan & SCAN_X) && gen_gpu_scan_fused(D)) {
-    size_t cw = 32 * (size_t)(16 / scalar_size(D->type.s));
+    size_t cw = 32 * (size_t)scan_elems(D);
     n += (size_t)h * (((size_t)w + cw - 1) / cw);
   }
   return n * (size_t)scalar_size(D->type.s);
@@ -1342,9 +1358,10 @@ static void warp_scan_cuda(Gen *g, const char *T, const char *ind) {
 static void map_value(Gen *g, const char *A, const char *dst, const char *ind) {
   const char *T = cg_ctype(g->D->type.s);
   OUT("%s{\n%s  %s t_[1];\n%s  if (x >= W || y >= H) t_[0] = id_;\n", ind, ind, T, ind);
-  OUT("%s  else if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) t_[0] = 0;\n", ind);
-  OUT("%s  else if (x >= ix0 && x < ix1 && y >= iy0 && y < iy1) %s_pi(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
-  OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n%s  %s = t_[0];\n%s}\n", ind, g->pfx, A, ind, dst, ind);
+  char lead[64];
+  snprintf(lead, sizeof lead, "%s  else ", ind);
+  pixel_value(g, A, 1, lead, ind);
+  OUT("%s  %s = t_[0];\n%s}\n", ind, dst, ind);
 }
 
 /* The entry of a scan pass: W, H, the output o (pitch op, in elements), aux as ct (the
@@ -1431,7 +1448,7 @@ static void scan_store(Gen *g, const char *T, int R, int E, const char *ind) {
  * each lane combines its R rows, then a thread per column the 8 warps, in row order. */
 static void scan_rows(Gen *g, const char *T, GpuLaunch *L) {
   const Decl *D = g->D;
-  int E = 16 / scalar_size(D->type.s), R = PXL_GPU_SCAN_BAND / 8, CW = 32 * E;
+  int E = scan_elems(D), R = PXL_GPU_SCAN_BAND / 8, CW = 32 * E;
   bool totals = D->scan & SCAN_Y, cuda = g->dialect == GPU_CUDA;
   *L = (GpuLaunch){.grid = GPU_GRID_BANDS, .bx = 256, .by = 1, .px = 1, .py = PXL_GPU_SCAN_BAND};
   if (totals) OUT("  PXG_SHARED %s cs_[8][%d];\n", T, CW);
@@ -1534,8 +1551,6 @@ static void scan_band_cols(Gen *g, const char *A, const char *T, GpuLaunch *L) {
  * than the interpreter's: exact for integer sums (they wrap), integer min and max. */
 static const int TILE_R = PXL_GPU_SCAN_BAND / 8; /* rows per warp */
 
-static int scan_elems(const Decl *D) { return 16 / scalar_size(D->type.s); }
-
 /* rt: after ct (nb x W) in aux when the scan goes along y. */
 static void rt_decl(Gen *g, const char *T) {
   OUT("  PXR_GLOBAL %s *rt = ct", T);
@@ -1543,9 +1558,9 @@ static void rt_decl(Gen *g, const char *T) {
   OUT(";\n  (void)rt;\n");
 }
 
-/* The tile's launch and its coordinates: lane, wp, the segment s_ and band b_, the
- * lane's first column xs and the warp's first row y0; rt after ct in aux. (sg_: the
- * warp scan's text uses s_.) */
+/* The tile's launch and its coordinates: lane, wp, the segment sg_ (not s_: the warp
+ * scan's text uses that) and band b_, the lane's first column xs and the warp's first
+ * row y0; rt after ct in aux. */
 static void tile_open(Gen *g, const char *T, GpuLaunch *L) {
   int E = scan_elems(g->D);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = E, .py = TILE_R};
@@ -1672,7 +1687,7 @@ static void scan_rcarry(Gen *g, const char *T, GpuLaunch *L) {
     OUT("\n    }\n  }\n");
   }
   if (D->scan & SCAN_X) {
-    OUT("  PXG_SHARED %s rs_[%d][257];\n  PXG_SHARED %s cr_[%d];\n  if (t < %d) cr_[t] = id_;\n", T, B, T, B, B);
+    OUT("  PXG_SHARED %s rs_[%d][257];\n  %s cr_ = id_; /* thread t < %d: row t's carry */\n", T, B, T, B);
     OUT("  for (int c0 = 0; c0 < ns_; c0 += 256) {\n    const int s = c0 + t;\n    %s v[%d];\n", T, B);
     OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) v[r] = s < ns_ && r < nr_ ? rt[(ptrdiff_t)(y0 + r) * ns_ + s] : id_;\n",
         B);
@@ -1682,10 +1697,10 @@ static void scan_rcarry(Gen *g, const char *T, GpuLaunch *L) {
       OUT("\n");
     }
     OUT("    #pragma unroll\n    for (int r = 0; r < %d; r++) rs_[r][t] = v[r];\n    PXG_SYNC();\n", B);
-    OUT("    if (t < %d) {\n      %s c_ = cr_[t];\n      const int n_ = ns_ - c0 < 256 ? ns_ - c0 : 256;\n", B, T);
-    OUT("      for (int j = 0; j < n_; j++) {\n        const %s a_ = rs_[t][j];\n        rs_[t][j] = c_;\n        ", T);
-    cg_combine(g, "c_", "a_");
-    OUT("\n      }\n      cr_[t] = c_;\n    }\n    PXG_SYNC();\n");
+    OUT("    if (t < %d) {\n      const int n_ = ns_ - c0 < 256 ? ns_ - c0 : 256;\n", B);
+    OUT("      for (int j = 0; j < n_; j++) {\n        const %s a_ = rs_[t][j];\n        rs_[t][j] = cr_;\n        ", T);
+    cg_combine(g, "cr_", "a_");
+    OUT("\n      }\n    }\n    PXG_SYNC();\n");
     OUT("    if (s < ns_)\n      for (int r = 0; r < nr_; r++) rt[(ptrdiff_t)(y0 + r) * ns_ + s] = rs_[r][t];\n    PXG_SYNC();\n  }\n");
   }
   OUT("}\n");
@@ -1783,9 +1798,18 @@ static void scan_carries(Gen *g, const char *T, GpuLaunch *L) {
 static const char *const scan_pass_names[] = {"row (sequential)", "column (sequential)", "row", "totals",
                                               "band carries", "column", "row carries", "tiles"};
 
+int gen_gpu_limits(const Decl *D, GpuDialect dialect, Err *err) {
+  if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
+    return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
+                   dialect == GPU_OPENCL ? "OpenCL" : "CUDA", PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
+  return PXL_OK;
+}
+
 int gen_gpu_scan(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, GpuScanPass pass,
                  GpuLaunch *launch, Err *err) {
-  if (!gen_gpu_scan_fused(D) && (pass == GSP_TOTALS || pass == GSP_RCARRY || pass == GSP_TILES))
+  int rc = gen_gpu_limits(D, dialect, err);
+  if (rc) return rc;
+  if (!gen_gpu_scan_pass_exists(D, pass))
     return err_set(err, PXL_ERROR, "internal: the %s pass is for fused scans; %s is not", scan_pass_names[pass],
                    D->name);
   bool direct[PXL_GPU_MAX_IMAGES];
@@ -1825,10 +1849,8 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
                   GpuLaunch *launch, Err *err) {
   if (D->nouts) /* exec.c runs its projections, D->outs */
     return err_set(err, PXL_ERROR, "internal: %s has %d outputs; generate its projections", D->name, D->nouts);
-  if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
-    return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
-                   dialect == GPU_OPENCL ? "OpenCL" : "CUDA",
-                   PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
+  int rc = gen_gpu_limits(D, dialect, err);
+  if (rc) return rc;
   bool direct[PXL_GPU_MAX_IMAGES];
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, "st", direct);

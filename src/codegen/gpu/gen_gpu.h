@@ -99,6 +99,14 @@ typedef enum {
 /* Whether scan D's passes compute its map themselves (no map launch before them). */
 bool gen_gpu_scan_fused(const Decl *D);
 
+/* Whether gen_gpu_scan can write `pass` for scan D (TOTALS, RCARRY and TILES exist only
+ * for fused scans); whether D uses it is gen_gpu_scan_passes'. */
+bool gen_gpu_scan_pass_exists(const Decl *D, GpuScanPass pass);
+
+/* PXL_EARG where D has more images or scalars than a GPU entry takes (every generator
+ * here checks it; the runtime before it sizes arrays by the images). */
+int gen_gpu_limits(const Decl *D, GpuDialect dialect, Err *err);
+
 /* The passes of scan D (Decl.scan) in launch order, in passes[PXL_GPU_SCAN_MAX_PASSES];
  * returns how many. */
 int gen_gpu_scan_passes(const Decl *D, GpuScanPass *passes);

@@ -244,9 +244,7 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
   GpuArgs c;
   int rc;
   if (D->scan && gen_gpu_scan_fused(D)) { /* no map entry: the passes compute it */
-    if (D->nimages > PXL_GPU_MAX_IMAGES || D->nscalars > PXL_GPU_MAX_SCALARS)
-      return err_set(err, PXL_EARG, "%s: the %s backend takes at most %d images and %d scalars", D->name,
-                     g->drv->name, PXL_GPU_MAX_IMAGES, PXL_GPU_MAX_SCALARS);
+    if ((rc = gen_gpu_limits(D, g->drv->dialect, err))) return rc;
     Border borders[PXL_GPU_MAX_IMAGES];
     stage_borders(D, imgs, out->width, out->height, borders);
     if ((rc = pack(g, D, imgs, scalars, "scan", &c, err))) return rc;
