@@ -30,6 +30,17 @@ struct Backend {
   int (*histogram)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err);
   /* Frees the backend. */
   void (*free)(Backend *be);
+  /* Histograms that stay on the device, optional (NULL: none). histogram_keep queues
+   * histogram D as `histogram` would run it, but its bins stay in device memory, held
+   * for `bins` - the host array (D->nbins + 1 Lanes) that stands for them in the
+   * pipeline, which it does not write: a later kernel given `bins` as an array
+   * parameter's value (Lane.arr) reads the device copy, and nothing on the host may read
+   * bins. *kept false: nothing ran (not a counting histogram, or no room); run
+   * `histogram` instead. array_forget(bins) once no later stage reads them, before bins
+   * is freed. exec.c keeps a histogram only for integer array parameters of its size. */
+  int (*histogram_keep)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, const Lane *bins,
+                        bool *kept, Err *err);
+  void (*array_forget)(Backend *be, const Lane *bins);
 
   /* Device memory, for backends that have their own (NULL for host backends). The
    * runtime then hands kernel/reduce/histogram device images only (exec.c copies host

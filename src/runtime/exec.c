@@ -82,11 +82,14 @@ static void free_inputs(const Decl *P, int v, const int *last_use, struct pxl_im
 /* Computes pipeline value pv - a reduction's result, a histogram's bins (N + 1 Lanes, the
  * last 0, heap: out->arr) - through the backend's reduce or histogram entry. On a GPU
  * that is one launch and one read-back of the result (16 bytes, or the bins); a kernel
- * that takes the bins uploads them again with its arguments (gpu_core.c: pack_arrays). */
+ * that takes the bins uploads them again with its arguments (gpu_core.c: pack_arrays).
+ * keep: the bins may stay on the device (keep_bins), where the backend can keep them:
+ * nothing waits, and out->arr only stands for them. */
 static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out,
                            Err *err);
 
-static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, Lane *out, Err *err) {
+static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, const Lane *ks, bool keep, Lane *out,
+                     Err *err) {
   const Decl *K = pv->callee;
   if (K->kind == D_KERNEL) return run_table_value(be, pv, kimgs, ks, out, err);
   if (pv->kind == PV_SCALAR) {
@@ -97,7 +100,9 @@ static int run_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs, cons
   }
   Lane *bins = PXL_CALLOC((size_t)K->nbins + 1, sizeof *bins);
   if (!bins) return err_set(err, PXL_ENOMEM, "out of memory");
-  int rc = be->histogram(be, spec_for(K, ks), kimgs, ks, bins, err);
+  bool kept = false;
+  int rc = keep ? be->histogram_keep(be, spec_for(K, ks), kimgs, ks, bins, &kept, err) : PXL_OK;
+  if (!rc && !kept) rc = be->histogram(be, spec_for(K, ks), kimgs, ks, bins, err);
   if (rc) PXL_FREE(bins);
   else out->arr = bins;
   return rc;
@@ -134,6 +139,23 @@ static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs
   if (rc) PXL_FREE(arr);
   else out->arr = arr;
   return rc;
+}
+
+/* Whether histogram value v of pipeline P may stay on the device (Backend.histogram_keep):
+ * every stage that reads it takes it as an integer array parameter of its size, so the
+ * host never needs its values (pipeline expressions take scalar values only). */
+static bool keep_bins(const Backend *be, const Decl *P, int v) {
+  const PipeValue *pv = &P->values[v];
+  if (!be->histogram_keep || pv->kind != PV_ARRAY || pv->callee->kind != D_HISTOGRAM) return false;
+  bool read = false;
+  for (int w = v + 1; w < P->nvalues; w++)
+    for (int a = 0; a < P->values[w].nargs; a++) {
+      if (P->values[w].args[a].source != v) continue;
+      const Param *kp = P->values[w].callee->params[a];
+      if (kp->len != pv->callee->nbins || scalar_is_float(kp->type.s)) return false;
+      read = true;
+    }
+  return read;
 }
 
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
@@ -173,7 +195,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
       }
     }
     if (pv->kind != PV_IMAGE) {
-      rc = run_value(be, pv, kimgs, ks, &pvals[v], err);
+      rc = run_value(be, pv, kimgs, ks, keep_bins(be, P, v), &pvals[v], err);
       if (!rc) free_inputs(P, v, last_use, vals, owned);
       continue;
     }
@@ -201,8 +223,11 @@ done:
   if (vals && owned)
     for (int v = 0; v < n; v++)
       if (owned[v]) image_free(vals[v]);
-  for (int v = 0; pvals && v < n; v++)
-    if (P->values[v].kind == PV_ARRAY) PXL_FREE((void *)pvals[v].arr);
+  for (int v = 0; pvals && v < n; v++) {
+    if (P->values[v].kind != PV_ARRAY) continue;
+    if (be->array_forget && pvals[v].arr) be->array_forget(be, pvals[v].arr);
+    PXL_FREE((void *)pvals[v].arr);
+  }
   PXL_FREE(pvals);
   PXL_FREE(vals);
   PXL_FREE(owned);

@@ -195,6 +195,13 @@ static int cuda_upload(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *er
   return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
 }
 
+static int cuda_copy_buf(GpuCore *g, GpuBuf *dst, size_t at, const GpuBuf *src, size_t n, Err *err) {
+  Cuda *cu = (Cuda *)g;
+  CUresult r = cu->api->cuMemcpyDtoDAsync_v2((CUdeviceptr)(uintptr_t)dst->p + at, (CUdeviceptr)(uintptr_t)src->p, n,
+                                             cu->stream);
+  return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
+}
+
 /* gpu_instance_tune's timing: 3 launches after a warm-up, between two events. */
 static int cuda_time(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs *a, double *ms, Err *err) {
   Cuda *cu = (Cuda *)g;
@@ -239,6 +246,7 @@ static const GpuDriver cuda_driver = {
     .release = cuda_release,
     .fetch = cuda_fetch,
     .upload = cuda_upload,
+    .copy_buf = cuda_copy_buf,
     .time = cuda_time,
     .mark = cuda_mark,
     .wait_mark = cuda_wait_mark,

@@ -90,6 +90,7 @@ typedef struct {
   X(cuMemcpy2DAsync_v2, CUresult, (const CudaMemcpy2D *copy, CUstream s))                       \
   X(cuMemcpyHtoDAsync_v2, CUresult, (CUdeviceptr dst, const void *src, size_t bytes, CUstream s))     \
   X(cuMemcpyDtoHAsync_v2, CUresult, (void *dst, CUdeviceptr src, size_t bytes, CUstream s))     \
+  X(cuMemcpyDtoDAsync_v2, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)) \
   X(cuMemAllocHost_v2, CUresult, (void **p, size_t bytes))                                      \
   X(cuMemAllocAsync, CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))                     \
   X(cuMemFreeAsync, CUresult, (CUdeviceptr p, CUstream s))                                      \

@@ -90,13 +90,34 @@ static GpuKImage kimage(const struct pxl_image *img) {
 
 static int need(GpuCore *g, GpuBuf *b, size_t n, Err *err);
 
+/* The kept bins that host array `bins` stands for, or NULL. */
+static GpuKept *kept_of(GpuCore *g, const Lane *bins) {
+  for (int i = 0; bins && i < PXL_GPU_KEPT; i++)
+    if (g->kept[i].key == bins) return &g->kept[i];
+  return NULL;
+}
+
 /* The elements of D's array parameters, uploaded into g->prm (each pxlc_scalar[len + 1],
  * the last 0; f32 values as floats where f32_float), and their addresses or byte offsets
- * in c's scalar slots. One upload per launch that has array parameters: a few KiB. */
+ * in c's scalar slots. One upload per launch that has array parameters: a few KiB.
+ * Histograms' bins kept on the device (histogram_keep) are not uploaded: a pointer
+ * dialect passes the kept buffer's address, a buffer dialect copies it into g->prm. */
 static int pack_arrays(GpuCore *g, const Decl *D, const Lane *scalars, GpuArgs *c, Err *err) {
-  size_t total = 0;
-  for (int i = 0; i < D->nparams; i++)
-    if (D->params[i]->len) total += (size_t)D->params[i]->len + 1;
+  size_t total = 0, sent = 0; /* elements in g->prm; of them uploaded from the host */
+  for (int i = 0; i < D->nparams; i++) {
+    const Param *p = D->params[i];
+    if (!p->len) continue;
+    const GpuKept *k = kept_of(g, scalars[p->scalar_index].arr);
+    if (k && (k->buf.size != ((size_t)p->len + 1) * sizeof(GpuKScalar) || scalar_is_float(p->type.s)))
+      return err_set(err, PXL_ERROR, "internal: %s's array %s cannot take the bins kept on the device", D->name,
+                     p->name);
+    if (k && !g->base.buffer_images) {
+      c->a.sc[p->scalar_index].i = (int64_t)(uintptr_t)k->buf.p;
+      continue;
+    }
+    total += (size_t)p->len + 1;
+    if (!k) sent = total;
+  }
   if (!total) return PXL_OK;
   if (!g->drv->upload)
     return err_set(err, PXL_EDEVICE, "%s: the %s backend takes no array parameters", D->name, g->drv->name);
@@ -105,22 +126,33 @@ static int pack_arrays(GpuCore *g, const Decl *D, const Lane *scalars, GpuArgs *
   GpuKScalar *blob = PXL_CALLOC(total, sizeof(GpuKScalar));
   if (!blob) return err_set(err, PXL_ENOMEM, "out of memory");
   size_t at = 0; /* in elements */
-  for (int i = 0; i < D->nparams; i++) {
+  for (int i = 0; i < D->nparams && !rc; i++) {
     const Param *p = D->params[i];
     if (!p->len) continue;
     const Lane *v = scalars[p->scalar_index].arr;
-    for (int k = 0; k < p->len; k++) {
-      GpuKScalar *e = &blob[at + (size_t)k];
-      if (p->type.s == T_F32 && g->f32_float) e->f32 = (float)v[k].f;
-      else if (scalar_is_float(p->type.s)) e->f = v[k].f;
-      else e->i = v[k].i;
-    }
+    const GpuKept *k = kept_of(g, v);
+    if (k && !g->base.buffer_images) continue; /* its address, above */
     uint64_t off = at * sizeof(GpuKScalar);
     c->a.sc[p->scalar_index].i = (int64_t)(g->base.buffer_images ? off : (uint64_t)(uintptr_t)g->prm.p + off);
+    for (int e = 0; !k && e < p->len; e++) {
+      GpuKScalar *d = &blob[at + (size_t)e];
+      if (p->type.s == T_F32 && g->f32_float) d->f32 = (float)v[e].f;
+      else if (scalar_is_float(p->type.s)) d->f = v[e].f;
+      else d->i = v[e].i;
+    }
     at += (size_t)p->len + 1;
   }
-  rc = g->drv->upload(g, &g->prm, blob, total * sizeof(GpuKScalar), err);
+  if (!rc && sent) rc = g->drv->upload(g, &g->prm, blob, sent * sizeof(GpuKScalar), err);
   PXL_FREE(blob);
+  /* buffer dialects: the kept bins over their zeros, queued after the upload */
+  at = 0;
+  for (int i = 0; i < D->nparams && !rc && g->base.buffer_images; i++) {
+    const Param *p = D->params[i];
+    if (!p->len) continue;
+    const GpuKept *k = kept_of(g, scalars[p->scalar_index].arr);
+    if (k) rc = g->drv->copy_buf(g, &g->prm, at * sizeof(GpuKScalar), &k->buf, k->buf.size, err);
+    at += (size_t)p->len + 1;
+  }
   c->buf[GPU_ARG_PRM] = g->prm.p;
   return rc;
 }
@@ -402,6 +434,50 @@ static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
   return g->drv->fetch(g, &g->hist, n, true, bins, D->name, err);
 }
 
+/* A counting histogram (its kernel hands the bins over itself: launch.to_host) writes
+ * them into a kept buffer of nbins + 1 int64 instead of the result buffer; the last
+ * element stays the 0 the buffer was made with. Buffers are reused by size; the
+ * launches that read one were queued before the next histogram that writes it. */
+static int core_histogram_keep(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, const Lane *bins,
+                               bool *kept, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  *kept = false;
+  size_t n = ((size_t)D->nbins + 1) * sizeof(GpuKScalar);
+  /* a free buffer of this size, else a free slot without one, else another free buffer
+   * (freed and made again) */
+  GpuKept *k = NULL;
+  int best = 0;
+  for (int i = 0; i < PXL_GPU_KEPT; i++) {
+    const GpuKept *f = &g->kept[i];
+    int score = f->key ? 0 : f->buf.size == n ? 3 : !f->buf.p ? 2 : 1;
+    if (score > best) best = score, k = &g->kept[i];
+  }
+  if (!k || kept_of(g, bins)) return PXL_OK;
+  GpuInstance *in;
+  GpuArgs c;
+  size_t nb = (size_t)D->nbins * sizeof(Lane);
+  int rc = prepare_fold(g, D, imgs, scalars, "histogram", &g->hist, nb + 16, nb, &in, &c, err);
+  if (rc || !((const GpuModule *)in->base.module)->launch.to_host) return rc;
+  if (k->buf.size != n) {
+    if (k->buf.p) g->drv->release(g, &k->buf);
+    k->buf = (GpuBuf){0};
+    rc = g->drv->alloc(g, &k->buf, n, err); /* zero-filled: the last element is 0 */
+    if (rc) return rc;
+  }
+  if (g->base.buffer_images) c.buf[GPU_ARG_RES] = k->buf.p;
+  else c.a.res = (uint64_t)(uintptr_t)k->buf.p;
+  rc = gpu_core_launch(g, in->base.module, imgs[0].img->width, imgs[0].img->height, &c, err);
+  if (rc) return rc;
+  k->key = bins;
+  *kept = true;
+  return PXL_OK;
+}
+
+static void core_array_forget(Backend *be, const Lane *bins) {
+  GpuKept *k = kept_of((GpuCore *)be, bins);
+  if (k) k->key = NULL;
+}
+
 void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
   g->drv = drv;
   g->res.result = true;
@@ -418,6 +494,10 @@ void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
   g->base.kernel = core_kernel;
   g->base.reduce = core_reduce;
   g->base.histogram = core_histogram;
+  if (drv->copy_buf) {
+    g->base.histogram_keep = core_histogram_keep;
+    g->base.array_forget = core_array_forget;
+  }
 }
 
 void gpu_core_free(GpuCore *g) {
@@ -437,4 +517,6 @@ void gpu_core_free(GpuCore *g) {
   GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan, &g->tres};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->p) g->drv->release(g, bufs[i]);
+  for (int i = 0; i < PXL_GPU_KEPT; i++)
+    if (g->kept[i].buf.p) g->drv->release(g, &g->kept[i].buf);
 }

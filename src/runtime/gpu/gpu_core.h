@@ -30,7 +30,8 @@
  * output's, aux, result and array-parameter buffers as arguments 0..11 (GpuArgs.buf) and
  * pxl_kargs as 12. An array parameter's slot in pxl_kargs holds the address (pointer
  * dialects) or byte offset in that buffer (buffer dialects) of its elements, uploaded by
- * the core before each launch that reads it (pxlc_scalar[len + 1], the last 0).
+ * the core before each launch that reads it (pxlc_scalar[len + 1], the last 0), or for
+ * a histogram's bins kept on the device, copied there from the kept buffer.
  */
 #ifndef PXL_GPU_CORE_H
 #define PXL_GPU_CORE_H
@@ -140,7 +141,21 @@ typedef struct {
    * after it. With them the core offers Backend.test_queue/test_mark/test_end. */
   int (*mark)(GpuCore *g, Err *err);
   int (*wait_mark)(GpuCore *g, Err *err);
+  /* Optional: queues a copy of n bytes from the start of aux buffer src to aux buffer
+   * dst at byte offset `at`, ordered like upload. With it the core keeps counting
+   * histograms' bins on the device for the kernels of a pipeline that take them
+   * (Backend.histogram_keep). */
+  int (*copy_buf)(GpuCore *g, GpuBuf *dst, size_t at, const GpuBuf *src, size_t n, Err *err);
 } GpuDriver;
+
+/* Histograms' bins kept on the device (Backend.histogram_keep): the host array that
+ * stands for them (NULL: the buffer is free for the next histogram of its size) and
+ * nbins + 1 int64 elements, the last 0 - an array parameter's layout (pxlc_scalar). */
+#define PXL_GPU_KEPT 8
+typedef struct {
+  const Lane *key;
+  GpuBuf buf;
+} GpuKept;
 
 /* The part of a GPU backend the core keeps; the first member of the driver's struct. */
 struct GpuCore {
@@ -156,6 +171,7 @@ struct GpuCore {
   GpuBuf tres;           /* the result of an until test in flight (test_queue), host memory */
   Instance *steps;       /* iterated stencils (GpuStepsInstance), keyed by the carried image as size class */
   Instance *scans;       /* scans' prefix passes (GpuScanInstance): their modules */
+  GpuKept kept[PXL_GPU_KEPT]; /* histograms' bins the host has not seen (histogram_keep) */
 };
 
 /* Sets up g (zero-filled) for drv and fills base.kernel, reduce and histogram (and

@@ -134,6 +134,9 @@ enum {
     (cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *buf_origin, const size_t *host_origin, \
      const size_t *region, size_t buf_row_pitch, size_t buf_slice_pitch, size_t host_row_pitch,             \
      size_t host_slice_pitch, const void *src, cl_uint nwait, const cl_event *wait, cl_event *ev))           \
+  X(clEnqueueCopyBuffer, cl_int,                                                              \
+    (cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset, size_t dst_offset, size_t size, \
+     cl_uint nwait, const cl_event *wait, cl_event *ev))                                      \
   X(clEnqueueCopyBufferRect, cl_int,                                                          \
     (cl_command_queue q, cl_mem src, cl_mem dst, const size_t *src_origin, const size_t *dst_origin,       \
      const size_t *region, size_t src_row_pitch, size_t src_slice_pitch, size_t dst_row_pitch,             \

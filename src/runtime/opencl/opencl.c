@@ -508,6 +508,13 @@ static int ocl_upload(GpuCore *g, GpuBuf *b, const void *src, size_t n, Err *err
   return r ? cl_fail(cl, r, "copy", err) : PXL_OK;
 }
 
+/* Queued; the in-order queue runs it after the histogram that wrote src. */
+static int ocl_copy_buf(GpuCore *g, GpuBuf *dst, size_t at, const GpuBuf *src, size_t n, Err *err) {
+  Ocl *cl = (Ocl *)g;
+  cl_int r = cl->api->clEnqueueCopyBuffer(cl->queue, src->p, dst->p, 0, at, n, 0, NULL, NULL);
+  return r ? cl_fail(cl, r, "copy", err) : PXL_OK;
+}
+
 static void ocl_release(GpuCore *g, GpuBuf *b) { ((Ocl *)g)->api->clReleaseMemObject(b->p); }
 
 /* One blocking read (the in-order queue has then run the kernels before it); bins
@@ -544,6 +551,7 @@ static const GpuDriver ocl_driver = {
     .release = ocl_release,
     .fetch = ocl_fetch,
     .upload = ocl_upload,
+    .copy_buf = ocl_copy_buf,
     .time = ocl_time,
 };
 
