@@ -215,7 +215,8 @@ enum {
   NF_KEPT_BRANCH = 32,  /* ND_BLOCK: the branch an if with a known condition kept (parser);
                          * a block it stands in splices its statements in */
   NF_UNROLL = 64,       /* ND_FOR: counts its counter, assigned nowhere else, from one literal
-                         * to another by 1 in at most 16 iterations (analysis): generated C
+                         * to another by 1 in at most 16 iterations, and makes at most 64
+                         * bodies with the loops unrolled inside it (analysis): generated C
                          * unrolls it completely */
 };
 
