@@ -35,7 +35,8 @@
  * are, by default the source tree's samples/; --no-large: no random case over
  * BIG_PIXELS and no photo-like case marked large; --verbose names each case before it runs;
  * a FILE containing the line `// diff_test: quick` always runs the quick cases: its
- * pipelines iterate over the image hundreds of times in the interpreter;
+ * pipelines iterate over the image hundreds of times in the interpreter; one containing
+ * `// diff_test: short` the quick cases with 257x72 for 257x129 (sizes_short);
  * PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
  * ref_cache.h). A case's inputs depend only on the case (file, entry, border, size,
  * input kind), never on which cases ran before it.
@@ -70,7 +71,16 @@ static const Size sizes_full[] = {{1, 1}, {1, 17}, {17, 1}, {3, 5}, {64, 64}, {2
  * 257x129, which runs in every mode. */
 enum { BIG_PIXELS = 100000 };
 static const Size sizes_quick[] = {{1, 1}, {3, 5}, {257, 129}};
-enum { NFULL = sizeof sizes_full / sizeof *sizes_full, NQUICK = sizeof sizes_quick / sizeof *sizes_quick };
+/* `// diff_test: short` (boxwin.pxl: 961 interpreted reads per pixel): the quick sizes,
+ * the largest cut to 72 rows - still two strips of 256 columns, bands of 32 rows, a
+ * 64-row block (8 rows x 8 threads) and the rows after it, and rows beyond a 31-row
+ * window's reach from both edges. */
+static const Size sizes_short[] = {{1, 1}, {3, 5}, {257, 72}};
+enum {
+  NFULL = sizeof sizes_full / sizeof *sizes_full,
+  NQUICK = sizeof sizes_quick / sizeof *sizes_quick,
+  NSHORT = sizeof sizes_short / sizeof *sizes_short
+};
 
 /* Input images: random bits, or one of the photo-like patterns. */
 typedef enum { IN_RANDOM, IN_SAMPLE, IN_GRADIENT, IN_FLAT, IN_LEVELS } Input;
@@ -627,9 +637,10 @@ int main(int argc, char **argv) {
     }
     const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
     /* a file whose pipelines iterate over the image many times asks for the quick cases */
-    quick = all_quick || strstr(src, "// diff_test: quick");
-    sizes = quick ? sizes_quick : sizes_full;
-    nsizes = !strcmp(inputs, "photo") ? 0 : quick ? NQUICK : NFULL;
+    bool shortened = strstr(src, "// diff_test: short") != NULL;
+    quick = all_quick || shortened || strstr(src, "// diff_test: quick");
+    sizes = shortened ? sizes_short : quick ? sizes_quick : sizes_full;
+    nsizes = !strcmp(inputs, "photo") ? 0 : shortened ? NSHORT : quick ? NQUICK : NFULL;
     if (strstr(src, "BORDER")) {
       for (int b = 0; b < NBORDERS; b++) {
         if (!in_shard(b)) continue;
