@@ -443,13 +443,13 @@ static int core_histogram_keep(Backend *be, const Decl *D, const ImgArg *imgs, c
   GpuCore *g = (GpuCore *)be;
   *kept = false;
   size_t n = ((size_t)D->nbins + 1) * sizeof(GpuKScalar);
-  /* a free buffer of this size, else a free slot without one, else another free buffer
-   * (freed and made again) */
+  /* a free buffer of this size, else a slot without one (a buffer of another size is not
+   * freed: launches queued by an earlier run may still read it) */
   GpuKept *k = NULL;
   int best = 0;
   for (int i = 0; i < PXL_GPU_KEPT; i++) {
     const GpuKept *f = &g->kept[i];
-    int score = f->key ? 0 : f->buf.size == n ? 3 : !f->buf.p ? 2 : 1;
+    int score = f->key ? 0 : f->buf.size == n ? 2 : !f->buf.p ? 1 : 0;
     if (score > best) best = score, k = &g->kept[i];
   }
   if (!k || kept_of(g, bins)) return PXL_OK;
@@ -458,9 +458,7 @@ static int core_histogram_keep(Backend *be, const Decl *D, const ImgArg *imgs, c
   size_t nb = (size_t)D->nbins * sizeof(Lane);
   int rc = prepare_fold(g, D, imgs, scalars, "histogram", &g->hist, nb + 16, nb, &in, &c, err);
   if (rc || !((const GpuModule *)in->base.module)->launch.to_host) return rc;
-  if (k->buf.size != n) {
-    if (k->buf.p) g->drv->release(g, &k->buf);
-    k->buf = (GpuBuf){0};
+  if (!k->buf.p) {
     rc = g->drv->alloc(g, &k->buf, n, err); /* zero-filled: the last element is 0 */
     if (rc) return rc;
   }
