@@ -36,6 +36,8 @@ except ImportError as e:
 
 PXL, SRC, WORK, DEVICE = sys.argv[1:5]
 os.makedirs(WORK, exist_ok=True)
+# every file this writes in WORK begins with DEVICE: the tests of the devices run at once
+# in one WORK (a shared crop.png, rewritten by one while another read it, came back empty)
 failed = 0
 passed = 0
 
@@ -101,12 +103,12 @@ inputs = {}
 if not quick:
     inputs["scene"] = scene
 crop = cv2.imread(scene)[101:312, 55:388]
-inputs["crop"] = os.path.join(WORK, "crop.png")
+inputs["crop"] = os.path.join(WORK, f"{DEVICE}-crop.png")
 cv2.imwrite(inputs["crop"], crop)
 bgr = crop if quick else cv2.imread(scene)
 h, w = bgr.shape[:2]
 alpha = ((np.arange(w)[None, :] + 2 * np.arange(h)[:, None]) % 256).astype(np.uint8)
-inputs["rgba"] = os.path.join(WORK, "rgba.png")
+inputs["rgba"] = os.path.join(WORK, f"{DEVICE}-rgba.png")
 cv2.imwrite(inputs["rgba"], np.dstack([bgr, alpha]))
 if not quick:
     inputs["jpeg"] = os.path.join(WORK, f"{DEVICE}-jpeg-decoded.png")
@@ -133,10 +135,10 @@ for name, path in inputs.items():
 # with odd sizes, take its u16 and f32 instances
 ramp = ((np.arange(crop.shape[1])[None, :, None] * 7 + np.arange(crop.shape[0])[:, None, None] * 3) % 257)
 c16 = (crop.astype(np.uint32) * 257 + ramp).clip(0, 65535).astype(np.uint16)
-inputs16 = os.path.join(WORK, "crop16.png")
+inputs16 = os.path.join(WORK, f"{DEVICE}-crop16.png")
 cv2.imwrite(inputs16, c16)
 f32 = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY).astype(np.float32) / np.float32(7.0) - np.float32(3.25)
-inputsf = os.path.join(WORK, "cropf.npy")
+inputsf = os.path.join(WORK, f"{DEVICE}-cropf.npy")
 np.save(inputsf, f32)
 for mode, cvmode in borders:
     extra = ["--border", f"in={mode}"] if mode else []
@@ -145,9 +147,9 @@ for mode, cvmode in borders:
     run(f"blur3-f32-{mode or 'clamp'}", [example("blur3.pxl"), "--in", inputsf] + extra,
         cv2.blur(f32, (3, 3), borderType=cvmode), ext="npy")
 # an image type no instance takes is refused, naming the types there are
-np.save(os.path.join(WORK, "i16.npy"), np.zeros((5, 7), np.int16))
-rc, err = pxl("run", example("blur3.pxl"), "--in", os.path.join(WORK, "i16.npy"), "--out",
-              os.path.join(WORK, "i16-out.npy"))
+np.save(os.path.join(WORK, f"{DEVICE}-i16.npy"), np.zeros((5, 7), np.int16))
+rc, err = pxl("run", example("blur3.pxl"), "--in", os.path.join(WORK, f"{DEVICE}-i16.npy"), "--out",
+              os.path.join(WORK, f"{DEVICE}-i16-out.npy"))
 if rc != 4 or "u8, u16, f32" not in err or "i16" not in err:
     print(f"FAIL blur3 on i16: exit {rc}, '{err.strip()}' (want 4 naming u8, u16, f32 and i16)")
     failed += 1
