@@ -10,7 +10,7 @@ CV_16S derivatives) with the OpenCV call named in the example's header comment, 
 photograph in grey (in colour for the colour conversions), random bytes and a gradient at
 awkward sizes (1x1 and 2x3 are smaller than the 5x5 windows), a flat image (one grey level:
 equalizeHist keeps it, Otsu finds no split) and images of few levels (ties of Otsu's
-variance). Prints 'N passed, N failed' and exits 1 on a failure. The entries in TOLERANCE
+variance); for equalize and otsu also rows of 8209 and 4113 pixels (wide_inputs). Prints 'N passed, N failed' and exits 1 on a failure. The entries in TOLERANCE
 (bilateral: OpenCV's SIMD float sums) may differ by 1 in a small share of the pixels;
 the largest share seen is printed.
 """
@@ -123,6 +123,15 @@ def write(path, img):
     cv2.imwrite(path, cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img)
 
 
+def wide_inputs():
+    """Rows wider than 2 x 256 threads x 16 bytes, for the histogram's users only: a GPU
+    thread then counts several vectors of a row, and one the pixels after the last whole
+    vector."""
+    rng = np.random.default_rng(20261126)
+    yield "random 8209x3", rng.integers(0, 256, (3, 8209), dtype=np.uint8)
+    yield "levels 4113x2", rng.integers(90, 140, (2, 4113), dtype=np.uint8)
+
+
 def read(path):
     img = cv2.imread(path, cv2.IMREAD_UNCHANGED)
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB) if img is not None and img.ndim == 3 else img
@@ -142,6 +151,8 @@ def main():
                 for name, img in inputs(examples)]
         runs += [(name, img, [(f, e, a, [r]) for f, e, a, r in colour_cases()])
                  for name, img in inputs(examples, colour=True)]
+        runs += [(name, img, [(f, e, a, [r]) for f, e, a, r in cases(tmp) if e in ("equalize", "otsu")])
+                 for name, img in wide_inputs()]
         for name, img, todo in runs:
             write(src, img)
             for file, entry, args, refs in todo:
