@@ -376,6 +376,7 @@ static void walk_stmts(An *A, Node *s, double w) {
       for (int i = 0; s->kind == ND_RETURN && i < s->nargs; i++) A->expr(A, s->args[i], w); /* several outputs */
       break;
     case ND_BIN: case ND_ISET:
+      if (s->kind == ND_BIN) A->m->bins += w;
       A->expr(A, s->a, w);
       A->expr(A, s->b, w);
       if (s->kind == ND_ISET && A->values) { /* the range-marking pass: a store that needs no test */

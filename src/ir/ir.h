@@ -289,6 +289,7 @@ typedef struct {
   double flops;    /* of which floating point */
   double reads;    /* image reads per output pixel */
   double branches; /* conditional branches executed per pixel */
+  double bins;     /* histograms: bin() statements run per pixel (an if's branches both counted) */
   bool exact;      /* false when a loop has data-dependent bounds (counts are per iteration) */
 } Metrics;
 

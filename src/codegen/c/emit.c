@@ -1291,7 +1291,17 @@ void cg_pixel_fn(Gen *g, int variant, const char *name, bool counts32) {
   else pixel_fn_named(g, variant, counts32, name);
 }
 
-bool cg_counts_only(const Gen *g) { return g->D->kind == D_HISTOGRAM && counts_only(g->D->body); }
+/* A histogram counts into 32-bit bins (a GPU block's shared bins, the CPU threads'
+ * sub-histograms) only where no bin can pass 2^32 before it is flushed into the 64-bit
+ * ones: a GPU block counts at most 128 rows of 65535 pixels, the CPU flushes every 256
+ * rows, so at most 256 bin() calls per pixel, known when the analysis ran (no loop of
+ * data-dependent length); other counting histograms add 64-bit counts. */
+#define COUNTS32_BINS 256
+
+bool cg_counts_only(const Gen *g) {
+  const Decl *D = g->D;
+  return D->kind == D_HISTOGRAM && counts_only(D->body) && D->metrics.exact && D->metrics.bins <= COUNTS32_BINS;
+}
 
 int cg_use_tile_buffer(Gen *g) {
   g->tb_img = tile_buffer_image(g->D);

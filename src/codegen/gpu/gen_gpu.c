@@ -1232,7 +1232,8 @@ static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
   const Decl *D = g->D;
   if (cg_counts_only(g) && D->nbins <= SMEM_BINS) {
     /* a block counts at most ceil(65535 / PXL_GPU_HIST_BLOCKS) rows of at most 65535
-     * pixels: 32-bit bins hold that unless a pixel adds more than 500 counts */
+     * pixels: 32-bit bins hold that unless a pixel adds more than 512 counts, and
+     * cg_counts_only admits at most 256 */
     *L = (GpuLaunch){.grid = GPU_GRID_ROWS, .bx = PXL_GPU_BLOCK, .by = 1, .chunks = PXL_GPU_HIST_BLOCKS,
                      .to_host = true};
     entry_open(g, "pxl_stage", false, PXL_GPU_BLOCK);
