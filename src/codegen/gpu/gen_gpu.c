@@ -229,8 +229,6 @@ static void reg_aligned(Gen *g, int VP) {
   }
 }
 
-/* One pixel (x, y) of a kernel with every check: outside the region zero, interior
- * "pi", else "pe". */
 /* t_[0..C) = pixel (x, y): 0 outside the output region, else the interior or the edge
  * function; `lead` begins the first line (its indentation, or "else "). */
 static void pixel_value(Gen *g, const char *A, int C, const char *lead, const char *ind) {
@@ -239,6 +237,7 @@ static void pixel_value(Gen *g, const char *A, int C, const char *lead, const ch
   OUT("%s  else %s_pe(%s, x, y, W, H, t_);\n", ind, g->pfx, A);
 }
 
+/* One pixel (x, y) of a kernel with every check, stored at x in orow. */
 static void pixel_checked(Gen *g, const char *A, int C, const char *ind) {
   /* pixel functions write private memory (OpenCL has no generic pointers) */
   OUT("%s{\n%s  %s t_[%d];\n", ind, ind, cg_ctype(g->D->type.s), C);

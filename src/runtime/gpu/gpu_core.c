@@ -126,7 +126,7 @@ static int pack_arrays(GpuCore *g, const Decl *D, const Lane *scalars, GpuArgs *
   GpuKScalar *blob = PXL_CALLOC(total, sizeof(GpuKScalar));
   if (!blob) return err_set(err, PXL_ENOMEM, "out of memory");
   size_t at = 0; /* in elements */
-  for (int i = 0; i < D->nparams && !rc; i++) {
+  for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (!p->len) continue;
     const Lane *v = scalars[p->scalar_index].arr;
@@ -142,7 +142,7 @@ static int pack_arrays(GpuCore *g, const Decl *D, const Lane *scalars, GpuArgs *
     }
     at += (size_t)p->len + 1;
   }
-  if (!rc && sent) rc = g->drv->upload(g, &g->prm, blob, sent * sizeof(GpuKScalar), err);
+  if (sent) rc = g->drv->upload(g, &g->prm, blob, sent * sizeof(GpuKScalar), err);
   PXL_FREE(blob);
   /* buffer dialects: the kept bins over their zeros, queued after the upload */
   at = 0;
@@ -456,8 +456,14 @@ static int core_histogram_keep(Backend *be, const Decl *D, const ImgArg *imgs, c
   GpuInstance *in;
   GpuArgs c;
   size_t nb = (size_t)D->nbins * sizeof(Lane);
-  int rc = prepare_fold(g, D, imgs, scalars, "histogram", &g->hist, nb + 16, nb, &in, &c, err);
+  /* whether its kernel hands the bins over itself, before anything is packed: else the
+   * caller's `histogram` packs and uploads the stage's arrays (the memo finds the
+   * instance again) */
+  if (g->drv->enter) g->drv->enter(g);
+  int rc = get_instance(g, D, imgs, imgs[0].img->width, imgs[0].img->height, &in, err);
   if (rc || !((const GpuModule *)in->base.module)->launch.to_host) return rc;
+  rc = prepare_fold(g, D, imgs, scalars, "histogram", &g->hist, nb + 16, nb, &in, &c, err);
+  if (rc) return rc;
   if (!k->buf.p) {
     rc = g->drv->alloc(g, &k->buf, n, err); /* zero-filled: the last element is 0 */
     if (rc) return rc;
