@@ -2,9 +2,9 @@
 // Nugteren "skeleton" paper (u8 images), timed in the same run, with a correctness check
 // of every peer against pxl's output; then the examples of the language issue against
 // OpenCV alone: gauss5, median3, median5, boxr (r = 15), the scan integral (i32), and
-// the pipelines equalize, otsu, canny (50/150, L1) and bilateral (5, 30, 2); the last
-// five are checked against OpenCV's outputs only (bilateral within 1: OpenCV's SIMD
-// float sums).
+// the pipelines equalize, otsu, canny (50/150, L1), bilateral (5, 30, 2) and edges
+// (examples/edges.pxl, fused, against OpenCV's five calls); the last six are checked
+// against OpenCV's outputs only (bilateral within 1: OpenCV's SIMD float sums).
 //
 //   bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]
 //             [--check-ref] [--peers pxl,opencv,halide] [--max-bg PCT]
@@ -29,7 +29,8 @@
 // Halide: HL_NUM_THREADS or all cores; pxl: all cores); all three see the same input
 // buffer and write into preallocated buffers with rows padded to 64 bytes.
 //
-// Build with -DBENCH_NO_PXL to time the peers alone.
+// Build with -DBENCH_NO_PXL to time the peers alone. BENCH_NO_FUSE=1 runs pxl's pipelines
+// as written (pxl_set_fusion PXL_FUSE_OFF), for comparison with the fused default.
 
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
@@ -132,12 +133,15 @@ const KernelDef kKernels[] = {
     {"equalize", Kind::Image, 1, false}, {"otsu", Kind::Image, 1, false},
     {"canny", Kind::Image, 1, false},    {"bilateral", Kind::Image, 1, false},
     {"integral", Kind::Image, 4, false},  // i32, cv::integral less its zero row and column
+    // examples/edges.pxl (five stages, t = 40; pxl runs it fused: 2 kernels) against
+    // OpenCV calling the same stages one after another
+    {"edges", Kind::Image, 1, false},
 };
 // canny: cv::Canny(50, 150, 3, L1); bilateral: cv::bilateralFilter(5, 30, 2)
 const double kCannyLow = 50, kCannyHigh = 150, kSigmaColor = 30, kSigmaSpace = 2;
 // kernels without a scalar reference here (their checks compare pxl with OpenCV)
 bool has_reference(const std::string &k) {
-  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral";
+  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral" && k != "edges";
 }
 const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the issue's r = 15
 
@@ -352,6 +356,21 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
       p.run = [=]() mutable { cv::Canny(src, dst, kCannyLow, kCannyHigh, 3, false); };
     else if (k == "bilateral")
       p.run = [=]() mutable { cv::bilateralFilter(src, dst, 5, kSigmaColor, kSigmaSpace); };
+    else if (k == "edges") {  // the same definition: 1 2 1 smoothing rounded, Sobel in i16,
+      // the f32 magnitude / 4 rounded to u8 (ties to even, as pxl), then > 40; reflect101
+      auto tmp = std::make_shared<std::vector<cv::Mat>>(6);
+      p.run = [=]() mutable {
+        std::vector<cv::Mat> &m = *tmp;
+        cv::GaussianBlur(src, m[0], cv::Size(3, 3), 0, 0, cv::BORDER_REFLECT_101);
+        cv::Sobel(m[0], m[1], CV_16S, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
+        cv::Sobel(m[0], m[2], CV_16S, 0, 1, 3, 1, 0, cv::BORDER_REFLECT_101);
+        m[1].convertTo(m[3], CV_32F);
+        m[2].convertTo(m[4], CV_32F);
+        cv::magnitude(m[3], m[4], m[5]);
+        m[5].convertTo(m[0], CV_8U, 0.25);
+        cv::threshold(m[0], dst, 40, 255, cv::THRESH_BINARY);
+      };
+    }
     p.finish = [=]() mutable { check_inplace(); };
     if (k == "integral") {  // (h + 1) x (w + 1) sums; the check compares the rest
       cv::Mat sums(in.h + 1, in.w + 1, CV_32SC1);
@@ -661,6 +680,8 @@ struct PxlPeer {
     ctx = pxl_context_new();
     if (ctx && pxl_set_device(ctx, "cpu") != PXL_OK)
       std::fprintf(stderr, "bench_cpu: pxl_set_device(cpu): %s\n", pxl_errmsg(ctx));
+    const char *nf = std::getenv("BENCH_NO_FUSE");  // pipelines as written, for comparison
+    if (ctx && nf && *nf == '1') pxl_set_fusion(ctx, PXL_FUSE_OFF);
   }
   ~PxlPeer() {
     release();
@@ -699,6 +720,7 @@ struct PxlPeer {
     if (pxl_args_image(a, "in", img) != PXL_OK) return p.error = err("pxl_args_image(in)"), p;
     if (k == "binarize" && pxl_args_scalar(a, "t", 128) != PXL_OK)
       return p.error = err("pxl_args_scalar(t)"), p;
+    if (k == "edges" && pxl_args_scalar(a, "t", 40) != PXL_OK) return p.error = err("pxl_args_scalar(t)"), p;
     if (k == "boxr" && pxl_args_scalar(a, "r", kBoxRadius) != PXL_OK)
       return p.error = err("pxl_args_scalar(r)"), p;
     if (k == "canny" && (pxl_args_scalar(a, "lo", kCannyLow) != PXL_OK || pxl_args_scalar(a, "hi", kCannyHigh) ||

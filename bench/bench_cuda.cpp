@@ -25,9 +25,10 @@
 //            driver's pitch); unpadded: cudaMalloc'ed rows of exactly width * 4 bytes,
 //            wrapped with pxl_image_wrap_device.
 //   pipeline The edges pipeline of examples/edges.pxl (five stages) on device images of
-//            the table's sizes: pxl as usual (the run is recorded as a CUDA graph and
-//            replayed) and pxl with PXL_CUDA_GRAPHS=0 (one launch per stage), next to
-//            cudaMemcpyAsync of W*H bytes; the outputs must be identical.
+//            the table's sizes: as written (PXL_FUSE_OFF: five kernels), fused as usual
+//            without graphs (PXL_CUDA_GRAPHS=0: one launch per kernel) and with them (the
+//            run recorded as a CUDA graph and replayed), next to cudaMemcpyAsync of W*H
+//            bytes; speedup = written / fused; the outputs must be identical.
 //   loops    A pipeline loop (examples/distance.pxl's step4, a u16 image carried) with a
 //            fixed count and with `until unchanged`, n = --loop-counts iterations per run,
 //            next to n device-to-device copies of the image (run_loops). --loop-profile N
@@ -1059,14 +1060,16 @@ int run_padding(Pxl &px, int reps) {
 }
 
 // ------------------------------------------------------------------------------------
-// Section "pipeline": examples/edges.pxl (five stages) with and without CUDA graphs
+// Section "pipeline": examples/edges.pxl (five stages) as written (PXL_FUSE_OFF) and
+// fused (the default: 2 kernels, docs/ARCHITECTURE.md "Fusion"), each with CUDA graphs,
+// and fused without graphs; the three outputs must be the same bits
 
 int run_pipeline(Pxl &px, const std::string &device, const std::vector<std::pair<int, int>> &sizes, int reps) {
   std::printf("\n== pipeline: examples/edges.pxl (gauss3, sobel_x, sobel_y, magnitude, threshold), u8, "
               "device images\n");
-  std::printf("%-11s | %10s | %10s | %10s | %7s | %8s\n", "size", "memcpy ms", "stages ms", "graph ms",
-              "speedup", "x memcpy");
-  std::printf("%s\n", std::string(72, '-').c_str());
+  std::printf("%-11s | %10s | %10s | %10s | %10s | %7s | %8s\n", "size", "memcpy ms", "written ms", "no graph ms",
+              "fused ms", "speedup", "x memcpy");
+  std::printf("%s\n", std::string(85, '-').c_str());
   int status = 0;
   // the same device without graphs: a second context (its own CUDA backend), made while
   // PXL_CUDA_GRAPHS=0 is set
@@ -1074,13 +1077,16 @@ int run_pipeline(Pxl &px, const std::string &device, const std::vector<std::pair
   Pxl plain(device);
   DevImage probe(plain.ctx(), 16, 16, PXL_U8);  // opens the backend now, reading the variable
   unsetenv("PXL_CUDA_GRAPHS");
+  Pxl written(device);
+  pxl_check(written.ctx(), pxl_set_fusion(written.ctx(), PXL_FUSE_OFF), "pxl_set_fusion");
   for (auto [w, h] : sizes) {
     try {
       DevImage in(px.ctx(), w, h, PXL_U8), out(px.ctx(), w, h, PXL_U8), out2(plain.ctx(), w, h, PXL_U8);
-      DevImage in2(plain.ctx(), w, h, PXL_U8);
+      DevImage in2(plain.ctx(), w, h, PXL_U8), in3(written.ctx(), w, h, PXL_U8), out3(written.ctx(), w, h, PXL_U8);
       std::vector<uint8_t> bytes = random_bytes((size_t)w * h, 0xED6E5ULL + w);
       upload(in, bytes.data());
       upload(in2, bytes.data());
+      upload(in3, bytes.data());
       void *a = nullptr, *b = nullptr;
       CUDA_CALL(cudaMalloc, &a, (size_t)w * h);
       CUDA_CALL(cudaMalloc, &b, (size_t)w * h);
@@ -1090,18 +1096,24 @@ int run_pipeline(Pxl &px, const std::string &device, const std::vector<std::pair
       cudaFree(b);
       PxlRun g(px.ctx(), px.example("edges"), "edges", Kind::Image), n(plain.ctx(), plain.example("edges"), "edges",
                                                                          Kind::Image);
+      PxlRun u(written.ctx(), written.example("edges"), "edges", Kind::Image);
       g.image("in", in), g.scalar("t", 40), g.output(out);
       n.image("in", in2), n.scalar("t", 40), n.output(out2);
+      u.image("in", in3), u.scalar("t", 40), u.output(out3);
       Timing tg = time_op([&]() { g.run(); }, px.sync(), reps);
       Timing tn = time_op([&]() { n.run(); }, plain.sync(), reps);
-      if (!tm.ok || !tg.ok || !tn.ok) throw Failure(tm.ok ? tg.ok ? tn.error : tg.error : tm.error);
+      Timing tu = time_op([&]() { u.run(); }, written.sync(), reps);
+      if (!tm.ok || !tg.ok || !tn.ok || !tu.ok)
+        throw Failure(!tm.ok ? tm.error : !tg.ok ? tg.error : !tn.ok ? tn.error : tu.error);
       bool failed = false;
-      Output og, on;
-      og.img = download(out), on.img = download(out2);
-      std::string check = check_text(compare(og, on, 0, 0), 0, &failed);
+      Output og, on, ou;
+      og.img = download(out), on.img = download(out2), ou.img = download(out3);
+      std::string check = check_text(compare(og, ou, 0, 0), 0, &failed);
+      std::string check2 = check_text(compare(on, ou, 0, 0), 0, &failed);
       status |= failed;
-      std::printf("%-11s | %s | %s | %s | %7.2f | %8.2f  %s\n", size_text(w, h).c_str(), ms_text(tm).c_str(),
-                  ms_text(tn).c_str(), ms_text(tg).c_str(), tn.ms / tg.ms, tg.ms / tm.ms, check.c_str());
+      std::printf("%-11s | %s | %s | %s | %s | %7.2f | %8.2f  %s %s\n", size_text(w, h).c_str(), ms_text(tm).c_str(),
+                  ms_text(tu).c_str(), ms_text(tn).c_str(), ms_text(tg).c_str(), tu.ms / tg.ms, tg.ms / tm.ms,
+                  check.c_str(), check2.c_str());
     } catch (const std::exception &e) {
       status = 1;
       std::fprintf(stderr, "note: pipeline %s: %s\n", size_text(w, h).c_str(), e.what());

@@ -103,6 +103,14 @@ int pxl_set_device(pxl_context *ctx, const char *device);
 int pxl_set_cache_dir(pxl_context *ctx, const char *dir);
 /* Number of threads the CPU backend uses (0 = all cores, the default). */
 int pxl_set_threads(pxl_context *ctx, int nthreads);
+/* Fusion of pipeline stages (docs/ARCHITECTURE.md, "Fusion"): a stage whose image only
+ * one later stage reads is computed inside that stage's kernel where the compiler can do
+ * so exactly, so the image never reaches memory. PXL_FUSE_AUTO (the default): on every
+ * backend but "ref", which runs pipelines as written (the oracle); PXL_FUSE_OFF: never
+ * (for comparison); PXL_FUSE_ALL: on "ref" too (the interpreter then checks the fused
+ * kernels). The results are the same bits in every mode. PXL_EARG for another value. */
+enum { PXL_FUSE_AUTO = 0, PXL_FUSE_OFF = 1, PXL_FUSE_ALL = 2 };
+int pxl_set_fusion(pxl_context *ctx, int mode);
 
 /* ---- programs ---- */
 

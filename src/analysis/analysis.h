@@ -32,6 +32,11 @@ bool outputs_lower(Program *p);
  * output, in p's arena. False when out of memory (D->outs unchanged). */
 bool outputs_project(Program *p, Decl *D);
 
+/* fuse.c: makes Decl.fused for every pipeline in which a stage can be computed inside
+ * its one consumer (after outputs_lower: the fused kernels are indexed after the
+ * entries). False when out of memory. */
+bool fuse_program(Program *p);
+
 /* The `pxl check --explain` report for the whole program, in the program's arena. */
 const char *explain_program(Program *p);
 

@@ -58,6 +58,51 @@ static void loop_header(StrBuf *b, const Decl *D, const PipeLoop *L, int depth) 
   sb_printf(b, "\n");
 }
 
+/* A pipeline value's name for the report: its local name, else its kernel's. */
+static const char *value_name(const Decl *P, int v) {
+  return P->values[v].name ? P->values[v].name : P->values[v].callee ? P->values[v].callee->name : "(input)";
+}
+
+/* Prints the values fused, directly or not, into value c of fused pipeline F. */
+static void fused_into(StrBuf *b, const Decl *F, int c, int *n) {
+  for (int v = c - 1; v >= 0; v--)
+    if (F->values[v].fused && F->values[v].into == c) {
+      sb_printf(b, "%s%s", (*n)++ ? ", " : "", value_name(F, v));
+      fused_into(b, F, v, n);
+    }
+}
+
+/* The fusion plan of pipeline P (its fused form F): which stages each kernel computes,
+ * what it reads, and the launches before and after. */
+static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
+  int before = 0, after = 0;
+  char t[16];
+  for (int v = 0; v < P->nvalues; v++) {
+    before += P->values[v].callee != NULL && P->values[v].carried < 0;
+    after += F->values[v].callee != NULL && F->values[v].carried < 0 && !F->values[v].fused;
+  }
+  sb_printf(b, "  fused (every device but ref; --no-fuse runs the stages as written): %d kernel%s instead of %d\n",
+            after, after == 1 ? "" : "s", before);
+  for (int c = 0; c < F->nvalues; c++) {
+    const PipeValue *cv = &F->values[c];
+    if (cv->fused || !cv->callee || cv->callee == P->values[c].callee) continue;
+    int n = 0;
+    sb_printf(b, "    %s computes ", value_name(F, c));
+    fused_into(b, F, c, &n);
+    sb_printf(b, " in its kernel [%s], reading", skeleton_name(cv->callee->skel));
+    for (int a = 0, k = 0; a < cv->nargs; a++) {
+      const Param *q = cv->callee->params[a];
+      if (!q->is_image) continue;
+      const Access *ac = &cv->callee->access[q->img_index];
+      sb_printf(b, "%s %s %s : %s", k++ ? "," : "", type_str(q->type, t), value_name(F, cv->args[a].source),
+                border_name(cv->args[a].border.kind));
+      if (ac->read_rel && ac->window_known) sb_printf(b, " (%dx%d)", ac->x1 - ac->x0 + 1, ac->y1 - ac->y0 + 1);
+    }
+    const Metrics *m = &cv->callee->metrics;
+    sb_printf(b, "; per pixel %.0f arithmetic ops, %.0f memory reads\n", m->arith, m->reads);
+  }
+}
+
 const char *explain_program(Program *p) {
   StrBuf b = {0};
   static const char *const kinds[] = {"kernel", "reduce", "histogram", "pipeline"};
@@ -112,6 +157,7 @@ const char *explain_program(Program *p) {
         if (pv->nouts) sb_printf(&b, " output %d of %d", pv->out + 1, pv->nouts);
         if (pv->kind != PV_ARRAY) sb_printf(&b, "\n");
       }
+      if (D->fused) fusion_plan(&b, D, D->fused);
       continue;
     }
     for (int k = 0; k < D->nparams; k++) {

@@ -75,7 +75,7 @@ pxl_context *pxl_context_new(void) {
 
 /* Closes row k's backend (its device images must be gone). */
 static void close_row(pxl_context *ctx, int k) {
-  if (ctx->open[k]) ctx->open[k]->free(ctx->open[k]);
+  if (ctx->open[k]) exec_spares_free(ctx->open[k]), ctx->open[k]->free(ctx->open[k]);
   ctx->open[k] = NULL;
 }
 
@@ -128,6 +128,13 @@ int pxl_set_threads(pxl_context *ctx, int nthreads) {
     return api_fail(ctx, PXL_EARG, "thread count %d out of range (0..4096)", nthreads);
   ctx->nthreads = nthreads;
   close_host_rows(ctx);
+  return PXL_OK;
+}
+
+int pxl_set_fusion(pxl_context *ctx, int mode) {
+  if (mode != PXL_FUSE_AUTO && mode != PXL_FUSE_OFF && mode != PXL_FUSE_ALL)
+    return api_fail(ctx, PXL_EARG, "fusion mode %d is not PXL_FUSE_AUTO, PXL_FUSE_OFF or PXL_FUSE_ALL", mode);
+  ctx->fusion = mode;
   return PXL_OK;
 }
 

@@ -29,6 +29,7 @@ struct pxl_context {
   int nums[2];                   /* its numbers (cuda:N, opencl:P:D) */
   char *cache_dir;               /* explicit cache directory, or NULL for the default */
   int nthreads;
+  int fusion;                    /* PXL_FUSE_AUTO, _OFF or _ALL (pxl_set_fusion) */
   Backend *open[MAX_BACKENDS];   /* opened backends, by row */
   int open_nums[MAX_BACKENDS][2];/* the numbers each was opened with */
   bool refused[MAX_BACKENDS];    /* "auto" found the row unusable: not tried again */

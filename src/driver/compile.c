@@ -49,6 +49,7 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
   }
   p->next_index = p->ndecls;
   if (ok && !outputs_lower(p)) ok = false;
+  if (ok && !fuse_program(p)) ok = false;
   if (a->failed || d->oom) {
     arena_free(a);
     return PXL_ENOMEM;

@@ -351,6 +351,9 @@ typedef struct {
   int nouts;        /* a tuple statement (image T a, image U b) = k(...): its number of
                      * images, one value each (sharing args); 0 for every other value */
   int out;          /* which output of the tuple this value is (0 .. nouts - 1) */
+  bool fused;       /* a fused pipeline (Decl.fused): computed inside value `into`'s kernel,
+                     * never run or stored (analysis/fuse.c) */
+  int into;
 } PipeValue;
 
 /* A loop of a pipeline: values[first .. end) run once per iteration, in order. Each
@@ -400,6 +403,8 @@ struct Decl {
                        * of them after checking (out_types their types); NULL for one */
   int nresults;       /* as written in the return (checked against nouts) */
   PipeLoop *loops;    /* in source order (a parent before its nested loops) */
+  struct Decl *fused; /* analysis (fuse.c): this pipeline with stages fused into their
+                       * consumers, which the compiled backends run; NULL: none fuses */
   int nloops;
   /* several outputs: kernel (T1 a, T2 b) name(...): nouts 2..PXL_MAX_OUTS, else 0 (type is
    * then out_types[0]); a return gives one value per output (ND_RETURN args). A pipeline

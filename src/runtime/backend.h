@@ -15,6 +15,8 @@
 #include "util/err.h"
 
 typedef struct Backend Backend;
+enum { EXEC_SPARES = 8 };                  /* host intermediates kept between runs, at most */
+#define EXEC_SPARE_BYTES ((size_t)512 << 20) /* and at most these bytes of them */
 struct Backend {
   const char *name;
   /* Runs kernel D into out (sized already). */
@@ -91,6 +93,13 @@ struct Backend {
 
   /* The device as users read it, e.g. "cuda:0 (NVIDIA H200)"; NULL: `name`. */
   const char *(*describe)(Backend *be);
+
+  /* Host backends: pipeline intermediates that earlier runs freed, kept by exec.c for
+   * the next run's intermediates of the same shape (a repeated run then allocates and
+   * faults in no new pages); exec_spares_free frees them, before `free`. Zero-initialised
+   * with the backend. Device backends keep theirs in their allocators' pools. */
+  struct pxl_image *spares[EXEC_SPARES];
+  int nspares;
 };
 enum { GRAPH_NONE, GRAPH_REPLAYED, GRAPH_RECORD };
 
@@ -166,6 +175,16 @@ typedef struct {
  * channel (exec_per_channel). */
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
+
+/* Intermediates kept between runs (Backend.spares). exec_take_spare: a host image of
+ * this shape that an earlier run gave back, else a new one; its pixels are whatever that
+ * run left (every kernel writes each pixel of its output). exec_give_spare: gives an
+ * intermediate back (a device image or one not pxl's own is freed); the oldest go when
+ * more than EXEC_SPARES images or EXEC_SPARE_BYTES would be kept. exec_spares_free:
+ * frees them all. */
+int exec_take_spare(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err);
+void exec_give_spare(Backend *be, struct pxl_image *img);
+void exec_spares_free(Backend *be);
 
 /* Which image of pipeline P's result value v is (0 for the only or first), -1: none. */
 int exec_result_index(const Decl *P, int v);

@@ -26,6 +26,41 @@ static int alloc_image(Backend *be, int w, int h, pxl_type t, int channels, stru
   return be->image_new ? be->image_new(be, w, h, t, channels, false, out, err) : image_new(w, h, t, channels, out, err);
 }
 
+/* ---- intermediates kept between runs (Backend.spares) ---- */
+
+static size_t image_bytes(const struct pxl_image *img) { return img->pitch * (size_t)img->height; }
+
+int exec_take_spare(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err) {
+  for (int i = be->nspares - 1; i >= 0; i--) {
+    struct pxl_image *img = be->spares[i];
+    if (img->width != w || img->height != h || img->type != t || img->channels != channels) continue;
+    be->spares[i] = be->spares[--be->nspares];
+    *out = img;
+    return PXL_OK;
+  }
+  return image_new(w, h, t, channels, out, err);
+}
+
+void exec_give_spare(Backend *be, struct pxl_image *img) {
+  if (!img || be->image_new || img->release || image_bytes(img) > EXEC_SPARE_BYTES) {
+    image_free(img);
+    return;
+  }
+  size_t held = image_bytes(img);
+  for (int i = 0; i < be->nspares; i++) held += image_bytes(be->spares[i]);
+  while (be->nspares && (be->nspares == EXEC_SPARES || held > EXEC_SPARE_BYTES)) {
+    held -= image_bytes(be->spares[0]);
+    image_free(be->spares[0]);
+    memmove(be->spares, be->spares + 1, sizeof *be->spares * (size_t)--be->nspares);
+  }
+  be->spares[be->nspares++] = img;
+}
+
+void exec_spares_free(Backend *be) {
+  for (int i = 0; i < be->nspares; i++) image_free(be->spares[i]);
+  be->nspares = 0;
+}
+
 int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,
                           struct pxl_image *given, struct pxl_image **out, bool *owned, Err *err) {
   if (given) {
@@ -66,13 +101,14 @@ int exec_result_index(const Decl *P, int v) {
   return -1;
 }
 
-/* Frees the intermediates of pipeline P whose last reader, value v, just ran. */
-static void free_inputs(const Decl *P, int v, const int *last_use, struct pxl_image **vals, bool *owned) {
+/* Frees the intermediates of pipeline P whose last reader, value v, just ran (host
+ * backends keep them for the next run). */
+static void free_inputs(Backend *be, const Decl *P, int v, const int *last_use, struct pxl_image **vals, bool *owned) {
   const PipeValue *pv = &P->values[v];
   for (int a = 0; a < pv->nargs; a++) {
     int s = pv->args[a].source;
     if (s >= 0 && last_use[s] == v && owned[s] && exec_result_index(P, s) < 0) {
-      image_free(vals[s]);
+      exec_give_spare(be, vals[s]);
       vals[s] = NULL;
       owned[s] = false;
     }
@@ -149,7 +185,7 @@ static bool keep_bins(const Backend *be, const Decl *P, int v) {
   if (!be->histogram_keep || pv->kind != PV_ARRAY || pv->callee->kind != D_HISTOGRAM) return false;
   bool read = false;
   for (int w = v + 1; w < P->nvalues; w++)
-    for (int a = 0; a < P->values[w].nargs; a++) {
+    for (int a = 0; a < P->values[w].nargs && !P->values[w].fused; a++) {
       if (P->values[w].args[a].source != v) continue;
       const Param *kp = P->values[w].callee->params[a];
       if (kp->len != pv->callee->nbins || scalar_is_float(kp->type.s)) return false;
@@ -172,10 +208,11 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     goto done;
   }
   for (int v = 0; v < n; v++)
-    for (int a = 0; a < P->values[v].nargs; a++)
+    for (int a = 0; a < P->values[v].nargs && !P->values[v].fused; a++)
       if (P->values[v].args[a].source >= 0) last_use[P->values[v].args[a].source] = v;
   for (int v = 0; v < n && !rc; v++) {
     const PipeValue *pv = &P->values[v];
+    if (pv->fused) continue; /* computed inside its consumer's kernel */
     if (!pv->callee) {
       vals[v] = (struct pxl_image *)imgs[pv->param->img_index].img;
       continue;
@@ -196,17 +233,23 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     }
     if (pv->kind != PV_IMAGE) {
       rc = run_value(be, pv, kimgs, ks, keep_bins(be, P, v), &pvals[v], err);
-      if (!rc) free_inputs(P, v, last_use, vals, owned);
+      if (!rc) free_inputs(be, P, v, last_use, vals, owned);
       continue;
     }
     int w, h;
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
     bool last = exec_result_index(P, v) == 0; /* the caller's output is image 0 */
-    rc = exec_prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v], err);
+    if (exec_result_index(P, v) < 0 && !be->image_new) { /* an intermediate in host memory */
+      rc = exec_take_spare(be, w, h, pxl_of_scalar(K->type.s), K->type.lanes, &vals[v], err);
+      owned[v] = !rc;
+    } else {
+      rc = exec_prepare_output(be, P->name, K->type, w, h, kimgs, K->nimages, last ? given : NULL, &vals[v], &owned[v],
+                               err);
+    }
     if (rc) break;
     rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
-    if (!rc) free_inputs(P, v, last_use, vals, owned); /* intermediates whose last reader just ran */
+    if (!rc) free_inputs(be, P, v, last_use, vals, owned); /* intermediates whose last reader just ran */
   }
   if (!rc) {
     res->kind = PXL_RESULT_IMAGE;
@@ -222,7 +265,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
 done:
   if (vals && owned)
     for (int v = 0; v < n; v++)
-      if (owned[v]) image_free(vals[v]);
+      if (owned[v]) exec_result_index(P, v) < 0 ? exec_give_spare(be, vals[v]) : image_free(vals[v]);
   for (int v = 0; pvals && v < n; v++) {
     if (P->values[v].kind != PV_ARRAY) continue;
     if (be->array_forget && pvals[v].arr) be->array_forget(be, pvals[v].arr);

@@ -114,7 +114,7 @@ static void release(Run *R, int v) {
   R->val[v] = NULL;
   R->vimg[v] = NULL;
   if (!b || --b->refs > 0 || !b->owned || R->depth > 0) return;
-  image_free(b->img);
+  exec_give_spare(R->be, b->img);
   b->img = NULL;
 }
 
@@ -138,9 +138,10 @@ static int take(Run *R, int w, int h, Type t, Buf **out) {
   }
   if (R->no_alloc || R->dry) return NEED_ALLOC;
   struct pxl_image *img = NULL;
-  int rc = exec_prepare_output(R->be, R->P->name, t, w, h, NULL, 0, NULL, &img, &(bool){0}, R->err);
+  int rc = R->be->image_new ? exec_prepare_output(R->be, R->P->name, t, w, h, NULL, 0, NULL, &img, &(bool){0}, R->err)
+                            : exec_take_spare(R->be, w, h, pxl_of_scalar(t.s), t.lanes, &img, R->err);
   if (!rc) rc = buf_add(R, img, true, out);
-  if (rc) image_free(img);
+  if (rc) exec_give_spare(R->be, img);
   return rc;
 }
 
@@ -149,7 +150,7 @@ static void trim(Run *R) {
   for (int i = 0; i < R->nbufs; i++) {
     Buf *b = R->bufs[i];
     if (b->owned && b->img && !b->refs) {
-      image_free(b->img);
+      exec_give_spare(R->be, b->img);
       b->img = NULL;
     }
   }
@@ -612,6 +613,7 @@ static int run_values(Run *R, int from, int to) {
   for (int v = from; v < to && !rc; v++) {
     const PipeValue *pv = &P->values[v];
     int pos = v;
+    if (pv->fused) continue; /* computed inside its consumer's kernel */
     if (pv->carried >= 0) {
       rc = run_loop(R, pv->carried);
       v = P->loops[pv->carried].end - 1;
@@ -637,6 +639,7 @@ static void find_last_uses(const Decl *P, int *last_use) {
   for (int v = 0; v < P->nvalues; v++) {
     const PipeValue *pv = &P->values[v];
     int nsrc = 0, src[33], u0 = v;
+    if (pv->fused) continue;
     for (int a = 0; a < pv->nargs && nsrc < 32; a++)
       if (pv->args[a].source >= 0) src[nsrc++] = pv->args[a].source;
     if (pv->carried >= 0) { /* a loop's start reads the carried images' first values */
@@ -707,7 +710,7 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
   if (rc) exec_result_free(res);
 done:
   for (int i = 0; i < R.nbufs; i++) {
-    if (R.bufs[i]->owned) image_free(R.bufs[i]->img);
+    if (R.bufs[i]->owned) exec_give_spare(be, R.bufs[i]->img);
     PXL_FREE(R.bufs[i]);
   }
   PXL_FREE(R.bufs);

@@ -73,6 +73,12 @@ static void device_strings(void) {
     CHECK(strstr(pxl_errmsg(ctx), "device"), "'%s': message '%s' names no device", bad[i], pxl_errmsg(ctx));
   }
   CHECK(pxl_set_device(ctx, NULL) == PXL_EARG, "NULL device accepted");
+  /* the fusion modes (pxl_set_fusion): the three names, nothing else */
+  CHECK(pxl_set_fusion(ctx, PXL_FUSE_OFF) == PXL_OK && pxl_set_fusion(ctx, PXL_FUSE_ALL) == PXL_OK &&
+            pxl_set_fusion(ctx, PXL_FUSE_AUTO) == PXL_OK, "a fusion mode refused: %s", pxl_errmsg(ctx));
+  CHECK(pxl_set_fusion(ctx, 3) == PXL_EARG && strstr(pxl_errmsg(ctx), "fusion mode 3"), "fusion mode 3: '%s'",
+        pxl_errmsg(ctx));
+  CHECK(pxl_set_fusion(ctx, -1) == PXL_EARG, "fusion mode -1 accepted");
   pxl_context_free(ctx);
 }
 

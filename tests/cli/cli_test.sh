@@ -158,7 +158,7 @@ px help
 assert "pxl help shows the overview" '[ $rc -eq 0 ] && has out.txt "Exit status"'
 
 px run --help
-assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--roi" && has out.txt "--time"'
+assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--fuse" && has out.txt "--no-fuse" && has out.txt "--roi" && has out.txt "--time"'
 
 px help check
 assert "pxl help check documents --explain" '[ $rc -eq 0 ] && has out.txt "--explain"'
@@ -209,7 +209,7 @@ px run prog.pxl box3 --in img.pgm --border 'in=constant(7)' --border in2=mirror1
 assert "well-formed --border modes pass the check (the unknown NAME in2 is a run-time error, exit 4)" '[ $rc -eq 4 ] && has err.txt "in2" && [ ! -e o1.pgm ]'
 
 # One rule for options: a single-valued option given twice is a usage error naming it.
-for dup in "--roi 0,0,1,1 --roi 0,0,2,2" "--threads 1 --threads 2" "--device cpu --device ref" \
+for dup in "--roi 0,0,1,1 --roi 0,0,2,2" "--threads 1 --threads 2" "--device cpu --device ref" "--fuse off --fuse all" \
   "--time --time" "--time-limit 5 --time-limit 6"; do
   opt=$(echo "$dup" | sed 's/^-*\([a-z-]*\).*/\1/; s/^o$/out/')
   # shellcheck disable=SC2086
@@ -324,6 +324,19 @@ assert "--time prints the run time in ms to stderr" '[ $rc -eq 0 ] && grep -q "^
 
 px run inv.pxl --in img.pgm --out inv_th.pgm --threads 2
 assert "--threads 2 gives the same image" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_th.pgm'
+
+# fusion: examples/edges.pxl runs as 2 kernels instead of 5 (check --explain says so); the
+# same bytes as written, fused on the CPU, and fused in the interpreter
+px check "$SRC/examples/edges.pxl" --explain
+assert "--explain prints edges.pxl's fusion plan" '[ $rc -eq 0 ] && has out.txt "2 kernels instead of 5" && has out.txt "threshold computes mag, gy, gx in its kernel"'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_ref.png --device ref
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_all.png --device ref --fuse all
+assert "--fuse all: the interpreter's fused kernels give the stages' bytes" '[ $rc -eq 0 ] && cmp -s e_ref.png e_all.png'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_cpu.png --device cpu
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_off.png --device cpu --no-fuse
+assert "fused and --no-fuse on the CPU give the interpreter's bytes" '[ $rc -eq 0 ] && cmp -s e_ref.png e_cpu.png && cmp -s e_ref.png e_off.png'
+px run inv.pxl --in img.pgm --out o1.pgm --fuse sometimes
+assert "--fuse with another mode exits 2 naming the modes, runs nothing" '[ $rc -eq 2 ] && has err.txt "auto, off or all" && [ ! -e o1.pgm ]'
 
 # ---- devices ----
 

@@ -19,6 +19,10 @@
  * rows, which is where races and lost updates show (hist256 on a GPU once came out
  * wrong, differently in every run, on photographs only).
  *
+ * DEVICE "ref-fused" runs the interpreter on pipelines' fused kernels (analysis/fuse.c;
+ * every other device runs them by default), against the interpreter on the stages as
+ * written.
+ *
  * DEVICE "cuda-resident" ("opencl-resident") runs on CUDA (OpenCL) with every input in device memory (uploaded into
  * a view of a wider device image, every other case at x offset 1 so that rows start
  * unaligned) and the result left there (compared after pxl_image_to_host).
@@ -116,6 +120,7 @@ static bool resident; /* inputs and outputs in device memory */
 static bool quick;
 static bool no_large; /* --no-large: no random case over BIG_PIXELS, no large photo case */
 static bool verbose; /* --verbose: each case named before it runs (which one crashed) */
+static bool pipelines_only; /* ref-fused: fusion changes pipelines only */
 static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N == I */
 static pxl_image *sample_gray, *sample_rgb; /* --samples: shapes.png, scene.jpg */
 
@@ -496,6 +501,7 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
     if (!strcmp(mode, borders[b])) mode_index = b;
   for (int d = 0; d < P->ndecls; d++) {
     const Decl *D = P->decls[d];
+    if (pipelines_only && D->kind != D_PIPELINE) continue;
     int big_border = d % NBORDERS; /* the one border mode of this entry's large random case */
     for (int si = 0; si < nsizes; si++) {
       bool big = (long)sizes[si].w * sizes[si].h > BIG_PIXELS;
@@ -580,6 +586,10 @@ int main(int argc, char **argv) {
   char *dash = strstr(base_device, "-resident");
   resident = dash && !dash[9];
   if (resident) *dash = 0;
+  char *fusedash = strstr(base_device, "-fused"); /* ref-fused: the interpreter runs the fused kernels */
+  bool fused = fusedash && !fusedash[6];
+  if (fused) *fusedash = 0;
+  pipelines_only = fused;
   const char *q = getenv("PXL_TEST_QUICK"), *inputs = "all", *samples = PXL_SAMPLES_DIR;
   quick = q && *q && strcmp(q, "0");
   int first = 2;
@@ -610,7 +620,8 @@ int main(int argc, char **argv) {
   int nsizes;
   bool photos = strcmp(inputs, "random");
   pxl_context *ref = pxl_context_new(), *dev = pxl_context_new();
-  if (!ref || !dev || pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device)) {
+  if (!ref || !dev || pxl_set_device(ref, "ref") || pxl_set_device(dev, base_device) ||
+      pxl_set_fusion(ref, PXL_FUSE_OFF) || pxl_set_fusion(dev, fused ? PXL_FUSE_ALL : PXL_FUSE_AUTO)) {
     fprintf(stderr, "diff_test: %s\n", dev ? pxl_errmsg(dev) : "out of memory");
     return 2;
   }

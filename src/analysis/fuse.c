@@ -1,0 +1,527 @@
+/*
+ * fuse.c - pipelines with stages fused into their consumers (see analysis.h).
+ *
+ * A pipeline stage whose image only one later stage reads need not reach memory: the
+ * consumer can compute it where it reads it. For each pipeline this pass makes a copy,
+ * Decl.fused, whose fused-away values are marked (PipeValue.fused: never run) and whose
+ * consumers call a fused kernel F: a declaration of its own (a copy of the consumer's
+ * tree with the producer's inlined, analysed again, indexed after the entries like the
+ * projections of outputs.c), so every backend, memo, cache and pipeline runner runs it
+ * unchanged. The interpreter runs the pipeline as written (the oracle); the API picks
+ * the fused copy for the compiled backends (docs/ARCHITECTURE.md, "Fusion").
+ *
+ * Two rules, each exact by construction (the differential tests check it):
+ *  A. the consumer C reads the producer's image only at (0, 0): F computes the producer
+ *     once per pixel into a temporary first - its statements, returns turned into
+ *     assignments to the temporary - and reads the temporary where C read the image.
+ *     The producer's reads keep their offsets and border modes: F's pixel is the same
+ *     position as both stages' (the three iteration spaces have one size).
+ *  B. the producer P is a point stage that is one expression (locals assigned once,
+ *     returns under ifs): each read of its image in C, at offsets (a, b) with a border
+ *     mode that maps the position into the image (clamp, mirror, mirror101, wrap), becomes
+ *     P's expression with P's reads at (a, b) under that mode - the same position as C's
+ *     read, since P's images have the size of its result. Only where P is cheap and C's
+ *     window small: each read recomputes P.
+ * Never fused: a value the pipeline returns or a loop carries, an image read by more
+ * than one stage, a separable producer (its column and row passes would be lost), a
+ * window producer of more than FUSE_MAX_WINDOW_OPS operations (see try_pair), stages in different loop bodies, border `none` anywhere (its zeroed
+ * frame follows the kernel's window), size() clauses, scans, several outputs, array
+ * parameters of the producer and declarations specialised at run time.
+ */
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+#define FUSE_MAX_PARAMS 32   /* a fused kernel's parameters (the runners' argument arrays hold 32 scalars) */
+#define FUSE_MAX_SPLITS 8    /* if statements with a return in them a producer may have (rule A copies what follows) */
+#define FUSE_MAX_RECOMPUTE 256 /* rule B: producer operations x consumer window at most this */
+#define FUSE_MAX_WINDOW_OPS 32 /* rule A: a producer that reads a window, at most this many operations */
+
+typedef struct {
+  Arena *a;
+  Decl *P;             /* the fused pipeline (its values are being rewritten) */
+  const Decl *C, *K;   /* the consumer's and the producer's kernels */
+  const PipeValue *cv, *kv;
+  int k;               /* the producer's value */
+  Decl *F;             /* the kernel being made */
+  PipeArg *args;       /* its pipeline arguments, one per F->params */
+  Param **cmap;        /* C->params[i] -> F's parameter; NULL for the images of value k */
+  Param **kscal;       /* K's scalar parameters -> F's */
+  Param **kimg;        /* rule A: K's image parameters -> F's */
+  Var **kvars;         /* K's locals by slot -> their copies in F (made on first use) */
+  int shift;           /* K's slots + shift are F's */
+  Var *t;              /* rule A: the temporary holding K's value */
+  const Node *expr;    /* rule B: K's value as one expression of K's nodes */
+  const Var **env;     /* rule B: K's locals and their initialisers, substituted */
+  const Node **envinit;
+  int nenv;
+  Border border;       /* rule B: the border of the read being replaced */
+  const Node *dx, *dy; /* rule B: its offsets (F's nodes) */
+  int splits;
+  bool failed;
+} Fuse;
+
+/* ---- which values may fuse ---- */
+
+/* The value whose size value v has: a kernel without size() has its first image's. */
+static int size_root(const Decl *P, int v) {
+  for (int guard = 0; guard <= P->nvalues; guard++) {
+    const PipeValue *pv = &P->values[v];
+    const Decl *K = pv->callee;
+    if (!K || pv->kind != PV_IMAGE || K->kind != D_KERNEL || K->size_w) return v;
+    int first = -1;
+    for (int a = 0; a < pv->nargs; a++)
+      if (K->params[a]->is_image && K->params[a]->img_index == 0) first = pv->args[a].source;
+    if (first < 0) return v;
+    v = first;
+  }
+  return v;
+}
+
+/* A kernel that may take part: one output, no size(), no scan, no run-time specialisation. */
+static bool plain_kernel(const PipeValue *pv) {
+  const Decl *K = pv->callee;
+  return K && !pv->fused && pv->kind == PV_IMAGE && pv->carried < 0 && !pv->nouts && K->kind == D_KERNEL &&
+         !K->nouts && !K->scan && !K->size_w && !K->spec_mask && K->skel != SK_SCAN;
+}
+
+static bool any_none(const PipeValue *pv) {
+  for (int a = 0; a < pv->nargs; a++)
+    if (pv->args[a].source >= 0 && pv->args[a].border.kind == B_NONE) return true;
+  return false;
+}
+
+/* Whether value k must stay: returned, a loop's start or end value, or read by another
+ * stage than c (or by a reduction, histogram or table). */
+static bool pinned(const Decl *P, int k, int c) {
+  if (P->result == k) return true;
+  for (int r = 0; P->results && r < P->nouts; r++)
+    if (P->results[r] == k) return true;
+  for (int l = 0; l < P->nloops; l++)
+    for (int j = 0; j < P->loops[l].ncarry; j++)
+      if (P->loops[l].init[j] == k || P->loops[l].next[j] == k) return true;
+  for (int v = 0; v < P->nvalues; v++) {
+    if (P->values[v].fused || v == c) continue;
+    for (int a = 0; a < P->values[v].nargs; a++)
+      if (P->values[v].args[a].source == k) return true;
+  }
+  return false;
+}
+
+/* ---- the producer's value as statements (rule A) ---- */
+
+static bool has_return(const Node *s, bool *in_loop, bool loop) {
+  bool r = false;
+  for (; s; s = s->next) {
+    if (s->kind == ND_RETURN) {
+      if (loop) *in_loop = true;
+      r = true;
+    }
+    bool l = loop || s->kind == ND_FOR;
+    if (s->kind == ND_IF) r |= has_return(s->b, in_loop, l) | has_return(s->c, in_loop, l);
+    if (s->kind == ND_FOR) r |= has_return(s->b, in_loop, l);
+    if (s->kind == ND_BLOCK) r |= has_return(s->body, in_loop, l);
+  }
+  return r;
+}
+
+static bool one_has_return(const Node *s) {
+  bool in_loop = false;
+  const Node *next = s->next;
+  ((Node *)s)->next = NULL;
+  bool r = has_return(s, &in_loop, false);
+  ((Node *)s)->next = (Node *)next;
+  return r;
+}
+
+static Node *block_of(Fuse *f, Node *chain, Loc loc) {
+  Node *b = node_new(f->a, ND_BLOCK, TYPE_VOID, loc);
+  if (!b) f->failed = true;
+  else b->body = chain;
+  return b;
+}
+
+/* The chain s with every `return e` made `t = e` and nothing run after it: the
+ * statements after an if that returns go into both of its branches (a copy each). */
+static Node *tail(Fuse *f, Node *s) {
+  if (!s || f->failed) return s;
+  if (!one_has_return(s)) {
+    s->next = tail(f, s->next);
+    return s;
+  }
+  if (s->kind == ND_RETURN) {
+    Node *as = node_new(f->a, ND_ASSIGN, TYPE_VOID, s->loc);
+    if (!as) return f->failed = true, NULL;
+    as->var = f->t;
+    as->a = s->a;
+    return as;
+  }
+  if (s->kind == ND_BLOCK) { /* its statements, then the rest (the slots are distinct) */
+    Node *last = s->body;
+    if (!last) return tail(f, s->next);
+    while (last->next) last = last->next;
+    last->next = s->next;
+    return tail(f, s->body);
+  }
+  if (s->kind != ND_IF || ++f->splits > FUSE_MAX_SPLITS) return f->failed = true, NULL; /* a return in a loop */
+  Node *rest = s->next, *rest2 = ir_clone(f->a, rest, NULL, NULL, &f->failed);
+  if (f->failed) return NULL;
+  s->b->next = rest;
+  s->b = block_of(f, tail(f, s->b), s->loc);
+  if (s->c) s->c->next = rest2;
+  Node *els = s->c ? s->c : rest2;
+  s->c = els ? block_of(f, tail(f, els), s->loc) : NULL;
+  s->next = NULL;
+  return s;
+}
+
+/* ---- the producer's value as one expression (rule B) ---- */
+
+static bool assigned(const Node *n, const Var *v) {
+  for (; n; n = n->next) {
+    if ((n->kind == ND_ASSIGN || n->kind == ND_LANESET || n->kind == ND_ISET) && n->var == v) return true;
+    if (assigned(n->a, v) || assigned(n->b, v) || assigned(n->c, v) || assigned(n->init, v) ||
+        assigned(n->step, v) || assigned(n->body, v))
+      return true;
+  }
+  return false;
+}
+
+/* Whether expression n uses the pixel's coordinates x or y (rule B moves the position). */
+static bool reads_xy(const Node *n) {
+  for (; n; n = n->next) {
+    if (n->kind == ND_COORD && n->ival < 2) return true;
+    if (reads_xy(n->a) || reads_xy(n->b) || reads_xy(n->c) || reads_xy(n->init) || reads_xy(n->step) ||
+        reads_xy(n->body))
+      return true;
+    for (int i = 0; i < n->nargs; i++)
+      if (reads_xy(n->args[i])) return true;
+  }
+  return false;
+}
+
+/* K's value from statement s on as one expression: `T v = e;` (v a plain local assigned
+ * nowhere else, recorded in env), `return e`, `if (c) S1 [else S2]` whose both ways
+ * return. NULL where it is not of that form. */
+static const Node *exprify(Fuse *f, const Node *s, int depth) {
+  for (; s && depth < 16; s = s->next) {
+    switch (s->kind) {
+    case ND_DECL:
+      if (!s->a || s->var->len || s->var->param || assigned(f->K->body, s->var) || reads_xy(s->a) || f->nenv >= 64)
+        return NULL;
+      f->env[f->nenv] = s->var;
+      f->envinit[f->nenv++] = s->a;
+      continue;
+    case ND_RETURN:
+      return s->a && !s->nargs && !reads_xy(s->a) ? s->a : NULL;
+    case ND_BLOCK:
+      if (s->next) return NULL;
+      return exprify(f, s->body, depth + 1);
+    case ND_IF: {
+      if (reads_xy(s->a)) return NULL;
+      const Node *then = exprify(f, s->b, depth + 1);
+      const Node *els = exprify(f, s->c ? s->c : s->next, depth + 1);
+      if (!then || !els) return NULL;
+      Node *c = node_new(f->a, ND_COND, f->K->type, s->loc);
+      if (!c) return f->failed = true, NULL;
+      c->a = s->a, c->b = (Node *)then, c->c = (Node *)els;
+      return c;
+    }
+    default:
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* ---- the fused kernel's parameters ---- */
+
+static Param *add_param(Fuse *f, const Param *orig, PipeArg arg, int shift) {
+  Decl *F = f->F;
+  if (F->nparams >= FUSE_MAX_PARAMS) return f->failed = true, NULL;
+  Param *q = arena_alloc(f->a, sizeof *q);
+  if (!q) return f->failed = true, NULL;
+  *q = *orig;
+  q->index = F->nparams;
+  q->img_index = q->scalar_index = -1;
+  if (orig->is_image) {
+    q->img_index = F->nimages++;
+    q->border = arg.border;
+  } else {
+    q->scalar_index = F->nscalars++;
+    Var *v = arena_alloc(f->a, sizeof *v);
+    if (!v) return f->failed = true, NULL;
+    *v = *orig->var;
+    v->param = q;
+    v->slot += shift;
+    q->var = v;
+  }
+  f->args[F->nparams] = arg;
+  F->params[F->nparams++] = q;
+  return q;
+}
+
+/* F's image parameter for source `source` under border b: an existing one of the same
+ * type, source and border, else a new one copied from orig. */
+static Param *image_param(Fuse *f, const Param *orig, int source, Border b, Loc loc, int shift) {
+  for (int i = 0; i < f->F->nparams; i++) {
+    const Param *q = f->F->params[i];
+    const PipeArg *x = &f->args[i];
+    if (q->is_image && x->source == source && x->border.kind == b.kind && x->border.value == b.value &&
+        type_eq(q->type, orig->type) && !q->len)
+      return f->F->params[i];
+  }
+  PipeArg arg = {.source = source, .border = b, .has_border = true, .loc = loc};
+  return add_param(f, orig, arg, shift);
+}
+
+/* ---- copying the trees ---- */
+
+static Var *k_var(Fuse *f, Var *v) {
+  if (!v || v->slot < 0 || v->is_const || v->pval) return v;
+  if (v->param) return f->kscal[v->param->index] ? f->kscal[v->param->index]->var : v;
+  if (v->slot >= f->K->nslots) return f->failed = true, v;
+  if (!f->kvars[v->slot]) {
+    Var *c = arena_alloc(f->a, sizeof *c);
+    if (!c) return f->failed = true, v;
+    *c = *v;
+    c->slot += f->shift;
+    f->kvars[v->slot] = c;
+  }
+  return f->kvars[v->slot];
+}
+
+/* The image parameter of K's param p as F reads it (rule A: K's own args; rule B: the
+ * source of K's arg under the border of the read being replaced). */
+static Param *k_image(Fuse *f, const Param *p) {
+  if (f->expr) {
+    const PipeArg *arg = &f->kv->args[p->index];
+    return image_param(f, p, arg->source, f->border, arg->loc, f->shift);
+  }
+  return f->kimg[p->index];
+}
+
+static void edit_k(void *ctx, Node *c);
+
+/* Rule B: replaces node c by a copy of K's local's initialiser, or K's read at (0, 0) by
+ * a read at the consumer's offsets. */
+static void edit_k(void *ctx, Node *c) {
+  Fuse *f = ctx;
+  if (f->failed) return;
+  if (f->expr && c->kind == ND_VAR && c->var && !c->var->param && c->var->slot >= 0 && !c->var->is_const) {
+    for (int i = 0; i < f->nenv; i++)
+      if (f->env[i] == c->var) {
+        Node *next = c->next, *sub = ir_clone(f->a, f->envinit[i], edit_k, f, &f->failed);
+        if (!sub) return;
+        *c = *sub;
+        c->next = next;
+        return;
+      }
+  }
+  if (c->param && (c->kind == ND_READ || c->kind == ND_AT || c->kind == ND_IMGDIM)) {
+    Param *q = k_image(f, c->param);
+    if (!q) return;
+    c->param = q;
+    if (f->expr && c->kind == ND_READ) {
+      c->a = ir_clone(f->a, f->dx, NULL, NULL, &f->failed);
+      c->b = ir_clone(f->a, f->dy, NULL, NULL, &f->failed);
+    }
+  }
+  if (c->var) c->var = k_var(f, c->var);
+}
+
+/* Whether C's parameter p is bound to the producer's value. */
+static bool of_k(const Fuse *f, const Param *p) { return p->is_image && !f->cmap[p->index]; }
+
+static void edit_c(void *ctx, Node *c) {
+  Fuse *f = ctx;
+  if (f->failed) return;
+  if (c->param && of_k(f, c->param)) {
+    if (c->kind == ND_IMGDIM) { /* the producer's size is the pixel space's */
+      c->kind = ND_COORD;
+      c->ival = c->ival ? 3 : 2;
+      c->param = NULL;
+      return;
+    }
+    if (c->kind != ND_READ) {
+      f->failed = true;
+      return;
+    }
+    Node *next = c->next;
+    if (f->t) { /* rule A */
+      c->kind = ND_VAR;
+      c->var = f->t;
+      c->a = c->b = NULL;
+      c->param = NULL;
+      c->flags = 0;
+      return;
+    }
+    f->border = f->cv->args[c->param->index].border; /* rule B */
+    f->dx = c->a, f->dy = c->b;
+    Node *sub = ir_clone(f->a, f->expr, edit_k, f, &f->failed);
+    if (!sub) return;
+    *c = *sub;
+    c->next = next;
+    return;
+  }
+  if (c->param) c->param = f->cmap[c->param->index];
+  if (c->var && c->var->param) c->var = f->cmap[c->var->param->index]->var;
+}
+
+/* ---- one fusion ---- */
+
+/* Makes F, value c's kernel with value k's computed inside it (rule A when `at_origin`,
+ * else B with expr), and points the pipeline at it. False: not fused (nothing changed),
+ * or out of memory (f->a->failed). */
+static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, const Node *expr, Fuse *f) {
+  const PipeValue *kv = &P->values[k], *cv = &P->values[c];
+  const Decl *C = cv->callee, *K = kv->callee;
+  Arena *a = prog->arena;
+  f->F = arena_alloc(a, sizeof *f->F);
+  int cap = C->nparams + K->nparams * (C->nimages + 1);
+  f->args = arena_alloc(a, sizeof *f->args * (size_t)cap);
+  f->cmap = arena_alloc(a, sizeof *f->cmap * (size_t)(C->nparams + 1));
+  f->kscal = arena_alloc(a, sizeof *f->kscal * (size_t)(K->nparams + 1));
+  f->kimg = arena_alloc(a, sizeof *f->kimg * (size_t)(K->nparams + 1));
+  f->kvars = arena_alloc(a, sizeof *f->kvars * (size_t)(K->nslots + 1));
+  if (!f->F || !f->args || !f->cmap || !f->kscal || !f->kimg || !f->kvars) return false;
+  Decl *F = f->F;
+  *F = *C;
+  F->params = arena_alloc(a, sizeof *F->params * (size_t)cap);
+  if (!F->params) return false;
+  F->nparams = F->nimages = F->nscalars = 0;
+  f->shift = C->nslots;
+  F->nslots = C->nslots + K->nslots + 1;
+  /* C's parameters in order, the images of value k left out (they become K's), then K's
+   * scalars, then (rule A) K's images */
+  for (int i = 0; i < C->nparams && !f->failed; i++) {
+    const Param *p = C->params[i];
+    f->cmap[i] = p->is_image && cv->args[i].source == k ? NULL : add_param(f, p, cv->args[i], 0);
+  }
+  for (int i = 0; i < K->nparams && !f->failed; i++) {
+    const Param *p = K->params[i];
+    if (!p->is_image) f->kscal[i] = add_param(f, p, kv->args[i], f->shift);
+    else if (at_origin) f->kimg[i] = image_param(f, p, kv->args[i].source, kv->args[i].border, kv->args[i].loc, f->shift);
+  }
+  if (f->failed) return false;
+  Node *cbody = NULL, *first = NULL;
+  if (at_origin) {
+    f->t = arena_alloc(a, sizeof *f->t);
+    if (!f->t) return false;
+    *f->t = (Var){.name = K->name, .type = K->type, .slot = F->nslots - 1, .loc = K->loc, .table = -1};
+    Node *kbody = ir_clone(a, K->body, edit_k, f, &f->failed);
+    if (f->failed) return false;
+    Node *decl = node_new(a, ND_DECL, TYPE_VOID, K->loc);
+    if (!decl) return false;
+    decl->var = f->t;
+    decl->next = block_of(f, tail(f, kbody->body), K->loc);
+    first = decl;
+  } else {
+    f->expr = expr;
+  }
+  cbody = ir_clone(a, C->body, edit_c, f, &f->failed);
+  if (f->failed || !cbody) return false;
+  if (first) {
+    first->next->next = cbody->body;
+    cbody->body = first;
+  }
+  F->body = cbody;
+  F->access = NULL;
+  F->sep = NULL;
+  memset(&F->metrics, 0, sizeof F->metrics);
+  F->specs = F->spec_next = NULL;
+  F->nspecs = 0;
+  F->spec_vals = NULL;
+  F->parent = NULL;
+  F->outs = NULL;
+  F->index = prog->next_index++;
+  if (!analyze_decl_again(F, a)) return false;
+  if (F->spec_mask || F->skel == SK_GATHER) return false; /* bounded windows only (never expected) */
+  /* the pipeline: c calls F, k is computed inside it */
+  PipeValue *pc = &P->values[c];
+  pc->callee = F;
+  pc->args = f->args;
+  pc->nargs = F->nparams;
+  P->values[k].fused = true;
+  P->values[k].into = c;
+  return true;
+}
+
+/* Tries to fuse value k into value c (c reads it). */
+static bool try_pair(Program *prog, Decl *P, int k, int c) {
+  const PipeValue *kv = &P->values[k], *cv = &P->values[c];
+  const Decl *C = cv->callee, *K = kv->callee;
+  if (!plain_kernel(kv) || !plain_kernel(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
+      any_none(cv) || pinned(P, k, c))
+    return false;
+  if (size_root(P, k) != size_root(P, c)) return false;
+  for (int i = 0; i < K->nparams; i++)
+    if (K->params[i]->len) return false;
+  bool at_origin = true, window_ok = true;
+  int taps = 0;
+  for (int i = 0; i < C->nparams; i++) {
+    const Param *p = C->params[i];
+    if (!p->is_image || cv->args[i].source != k) continue;
+    if (!type_eq(p->type, K->type) || p->len) return false;
+    const Access *ac = &C->access[p->img_index];
+    if (ac->read_abs || ac->gather || (ac->read_rel && !ac->window_known)) return false;
+    if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) at_origin = false;
+    BorderKind b = cv->args[i].border.kind;
+    if (b == B_CONSTANT || b == B_NONE) window_ok = false;
+    taps += (ac->x1 - ac->x0 + 1) * (ac->y1 - ac->y0 + 1);
+  }
+  /* a separable producer runs as column and row passes, which its statements inlined
+   * into another kernel would lose (cartoon.pxl's 5x5 smoothing: 3x slower on the CPU) */
+  if (K->sep) return false;
+  /* a window stage inlined into a point stage is run per pixel in the consumer's loop,
+   * which a C compiler may not vectorise where the stage alone was (cartoon.pxl's 5x5
+   * f32x3 smoothing into posterize, whose round() it does not vectorise: 3x slower on
+   * the CPU): only cheap ones (edges.pxl's Sobel stages: 7 operations) */
+  if (at_origin && K->skel != SK_P2P && K->metrics.arith > FUSE_MAX_WINDOW_OPS) return false;
+  Fuse f = {.a = prog->arena, .P = P, .C = C, .K = K, .cv = cv, .kv = kv, .k = k};
+  const Node *expr = NULL;
+  if (!at_origin) { /* rule B */
+    if (!window_ok || K->skel != SK_P2P || C->sep || K->metrics.arith * taps > FUSE_MAX_RECOMPUTE) return false;
+    for (int i = 0; i < K->nparams; i++)
+      if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) return false;
+    f.env = arena_alloc(prog->arena, sizeof *f.env * 64);
+    f.envinit = arena_alloc(prog->arena, sizeof *f.envinit * 64);
+    if (!f.env || !f.envinit) return false;
+    expr = exprify(&f, K->body->body, 0);
+    if (!expr) return false;
+  }
+  /* a failed attempt leaves the pipeline as it was: fuse_pair changes it last */
+  return fuse_pair(prog, P, k, c, at_origin, expr, &f);
+}
+
+/* The fused copy of pipeline P (NULL: nothing fuses, or out of memory). */
+static Decl *fuse_pipeline(Program *prog, const Decl *P0) {
+  Decl *P = arena_alloc(prog->arena, sizeof *P);
+  PipeValue *vals = arena_alloc(prog->arena, sizeof *vals * (size_t)(P0->nvalues + 1));
+  if (!P || !vals) return NULL;
+  *P = *P0;
+  memcpy(vals, P0->values, sizeof *vals * (size_t)P0->nvalues);
+  P->values = vals;
+  int nfused = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int c = 0; c < P->nvalues && !changed; c++) {
+      if (!plain_kernel(&P->values[c])) continue;
+      for (int a = 0; a < P->values[c].nargs && !changed; a++) {
+        int k = P->values[c].args[a].source;
+        if (k >= 0 && k < c && try_pair(prog, P, k, c)) changed = true, nfused++;
+      }
+    }
+  }
+  return nfused ? P : NULL;
+}
+
+bool fuse_program(Program *p) {
+  for (int i = 0; i < p->ndecls; i++) {
+    Decl *D = p->decls[i];
+    if (D->kind != D_PIPELINE) continue;
+    D->fused = fuse_pipeline(p, D);
+    if (p->arena->failed) return false;
+  }
+  return true;
+}
