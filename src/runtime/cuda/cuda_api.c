@@ -59,7 +59,6 @@ int cuda_load(const CudaApi **out, Err *err) {
   if (fault_injected() & FAULT_NOLIB)
     return err_set(err, absent_or_fault(), "CUDA is not available: libcuda.so.1 does not load (PXL_FAULT_INJECT)");
   pthread_mutex_lock(&lock);
-  load_nvrtc_locked();
   if (!tried_driver) {
     tried_driver = true;
     static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
@@ -86,6 +85,9 @@ int cuda_load(const CudaApi **out, Err *err) {
     }
     api.have_driver = ok;
   }
+  /* NVRTC (tens of megabytes: 5 ms to map when cached, 150 ms from disk) only beside a
+   * device: --device auto on a machine without one pays for the driver's absence alone */
+  if (api.have_driver) load_nvrtc_locked();
   pthread_mutex_unlock(&lock);
   if (!api.have_driver) return err_set(err, absent_or_fault(), "CUDA is not available: %s", driver_why);
   if (!api.have_nvrtc) return err_set(err, absent_or_fault(), "CUDA is not available: %s", nvrtc_why);
