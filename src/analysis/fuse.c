@@ -22,6 +22,10 @@
  *     P's expression with P's reads at (a, b) under that mode - the same position as C's
  *     read, since P's images have the size of its result. Only where P is cheap and C's
  *     window small: each read recomputes P.
+ * A reduction or a histogram of the producer's image is a consumer too (`s = total(k(in))`):
+ * rule A, the producer's statements before a histogram's body, and into a reduction's map
+ * (an expression) the producer as one expression, its reads as they are. The image is
+ * then never written.
  * Never fused: a value the pipeline returns or a loop carries, an image read by more
  * than one stage, a separable producer (its column and row passes would be lost), a
  * window producer of more than FUSE_MAX_WINDOW_OPS operations (see try_pair), stages in different loop bodies, border `none` anywhere (its zeroed
@@ -51,8 +55,10 @@ typedef struct {
   Var **kvars;         /* K's locals by slot -> their copies in F (made on first use) */
   int shift;           /* K's slots + shift are F's */
   Var *t;              /* rule A: the temporary holding K's value */
-  const Node *expr;    /* rule B: K's value as one expression of K's nodes */
-  const Var **env;     /* rule B: K's locals and their initialisers, substituted */
+  const Node *expr;    /* rule B, and rule A into a reduction's map: K's value as one
+                        * expression of K's nodes */
+  bool moved;          /* rule B: K's reads move to the consumer's read and take its border */
+  const Var **env;     /* K's locals and their initialisers, substituted into expr */
   const Node **envinit;
   int nenv;
   Border border;       /* rule B: the border of the read being replaced */
@@ -68,7 +74,8 @@ static int size_root(const Decl *P, int v) {
   for (int guard = 0; guard <= P->nvalues; guard++) {
     const PipeValue *pv = &P->values[v];
     const Decl *K = pv->callee;
-    if (!K || pv->kind != PV_IMAGE || K->kind != D_KERNEL || K->size_w) return v;
+    if (!K || K->kind == D_PIPELINE || K->kind == D_FUNC || K->size_w || (K->kind == D_KERNEL && pv->kind != PV_IMAGE))
+      return v; /* a kernel making a table (size() checked at run time) too */
     int first = -1;
     for (int a = 0; a < pv->nargs; a++)
       if (K->params[a]->is_image && K->params[a]->img_index == 0) first = pv->args[a].source;
@@ -83,6 +90,15 @@ static bool plain_kernel(const PipeValue *pv) {
   const Decl *K = pv->callee;
   return K && !pv->fused && pv->kind == PV_IMAGE && pv->carried < 0 && !pv->nouts && K->kind == D_KERNEL &&
          !K->nouts && !K->scan && !K->size_w && !K->spec_mask && K->skel != SK_SCAN;
+}
+
+/* A consumer: such a kernel, a reduction (`T s = total(k(in));`: its map computes the
+ * stage) or a histogram (its body does). */
+static bool consumer(const PipeValue *pv) {
+  const Decl *K = pv->callee;
+  if (K && !pv->fused && pv->kind == PV_SCALAR && K->kind == D_REDUCE) return !K->spec_mask;
+  if (K && !pv->fused && pv->kind == PV_ARRAY && K->kind == D_HISTOGRAM) return !K->spec_mask;
+  return plain_kernel(pv);
 }
 
 static bool any_none(const PipeValue *pv) {
@@ -202,23 +218,25 @@ static bool reads_xy(const Node *n) {
 
 /* K's value from statement s on as one expression: `T v = e;` (v a plain local assigned
  * nowhere else, recorded in env), `return e`, `if (c) S1 [else S2]` whose both ways
- * return. NULL where it is not of that form. */
+ * return; no x or y where the expression moves (rule B). NULL where it is not of that
+ * form. */
 static const Node *exprify(Fuse *f, const Node *s, int depth) {
   for (; s && depth < 16; s = s->next) {
     switch (s->kind) {
     case ND_DECL:
-      if (!s->a || s->var->len || s->var->param || assigned(f->K->body, s->var) || reads_xy(s->a) || f->nenv >= 64)
+      if (!s->a || s->var->len || s->var->param || assigned(f->K->body, s->var) || (f->moved && reads_xy(s->a)) ||
+          f->nenv >= 64)
         return NULL;
       f->env[f->nenv] = s->var;
       f->envinit[f->nenv++] = s->a;
       continue;
     case ND_RETURN:
-      return s->a && !s->nargs && !reads_xy(s->a) ? s->a : NULL;
+      return s->a && !s->nargs && !(f->moved && reads_xy(s->a)) ? s->a : NULL;
     case ND_BLOCK:
       if (s->next) return NULL;
       return exprify(f, s->body, depth + 1);
     case ND_IF: {
-      if (reads_xy(s->a)) return NULL;
+      if (f->moved && reads_xy(s->a)) return NULL;
       const Node *then = exprify(f, s->b, depth + 1);
       const Node *els = exprify(f, s->c ? s->c : s->next, depth + 1);
       if (!then || !els) return NULL;
@@ -294,7 +312,7 @@ static Var *k_var(Fuse *f, Var *v) {
 /* The image parameter of K's param p as F reads it (rule A: K's own args; rule B: the
  * source of K's arg under the border of the read being replaced). */
 static Param *k_image(Fuse *f, const Param *p) {
-  if (f->expr) {
+  if (f->moved) {
     const PipeArg *arg = &f->kv->args[p->index];
     return image_param(f, p, arg->source, f->border, arg->loc, f->shift);
   }
@@ -322,7 +340,7 @@ static void edit_k(void *ctx, Node *c) {
     Param *q = k_image(f, c->param);
     if (!q) return;
     c->param = q;
-    if (f->expr && c->kind == ND_READ) {
+    if (f->moved && c->kind == ND_READ) {
       c->a = ir_clone(f->a, f->dx, NULL, NULL, &f->failed);
       c->b = ir_clone(f->a, f->dy, NULL, NULL, &f->failed);
     }
@@ -356,7 +374,7 @@ static void edit_c(void *ctx, Node *c) {
       c->flags = 0;
       return;
     }
-    f->border = f->cv->args[c->param->index].border; /* rule B */
+    f->border = f->cv->args[c->param->index].border; /* rule B, or A in a reduction's map */
     f->dx = c->a, f->dy = c->b;
     Node *sub = ir_clone(f->a, f->expr, edit_k, f, &f->failed);
     if (!sub) return;
@@ -405,7 +423,7 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   }
   if (f->failed) return false;
   Node *cbody = NULL, *first = NULL;
-  if (at_origin) {
+  if (at_origin && !expr) {
     f->t = arena_alloc(a, sizeof *f->t);
     if (!f->t) return false;
     *f->t = (Var){.name = K->name, .type = K->type, .slot = F->nslots - 1, .loc = K->loc, .table = -1};
@@ -421,7 +439,7 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   }
   cbody = ir_clone(a, C->body, edit_c, f, &f->failed);
   if (f->failed || !cbody) return false;
-  if (first) {
+  if (first) { /* a kernel's or a histogram's statements */
     first->next->next = cbody->body;
     cbody->body = first;
   }
@@ -451,7 +469,7 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
 static bool try_pair(Program *prog, Decl *P, int k, int c) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
-  if (!plain_kernel(kv) || !plain_kernel(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
+  if (!plain_kernel(kv) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
       any_none(cv) || pinned(P, k, c))
     return false;
   if (size_root(P, k) != size_root(P, c)) return false;
@@ -484,6 +502,9 @@ static bool try_pair(Program *prog, Decl *P, int k, int c) {
     if (!window_ok || K->skel != SK_P2P || C->sep || K->metrics.arith * taps > FUSE_MAX_RECOMPUTE) return false;
     for (int i = 0; i < K->nparams; i++)
       if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) return false;
+  }
+  f.moved = !at_origin;
+  if (!at_origin || C->kind == D_REDUCE) { /* a reduction's map is an expression */
     f.env = arena_alloc(prog->arena, sizeof *f.env * 64);
     f.envinit = arena_alloc(prog->arena, sizeof *f.envinit * 64);
     if (!f.env || !f.envinit) return false;
@@ -506,7 +527,7 @@ static Decl *fuse_pipeline(Program *prog, const Decl *P0) {
   for (bool changed = true; changed;) {
     changed = false;
     for (int c = 0; c < P->nvalues && !changed; c++) {
-      if (!plain_kernel(&P->values[c])) continue;
+      if (!consumer(&P->values[c])) continue;
       for (int a = 0; a < P->values[c].nargs && !changed; a++) {
         int k = P->values[c].args[a].source;
         if (k >= 0 && k < c && try_pair(prog, P, k, c)) changed = true, nfused++;

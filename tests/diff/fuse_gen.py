@@ -7,8 +7,8 @@ A fixed library of stage kernels - point and local, u8, i16 and f32, one and two
 bodies that are one expression and bodies that are not (loops, returns under ifs, the
 pixel's coordinates) - and COUNT pipelines, each a random DAG of 3 to 8 calls of them
 with random border modes per use (constant and none too, which never fuse), values read
-by one stage (which fuse) or by two (which stay), and now and then a loop whose body
-fuses. The output depends on SEED alone. diff_test runs every pipeline on every backend
+by one stage (which fuse) or by two (which stay), now and then a loop whose body fuses,
+and now and then a reduction or histogram of a stage, which fuses into its map or body. The output depends on SEED alone. diff_test runs every pipeline on every backend
 (fused there) and with `ref-fused` (the interpreter running the fused kernels) against
 the interpreter running them as written.
 """
@@ -41,6 +41,18 @@ STAGES = [
     ("sel", "u8", ["u8"], "", "{ if (a(0, 0) > 128) return a(-1, 0); u8 v = a(0, 1); if (v < 20) return 20; return v; }"),
     ("smi", "i16", ["i16"], "", "{ return (a(-1, 0) + 2 * a(0, 0) + a(1, 0)) / 4; }"),
     ("blend", "u8", ["u8", "u8"], "", "{ return (a(0, 0) + b(-1, 1) + b(1, -1) + 1) / 3; }"),
+]
+
+# reductions and histograms that read a stage at (0, 0) (it fuses into their map or
+# body), and the stages that take their values
+VALUES = [
+    "reduce i64 total(image u8 a) = sum(a(0, 0));",
+    "reduce i64 top(image u8 a) = max(a(0, 0) ^ 85);",
+    "histogram[16] hist16(image u8 a) { bin(a(0, 0) >> 4); }",
+    "histogram[8] histw(image u8 a) { if (a(0, 0) > 100) bin(a(0, 0) & 7); else bin(x & 7); }",
+    "kernel u8 addk(image u8 a, i64 s) { return a(0, 0) + s % 7; }",
+    "kernel u8 lut16(image u8 a, i64 h[16]) { return h[a(0, 0) >> 4] % 251; }",
+    "kernel u8 lut8(image u8 a, i64 h[8]) { return (a(0, 0) + h[a(0, 0) & 7]) % 253; }",
 ]
 
 BORDERS = ["clamp", "mirror", "mirror101", "wrap", "clamp", "mirror101", "constant(3)", "none"]
@@ -88,9 +100,23 @@ def pipeline(rng, idx):
             lines.append("    image %s %s = %s;" % (st[1], v, call))
         vals.append((v, st[1], 0))
     last = vals[-1]
-    # values nobody reads join the result through a point stage where the types allow
     out_t = last[1]
-    lines.append("    return %s;" % last[0])
+    u8s = [v[0] for v in vals if v[1] == "u8"]
+    looped = any(l.strip().startswith("loop") for l in lines)
+    if last[1] == "u8" and not looped and rng.random() < 0.4:  # (no values in pipelines with loops yet)
+        # a reduction or a histogram of a u8 stage, read by the last stage
+        unread = [v[0] for v in vals[1:-1] if v[1] == "u8" and v[2] == 0]  # these fuse
+        src = rng.choice(unread) if unread and rng.random() < 0.8 else rng.choice(u8s)
+        kind = rng.randrange(4)
+        if kind < 2:
+            lines.append("    i64 s = %s(%s);" % (["total", "top"][kind], src))
+            lines.append("    return addk(%s, s);" % last[0])
+        else:
+            n = 16 if kind == 2 else 8
+            lines.append("    i64 h[%d] = %s(%s);" % (n, ["hist16", "histw"][kind - 2], src))
+            lines.append("    return %s(%s, h);" % (["lut16", "lut8"][kind - 2], last[0]))
+    else:
+        lines.append("    return %s;" % last[0])
     return "pipeline p%d(image u8 in) -> image %s {\n%s\n}\n" % (idx, out_t, "\n".join(lines))
 
 
@@ -99,7 +125,7 @@ def main():
     rng = random.Random(seed)
     text = ["// Random pipelines for the fusion tests: written by tests/diff/fuse_gen.py %d %d" % (seed, count),
             "// diff_test: quick"]
-    text += [kernel_text(st) for st in STAGES]
+    text += [kernel_text(st) for st in STAGES] + VALUES
     text += [pipeline(rng, i) for i in range(count)]
     with open(out, "w") as f:
         f.write("\n".join(text) + "\n")
