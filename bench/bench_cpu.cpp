@@ -455,6 +455,10 @@ struct HalidePeer {
     RS = std::min(RS, 4096);  // keeps the u32 lanes of sum's partials from overflowing
   }
 
+  static void knob_env(const char *name, int &v) {
+    if (const char *e = std::getenv(name)) v = std::atoi(e);
+  }
+
   // The smallest image the tuned schedules handle (vectors, strips and tiles must fit);
   // smaller images run a generic (unscheduled, inlined) version of the same algorithm.
   bool fits(int w, int h) const {
@@ -464,7 +468,7 @@ struct HalidePeer {
   // The algorithm of kernel k; with tuned = false, left unscheduled (generic fallback).
   hl::Func build(const std::string &k, bool tuned) {
     using namespace hl;
-    if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr" || !has_reference(k))
+    if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr" || (!has_reference(k) && k != "edges"))
       throw CompileError("no Halide version written for " + k);
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func c = BoundaryConditions::repeat_edge(in);
@@ -537,6 +541,46 @@ struct HalidePeer {
       Expr vmin = min(hmin(x, y - 1), hmin(x, y), hmin(x, y + 1));
       f(x, y) = vmax - vmin;
       stencil(VN, {hmax, hmin});
+    } else if (k == "edges") {
+      // examples/edges.pxl: 1 2 1 smoothing rounded to u8, Sobel x and y in i16 from it,
+      // |g| / 4 in f32 rounded (ties to even) to u8, > 40; reflect101 at both windows.
+      // Four schedules were measured on the 2-core VM (BENCH_HL_EDGES; docs/PERFORMANCE.md):
+      // 0, the input's and the mirrored smoothed image's rows as sliding windows per strip
+      // (store_at the strip, compute_at the row): 258 ms at 8192; 1, the smoothed rows
+      // only: 342 ms (x mirrored inside vectors: Halide 14 gathers lane by lane); 2, the
+      // smoothed image whole first: 69 ms; 3 (the default), the smoothed image whole, then
+      // its mirrored rows per strip: 61 ms. Everything after it inlined, vectorized along x.
+      Func cm = BoundaryConditions::mirror_interior(in);
+      Func sm("edges_smooth"), sx("edges_sx"), sy("edges_sy");
+      Expr s = cast<uint16_t>(cm(x - 1, y - 1)) + 2 * cast<uint16_t>(cm(x, y - 1)) + cm(x + 1, y - 1) +
+               2 * (cast<uint16_t>(cm(x - 1, y)) + 2 * cast<uint16_t>(cm(x, y)) + cm(x + 1, y)) +
+               cast<uint16_t>(cm(x - 1, y + 1)) + 2 * cast<uint16_t>(cm(x, y + 1)) + cm(x + 1, y + 1);
+      sm(x, y) = cast<uint8_t>((s + 8) / 16);
+      Func g = BoundaryConditions::mirror_interior(sm, {{0, in.width()}, {0, in.height()}});
+      auto px = [&](Expr a, Expr b) { return cast<int16_t>(g(a, b)); };
+      Expr gx = (px(x + 1, y - 1) + 2 * px(x + 1, y) + px(x + 1, y + 1)) - (px(x - 1, y - 1) + 2 * px(x - 1, y) + px(x - 1, y + 1));
+      Expr gy = (px(x - 1, y + 1) + 2 * px(x, y + 1) + px(x + 1, y + 1)) - (px(x - 1, y - 1) + 2 * px(x, y - 1) + px(x + 1, y - 1));
+      Expr u = cast<float>(gx), v = cast<float>(gy);
+      Expr mag = cast<uint8_t>(clamp(round(sqrt(u * u + v * v) * 0.25f), 0.0f, 255.0f));
+      f(x, y) = select(mag > 40, cast<uint8_t>(255), cast<uint8_t>(0));
+      if (tuned) {
+        int sched = 3;
+        knob_env("BENCH_HL_EDGES", sched);
+        f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+        if (sched == 0) {  // the mirrored smoothed rows materialized as well
+          g.store_at(f, yo).compute_at(f, yi).vectorize(g.args()[0], V);
+          sm.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
+        } else if (sched == 1) {
+          sm.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
+        } else if (sched == 2) {  // the smoothed image whole, first
+          sm.compute_root().parallel(y).vectorize(x, V);
+        } else {  // the smoothed image whole, mirrored rows materialized per strip
+          sm.compute_root().parallel(y).vectorize(x, V);
+          g.store_at(f, yo).compute_at(f, yi).vectorize(g.args()[0], V);
+        }
+        if (sched < 2) cm.store_at(f, yo).compute_at(f, yi).vectorize(cm.args()[0], V);
+        else cm.compute_at(sm, y).vectorize(cm.args()[0], V);
+      }
     } else if (k == "sum" || k == "min" || k == "max") {
       // (Reductions use this schedule at every size.)
       // part(l, s): lane l of the partial of strip s (RS rows), VN lanes wide, over the
