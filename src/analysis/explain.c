@@ -72,8 +72,26 @@ static void fused_into(StrBuf *b, const Decl *F, int c, int *n) {
     }
 }
 
+/* The bytes per pixel pipeline P's launches read and write (each image a launch reads
+ * once, whatever its window; images of one size; a loop's body once). */
+static int bytes_per_pixel(const Decl *P) {
+  int bytes = 0;
+  for (int v = 0; v < P->nvalues; v++) {
+    const PipeValue *pv = &P->values[v];
+    if (!pv->callee || pv->fused || pv->carried >= 0) continue;
+    if (pv->kind == PV_IMAGE) bytes += scalar_size(pv->type.s) * pv->type.lanes;
+    for (int a = 0; a < pv->nargs; a++) {
+      const Param *q = pv->callee->params[a];
+      bool seen = false;
+      for (int e = 0; e < a; e++) seen |= pv->args[e].source == pv->args[a].source && pv->callee->params[e]->is_image;
+      if (q->is_image && !seen) bytes += scalar_size(q->type.s) * q->type.lanes;
+    }
+  }
+  return bytes;
+}
+
 /* The fusion plan of pipeline P (its fused form F): which stages each kernel computes,
- * what it reads, and the launches before and after. */
+ * what it reads, and the launches and bytes moved before and after. */
 static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
   int before = 0, after = 0;
   char t[16];
@@ -81,8 +99,9 @@ static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
     before += P->values[v].callee != NULL && P->values[v].carried < 0;
     after += F->values[v].callee != NULL && F->values[v].carried < 0 && !F->values[v].fused;
   }
-  sb_printf(b, "  fused (every device but ref; --no-fuse runs the stages as written): %d kernel%s instead of %d\n",
-            after, after == 1 ? "" : "s", before);
+  sb_printf(b, "  fused (every device but ref; --no-fuse runs the stages as written): %d kernel%s instead of %d, "
+            "%d bytes per pixel moved instead of %d\n", after, after == 1 ? "" : "s", before, bytes_per_pixel(F),
+            bytes_per_pixel(P));
   for (int c = 0; c < F->nvalues; c++) {
     const PipeValue *cv = &F->values[c];
     if (cv->fused || !cv->callee || cv->callee == P->values[c].callee) continue;
