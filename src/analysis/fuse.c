@@ -28,9 +28,10 @@
  * then never written.
  * Never fused: a value the pipeline returns or a loop carries, an image read by more
  * than one stage, a separable producer (its column and row passes would be lost), a
- * window producer of more than FUSE_MAX_WINDOW_OPS operations (see try_pair), stages in different loop bodies, border `none` anywhere (its zeroed
- * frame follows the kernel's window), size() clauses, scans, several outputs, array
- * parameters of the producer and declarations specialised at run time.
+ * window producer of more than FUSE_MAX_WINDOW_OPS operations (see try_pair), stages in
+ * different loop bodies, border `none` anywhere (its zeroed frame follows the kernel's
+ * window), size() clauses, scans, several outputs, array parameters of the producer and
+ * declarations specialised at run time.
  */
 #include <string.h>
 
@@ -43,10 +44,8 @@
 
 typedef struct {
   Arena *a;
-  Decl *P;             /* the fused pipeline (its values are being rewritten) */
-  const Decl *C, *K;   /* the consumer's and the producer's kernels */
-  const PipeValue *cv, *kv;
-  int k;               /* the producer's value */
+  const Decl *K;       /* the producer's kernel */
+  const PipeValue *cv, *kv; /* the consumer's and the producer's values */
   Decl *F;             /* the kernel being made */
   PipeArg *args;       /* its pipeline arguments, one per F->params */
   Param **cmap;        /* C->params[i] -> F's parameter; NULL for the images of value k */
@@ -496,7 +495,7 @@ static bool try_pair(Program *prog, Decl *P, int k, int c) {
    * f32x3 smoothing into posterize, whose round() it does not vectorise: 3x slower on
    * the CPU): only cheap ones (edges.pxl's Sobel stages: 7 operations) */
   if (at_origin && K->skel != SK_P2P && K->metrics.arith > FUSE_MAX_WINDOW_OPS) return false;
-  Fuse f = {.a = prog->arena, .P = P, .C = C, .K = K, .cv = cv, .kv = kv, .k = k};
+  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv};
   const Node *expr = NULL;
   if (!at_origin) { /* rule B */
     if (!window_ok || K->skel != SK_P2P || C->sep || K->metrics.arith * taps > FUSE_MAX_RECOMPUTE) return false;
