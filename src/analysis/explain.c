@@ -58,6 +58,24 @@ static void loop_header(StrBuf *b, const Decl *D, const PipeLoop *L, int depth) 
   sb_printf(b, "\n");
 }
 
+/* Park et al.'s six metrics (seed 002) as the analysis knows them before a run: the
+ * parallel fraction (every pixel independent; reductions and histograms then combine
+ * their partial results), floating-point operations per memory access and per pixel,
+ * memory accesses per pixel (reads, and one write per output), branches per pixel (the
+ * paper's branching diversity is a variance measured per warp: here only the branches
+ * that could diverge are counted) and task dependency (launches in sequence). */
+static void park_metrics(StrBuf *b, const Decl *D) {
+  const Metrics *m = &D->metrics;
+  int writes = D->kind == D_KERNEL ? (D->nouts ? D->nouts : 1) : 0;
+  double access = m->reads + writes;
+  int launches = 1 + (D->scan & SCAN_X ? 1 : 0) + (D->scan & SCAN_Y ? 1 : 0);
+  sb_printf(b, "  Park's metrics: parallel fraction 1%s; FP per memory access %.2f; FP per pixel %.0f; memory "
+            "accesses per pixel %.0f (%.0f reads, %d write%s); branches per pixel %.0f; task dependency %d launch%s\n",
+            D->kind == D_REDUCE || D->kind == D_HISTOGRAM ? " (then a combine of partial results)" : "",
+            access > 0 ? m->flops / access : 0.0, m->flops, access, m->reads, writes, writes == 1 ? "" : "s",
+            m->branches, launches, launches == 1 ? "" : "es");
+}
+
 /* A pipeline value's name for the report: its local name, else its kernel's. */
 static const char *value_name(const Decl *P, int v) {
   return P->values[v].name ? P->values[v].name : P->values[v].callee ? P->values[v].callee->name : "(input)";
@@ -90,15 +108,19 @@ static int bytes_per_pixel(const Decl *P) {
   return bytes;
 }
 
+/* The launches of pipeline P's stages (a loop's body once). */
+static int launches(const Decl *P) {
+  int n = 0;
+  for (int v = 0; v < P->nvalues; v++)
+    n += P->values[v].callee != NULL && P->values[v].carried < 0 && !P->values[v].fused;
+  return n;
+}
+
 /* The fusion plan of pipeline P (its fused form F): which stages each kernel computes,
  * what it reads, and the launches and bytes moved before and after. */
 static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
-  int before = 0, after = 0;
+  int before = launches(P), after = launches(F);
   char t[16];
-  for (int v = 0; v < P->nvalues; v++) {
-    before += P->values[v].callee != NULL && P->values[v].carried < 0;
-    after += F->values[v].callee != NULL && F->values[v].carried < 0 && !F->values[v].fused;
-  }
   sb_printf(b, "  fused (every device but ref; --no-fuse runs the stages as written): %d kernel%s instead of %d, "
             "%d bytes per pixel moved instead of %d\n", after, after == 1 ? "" : "s", before, bytes_per_pixel(F),
             bytes_per_pixel(P));
@@ -177,6 +199,10 @@ const char *explain_program(Program *p) {
         if (pv->kind != PV_ARRAY) sb_printf(&b, "\n");
       }
       if (D->fused) fusion_plan(&b, D, D->fused);
+      int as_written = launches(D), fused = D->fused ? launches(D->fused) : as_written;
+      sb_printf(&b, "  task dependency: %d launch%s in sequence", fused, fused == 1 ? "" : "es");
+      if (fused != as_written) sb_printf(&b, " (%d as written)", as_written);
+      sb_printf(&b, "%s\n", D->nloops ? ", a loop's body counted once" : "");
       continue;
     }
     for (int k = 0; k < D->nparams; k++) {
@@ -214,6 +240,7 @@ const char *explain_program(Program *p) {
     sb_printf(&b, "  per pixel: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
         m->arith, m->flops, m->reads, m->branches, m->exact ? "" : " (loops with run-time bounds counted once)");
     if (m->reads > 0) sb_printf(&b, "  arithmetic per read: %.2f\n", m->arith / m->reads);
+    park_metrics(&b, D);
   }
   if (b.oom || !b.s) {
     sb_free(&b);
