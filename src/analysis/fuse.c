@@ -88,7 +88,7 @@ static int size_root(const Decl *P, int v) {
 static bool plain_kernel(const PipeValue *pv) {
   const Decl *K = pv->callee;
   return K && !pv->fused && pv->kind == PV_IMAGE && pv->carried < 0 && !pv->nouts && K->kind == D_KERNEL &&
-         !K->nouts && !K->scan && !K->size_w && !K->spec_mask && K->skel != SK_SCAN;
+         !K->nouts && !K->scan && !K->size_w && !K->spec_mask;
 }
 
 /* A consumer: such a kernel, a reduction (`T s = total(k(in));`: its map computes the
@@ -125,28 +125,16 @@ static bool pinned(const Decl *P, int k, int c) {
 
 /* ---- the producer's value as statements (rule A) ---- */
 
-static bool has_return(const Node *s, bool *in_loop, bool loop) {
-  bool r = false;
-  for (; s; s = s->next) {
-    if (s->kind == ND_RETURN) {
-      if (loop) *in_loop = true;
-      r = true;
-    }
-    bool l = loop || s->kind == ND_FOR;
-    if (s->kind == ND_IF) r |= has_return(s->b, in_loop, l) | has_return(s->c, in_loop, l);
-    if (s->kind == ND_FOR) r |= has_return(s->b, in_loop, l);
-    if (s->kind == ND_BLOCK) r |= has_return(s->body, in_loop, l);
-  }
-  return r;
+static bool is_return(const Node *n, const void *ctx) {
+  (void)ctx;
+  return n->kind == ND_RETURN;
 }
 
-static bool one_has_return(const Node *s) {
-  bool in_loop = false;
-  const Node *next = s->next;
-  ((Node *)s)->next = NULL;
-  bool r = has_return(s, &in_loop, false);
-  ((Node *)s)->next = (Node *)next;
-  return r;
+/* Whether statement s (not the ones after it) returns somewhere: returns are statements,
+ * in blocks, branches and loop bodies. */
+static bool returns(const Node *s) {
+  return s->kind == ND_RETURN || ir_any(s->b, is_return, NULL) || ir_any(s->c, is_return, NULL) ||
+         ir_any(s->body, is_return, NULL);
 }
 
 static Node *block_of(Fuse *f, Node *chain, Loc loc) {
@@ -160,7 +148,7 @@ static Node *block_of(Fuse *f, Node *chain, Loc loc) {
  * statements after an if that returns go into both of its branches (a copy each). */
 static Node *tail(Fuse *f, Node *s) {
   if (!s || f->failed) return s;
-  if (!one_has_return(s)) {
+  if (!returns(s)) {
     s->next = tail(f, s->next);
     return s;
   }
@@ -192,27 +180,14 @@ static Node *tail(Fuse *f, Node *s) {
 
 /* ---- the producer's value as one expression (rule B) ---- */
 
-static bool assigned(const Node *n, const Var *v) {
-  for (; n; n = n->next) {
-    if ((n->kind == ND_ASSIGN || n->kind == ND_LANESET || n->kind == ND_ISET) && n->var == v) return true;
-    if (assigned(n->a, v) || assigned(n->b, v) || assigned(n->c, v) || assigned(n->init, v) ||
-        assigned(n->step, v) || assigned(n->body, v))
-      return true;
-  }
-  return false;
+static bool assigns(const Node *n, const void *v) {
+  return (n->kind == ND_ASSIGN || n->kind == ND_LANESET || n->kind == ND_ISET) && n->var == v;
 }
 
-/* Whether expression n uses the pixel's coordinates x or y (rule B moves the position). */
-static bool reads_xy(const Node *n) {
-  for (; n; n = n->next) {
-    if (n->kind == ND_COORD && n->ival < 2) return true;
-    if (reads_xy(n->a) || reads_xy(n->b) || reads_xy(n->c) || reads_xy(n->init) || reads_xy(n->step) ||
-        reads_xy(n->body))
-      return true;
-    for (int i = 0; i < n->nargs; i++)
-      if (reads_xy(n->args[i])) return true;
-  }
-  return false;
+/* The pixel's coordinates x or y (rule B moves the position). */
+static bool is_xy(const Node *n, const void *ctx) {
+  (void)ctx;
+  return n->kind == ND_COORD && n->ival < 2;
 }
 
 /* K's value from statement s on as one expression: `T v = e;` (v a plain local assigned
@@ -223,19 +198,19 @@ static const Node *exprify(Fuse *f, const Node *s, int depth) {
   for (; s && depth < 16; s = s->next) {
     switch (s->kind) {
     case ND_DECL:
-      if (!s->a || s->var->len || s->var->param || assigned(f->K->body, s->var) || (f->moved && reads_xy(s->a)) ||
-          f->nenv >= 64)
+      if (!s->a || s->var->len || s->var->param || ir_any(f->K->body, assigns, s->var) ||
+          (f->moved && ir_any(s->a, is_xy, NULL)) || f->nenv >= 64)
         return NULL;
       f->env[f->nenv] = s->var;
       f->envinit[f->nenv++] = s->a;
       continue;
     case ND_RETURN:
-      return s->a && !s->nargs && !(f->moved && reads_xy(s->a)) ? s->a : NULL;
+      return s->a && !s->nargs && !(f->moved && ir_any(s->a, is_xy, NULL)) ? s->a : NULL;
     case ND_BLOCK:
       if (s->next) return NULL;
       return exprify(f, s->body, depth + 1);
     case ND_IF: {
-      if (f->moved && reads_xy(s->a)) return NULL;
+      if (f->moved && ir_any(s->a, is_xy, NULL)) return NULL;
       const Node *then = exprify(f, s->b, depth + 1);
       const Node *els = exprify(f, s->c ? s->c : s->next, depth + 1);
       if (!then || !els) return NULL;
@@ -418,7 +393,8 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   for (int i = 0; i < K->nparams && !f->failed; i++) {
     const Param *p = K->params[i];
     if (!p->is_image) f->kscal[i] = add_param(f, p, kv->args[i], f->shift);
-    else if (at_origin) f->kimg[i] = image_param(f, p, kv->args[i].source, kv->args[i].border, kv->args[i].loc, f->shift);
+    else if (at_origin)
+      f->kimg[i] = image_param(f, p, kv->args[i].source, kv->args[i].border, kv->args[i].loc, f->shift);
   }
   if (f->failed) return false;
   Node *cbody = NULL, *first = NULL;

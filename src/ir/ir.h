@@ -468,6 +468,9 @@ Node *node_new(Arena *a, NodeKind k, Type t, Loc loc);
  * transforms that copy a body (specialise.c, outputs.c). NULL for NULL; on out-of-memory
  * sets *failed and returns NULL. */
 Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), void *ctx, bool *failed);
+/* Whether pred holds for a node of the tree n (its next chain and every child, operands
+ * and arguments included). */
+bool ir_any(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx);
 Type type_scalar(Scalar s); /* {s, 1} */
 Type type_vec(Scalar s, int lanes);
 extern const Type TYPE_VOID;

@@ -176,9 +176,10 @@ typedef struct {
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err);
 
-/* Intermediates kept between runs (Backend.spares). exec_take_spare: a host image of
- * this shape that an earlier run gave back, else a new one; its pixels are whatever that
- * run left (every kernel writes each pixel of its output). exec_give_spare: gives an
+/* Intermediates kept between runs (Backend.spares). exec_take_spare: an image of this
+ * shape in be's memory - on a host backend one that an earlier run gave back, else a new
+ * one - whose pixels are whatever that run left (every kernel writes each pixel of its
+ * output). exec_give_spare: gives an
  * intermediate back (a device image or one not pxl's own is freed); the oldest go when
  * more than EXEC_SPARES images or EXEC_SPARE_BYTES would be kept. exec_spares_free:
  * frees them all. */

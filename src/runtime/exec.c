@@ -31,6 +31,7 @@ static int alloc_image(Backend *be, int w, int h, pxl_type t, int channels, stru
 static size_t image_bytes(const struct pxl_image *img) { return img->pitch * (size_t)img->height; }
 
 int exec_take_spare(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err) {
+  if (be->image_new) return alloc_image(be, w, h, t, channels, out, err); /* the device's pool */
   for (int i = be->nspares - 1; i >= 0; i--) {
     struct pxl_image *img = be->spares[i];
     if (img->width != w || img->height != h || img->type != t || img->channels != channels) continue;
@@ -240,7 +241,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
     bool last = exec_result_index(P, v) == 0; /* the caller's output is image 0 */
-    if (exec_result_index(P, v) < 0 && !be->image_new) { /* an intermediate in host memory */
+    if (exec_result_index(P, v) < 0) { /* an intermediate */
       rc = exec_take_spare(be, w, h, pxl_of_scalar(K->type.s), K->type.lanes, &vals[v], err);
       owned[v] = !rc;
     } else {

@@ -138,8 +138,7 @@ static int take(Run *R, int w, int h, Type t, Buf **out) {
   }
   if (R->no_alloc || R->dry) return NEED_ALLOC;
   struct pxl_image *img = NULL;
-  int rc = R->be->image_new ? exec_prepare_output(R->be, R->P->name, t, w, h, NULL, 0, NULL, &img, &(bool){0}, R->err)
-                            : exec_take_spare(R->be, w, h, pxl_of_scalar(t.s), t.lanes, &img, R->err);
+  int rc = exec_take_spare(R->be, w, h, pxl_of_scalar(t.s), t.lanes, &img, R->err);
   if (!rc) rc = buf_add(R, img, true, out);
   if (rc) exec_give_spare(R->be, img);
   return rc;

@@ -578,17 +578,21 @@ static int usage(void) {
   return 2;
 }
 
+/* Whether s ends with suffix, which is then cut off. */
+static bool strip_suffix(char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  if (n < k || strcmp(s + n - k, suffix)) return false;
+  s[n - k] = 0;
+  return true;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return usage();
   device = argv[1];
   char base_device[64];
   snprintf(base_device, sizeof base_device, "%s", device);
-  char *dash = strstr(base_device, "-resident");
-  resident = dash && !dash[9];
-  if (resident) *dash = 0;
-  char *fusedash = strstr(base_device, "-fused"); /* ref-fused: the interpreter runs the fused kernels */
-  bool fused = fusedash && !fusedash[6];
-  if (fused) *fusedash = 0;
+  resident = strip_suffix(base_device, "-resident");
+  bool fused = strip_suffix(base_device, "-fused"); /* ref-fused: the interpreter runs the fused kernels */
   pipelines_only = fused;
   const char *q = getenv("PXL_TEST_QUICK"), *inputs = "all", *samples = PXL_SAMPLES_DIR;
   quick = q && *q && strcmp(q, "0");

@@ -246,18 +246,11 @@ static void scan_row(Gen *g, const char *T) {
   OUT("\n        orow[x] = acc;\n      }\n    }\n");
 }
 
-/* Whether expression or statements n use the pixel's coordinates or the output's size
- * (x, y, width, height). Functions cannot (check.c: they see only their arguments). */
-static bool uses_coords(const Node *n) {
-  for (; n; n = n->next) {
-    if (n->kind == ND_COORD) return true;
-    if (uses_coords(n->a) || uses_coords(n->b) || uses_coords(n->c) || uses_coords(n->init) || uses_coords(n->step) ||
-        uses_coords(n->body))
-      return true;
-    for (int i = 0; i < n->nargs; i++)
-      if (uses_coords(n->args[i])) return true;
-  }
-  return false;
+/* The pixel's coordinates or the output's size (x, y, width, height). Functions cannot
+ * read them (check.c: they see only their arguments). */
+static bool is_coord(const Node *n, const void *ctx) {
+  (void)ctx;
+  return n->kind == ND_COORD;
 }
 
 bool cg_tabulated(const Decl *D) {
@@ -271,7 +264,7 @@ bool cg_tabulated(const Decl *D) {
   if (ac->x0 || ac->x1 || ac->y0 || ac->y1) return false;
   for (int i = 1; i < D->nimages; i++)
     if (D->access[i].read_rel) return false;
-  return !uses_coords(D->body);
+  return !ir_any(D->body, is_coord, NULL);
 }
 
 /* Whether scan D's column prefixes are computed in bands of rows as the map makes them
