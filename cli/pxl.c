@@ -159,10 +159,16 @@ static const char HELP_RUN[] =
     "  --fuse MODE          fusion of pipeline stages (a stage whose image only one\n"
     "                       later stage reads computed inside that stage's kernel, so\n"
     "                       the image never reaches memory; the same bits either way):\n"
-    "                       auto (the default: every device but ref, which runs\n"
-    "                       pipelines as written), off, or all (ref too). `pxl check\n"
-    "                       --explain` lists what fuses\n"
+    "                       auto (the default: where the cost model predicts a gain,\n"
+    "                       on every device but ref, which runs pipelines as written),\n"
+    "                       off, or all (every fusion that is exact, whatever the\n"
+    "                       model says, on ref too). `pxl check --explain` lists what\n"
+    "                       fuses and the predicted times\n"
     "  --no-fuse            the same as --fuse off\n"
+    "  --unfused STAGE,...  keep the named pipeline stages as written (their images\n"
+    "                       stored) even where fusion would compute them inside their\n"
+    "                       consumer; fusion decides the others (for comparison; exit\n"
+    "                       4 when the pipeline has no such stage)\n"
     "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
     "                       region of interest); the entry sees it as a whole image, so\n"
     "                       an image result is W x H\n"
@@ -652,13 +658,14 @@ static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) 
 
 /* ---- pxl run ---- */
 
-enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_HELP };
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_HELP };
 
 static const Opt RUN_OPTS[] = {
     {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 1},         {"param", 0, 1, O_PARAM, 1},
     {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
     {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
-    {"fuse", 0, 1, O_FUSE, 0},     {"no-fuse", 0, 0, O_NO_FUSE, 0},  {"help", 'h', 0, O_HELP, 1},
+    {"fuse", 0, 1, O_FUSE, 0},     {"no-fuse", 0, 0, O_NO_FUSE, 0},  {"unfused", 0, 1, O_UNFUSED, 0},
+    {"help", 'h', 0, O_HELP, 1},
     {NULL, 0, 0, 0, 0}};
 
 typedef struct {
@@ -676,6 +683,7 @@ typedef struct {
   int nout;
   int threads;      /* -1: library default */
   int fusion;       /* PXL_FUSE_AUTO, _OFF, _ALL */
+  const char *unfused; /* --unfused: stage names, or NULL */
   int roi[4], has_roi, time;
   double time_limit;           /* seconds; 0: none */
   const char *time_limit_text; /* as given, for the message */
@@ -861,6 +869,9 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
     case O_NO_FUSE:
       o->fusion = PXL_FUSE_OFF;
       break;
+    case O_UNFUSED:
+      o->unfused = v;
+      break;
     case O_ROI:
       if (parse_roi(v, o->roi))
         return usage_error("run", "--roi needs X,Y,W,H (X, Y >= 0; W, H >= 1), got '%s'", v);
@@ -1022,6 +1033,7 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
   if (o->threads >= 0 && (st = pxl_set_threads(ctx, o->threads))) return fail(ctx, st, "--threads");
   if ((st = pxl_set_fusion(ctx, o->fusion))) return fail(ctx, st, "--fuse");
+  if ((st = pxl_set_fusion_keep(ctx, o->unfused))) return usage_error("run", "--unfused: %s", pxl_errmsg(ctx));
   if ((rc = load_program(ctx, o->file, &prog))) return rc;
   const int entry0 = pxl_program_entry_find(prog, o->entry);
   const int generic = pxl_program_entry_is_generic(prog, entry0);

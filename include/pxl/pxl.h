@@ -111,6 +111,14 @@ int pxl_set_threads(pxl_context *ctx, int nthreads);
  * kernels). The results are the same bits in every mode. PXL_EARG for another value. */
 enum { PXL_FUSE_AUTO = 0, PXL_FUSE_OFF = 1, PXL_FUSE_ALL = 2 };
 int pxl_set_fusion(pxl_context *ctx, int mode);
+/* Stages kept as written (their images stored) in every pipeline run with this context,
+ * even where fusion would compute them inside their consumer: names separated by
+ * commas, e.g. "smooth,gx", each the name of a stage or of the kernel it calls (which
+ * names its every call, and the anonymous ones); NULL or "" keeps none (the default). A run of a pipeline
+ * that has no stage of a given name fails with PXL_EARG naming it. With PXL_FUSE_AUTO the
+ * cost model still decides the other stages; with PXL_FUSE_ALL every other exact fusion
+ * is made. PXL_EARG for a list that is not names and commas. */
+int pxl_set_fusion_keep(pxl_context *ctx, const char *stages);
 
 /* ---- programs ---- */
 
@@ -158,6 +166,13 @@ int pxl_program_entry_for_args(const pxl_program *prog, int i, const pxl_args *a
 /* The report of `pxl check --explain`: per entry its skeleton class, window and per-pixel
  * counts. Returns a string owned by prog, valid until pxl_program_free. */
 const char *pxl_program_explain(pxl_context *ctx, pxl_program *prog);
+/* The cost model's predicted time in seconds of one run of entry i on images of
+ * width x height pixels on a device class, "cpu" or "gpu" (docs/PERFORMANCE.md, "Cost
+ * model": calibrated on one machine of each, a guide for comparing forms and entries,
+ * not a promise), of the form ctx's fusion settings run there. PXL_EARG for a bad
+ * entry, class or size; a pipeline kept unfused by name that lacks the stage too. */
+int pxl_program_entry_predict(pxl_context *ctx, pxl_program *prog, int i, const char *device, int width, int height,
+                              double *seconds);
 
 /* Ahead-of-time compilation: writes `base`.c and `base`.h (atomically) holding one
  * documented C function per entry point, needing only a C11 compiler (OpenMP optional)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/cost.h"
 #include "analysis/specialise.h"
 #include "util/alloc.h"
 #include "util/strbuf.h"
@@ -118,11 +119,11 @@ static int launches(const Decl *P) {
 
 /* The fusion plan of pipeline P (its fused form F): which stages each kernel computes,
  * what it reads, and the launches and bytes moved before and after. */
-static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
+static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F, const char *where) {
   int before = launches(P), after = launches(F);
   char t[16];
-  sb_printf(b, "  fused (every device but ref; --no-fuse runs the stages as written): %d kernel%s instead of %d, "
-            "%d bytes per pixel moved instead of %d\n", after, after == 1 ? "" : "s", before, bytes_per_pixel(F),
+  sb_printf(b, "  fused (%s; --no-fuse runs the stages as written): %d kernel%s instead of %d, "
+            "%d bytes per pixel moved instead of %d\n", where, after, after == 1 ? "" : "s", before, bytes_per_pixel(F),
             bytes_per_pixel(P));
   for (int c = 0; c < F->nvalues; c++) {
     const PipeValue *cv = &F->values[c];
@@ -142,6 +143,37 @@ static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F) {
     const Metrics *m = &cv->callee->metrics;
     sb_printf(b, "; per pixel %.0f arithmetic ops, %.0f memory reads\n", m->arith, m->reads);
   }
+}
+
+#define EXPLAIN_SIDE 4096 /* the image size of the predictions */
+
+/* Whether two fused forms of a pipeline (NULL: nothing fused) fuse the same stages. */
+static bool same_plan(const Decl *A, const Decl *B) {
+  if (!A || !B) return A == B;
+  for (int v = 0; v < A->nvalues; v++)
+    if (A->values[v].fused != B->values[v].fused || (A->values[v].fused && A->values[v].into != B->values[v].into))
+      return false;
+  return true;
+}
+
+/* The cost model's line: the time of one run of D (a pipeline: its fused form per device
+ * class, and D as written) per device class, and the copies a GPU run from host images
+ * adds. */
+static void predictions(StrBuf *b, const Decl *D) {
+  sb_printf(b, "  predicted at %dx%d (cost model):", EXPLAIN_SIDE, EXPLAIN_SIDE);
+  bool bound = false;
+  for (int d = 0; d < COST_NDEVICES; d++) {
+    const Decl *F = D->kind == D_PIPELINE ? D->fused[d] : NULL;
+    Prediction p = cost_predict(F ? F : D, &cost_devices[d], EXPLAIN_SIDE, EXPLAIN_SIDE);
+    bound |= p.bound;
+    sb_printf(b, "%s %s %.3g ms", d ? ";" : "", cost_devices[d].name, p.seconds * 1e3);
+    if (F) sb_printf(b, " (as written %.3g)", cost_predict(D, &cost_devices[d], EXPLAIN_SIDE, EXPLAIN_SIDE).seconds * 1e3);
+  }
+  double up, down;
+  cost_copies(D, EXPLAIN_SIDE, EXPLAIN_SIDE, &up, &down);
+  sb_printf(b, "%s\n  host<->device copies of a GPU run from host images: %.3g MB in, %.3g MB out (%.3g ms)\n",
+            bound ? "; until loops at their largest count" : "", up / 1e6, down / 1e6,
+            (up + down) / cost_devices[COST_GPU].link * 1e3);
 }
 
 const char *explain_program(Program *p) {
@@ -198,11 +230,20 @@ const char *explain_program(Program *p) {
         if (pv->nouts) sb_printf(&b, " output %d of %d", pv->out + 1, pv->nouts);
         if (pv->kind != PV_ARRAY) sb_printf(&b, "\n");
       }
-      if (D->fused) fusion_plan(&b, D, D->fused);
-      int as_written = launches(D), fused = D->fused ? launches(D->fused) : as_written;
+      const Decl *Fc = D->fused[COST_CPU], *Fg = D->fused[COST_GPU];
+      bool same = same_plan(Fc, Fg);
+      if (same && Fc) fusion_plan(&b, D, Fc, "every device but ref");
+      for (int d = 0; !same && d < COST_NDEVICES; d++) {
+        const char *where = d == COST_CPU ? "on the CPU" : "on GPUs";
+        if (D->fused[d]) fusion_plan(&b, D, D->fused[d], where);
+        else sb_printf(&b, "  fused (%s): none, the cost model predicts no gain\n", where);
+      }
+      int as_written = launches(D), fused = Fc ? launches(Fc) : as_written, fused_gpu = Fg ? launches(Fg) : as_written;
       sb_printf(&b, "  task dependency: %d launch%s in sequence", fused, fused == 1 ? "" : "es");
-      if (fused != as_written) sb_printf(&b, " (%d as written)", as_written);
+      if (fused_gpu != fused) sb_printf(&b, " on the CPU, %d on GPUs", fused_gpu);
+      if (fused != as_written || fused_gpu != as_written) sb_printf(&b, " (%d as written)", as_written);
       sb_printf(&b, "%s\n", D->nloops ? ", a loop's body counted once" : "");
+      predictions(&b, D);
       continue;
     }
     for (int k = 0; k < D->nparams; k++) {
@@ -241,6 +282,7 @@ const char *explain_program(Program *p) {
         m->arith, m->flops, m->reads, m->branches, m->exact ? "" : " (loops with run-time bounds counted once)");
     if (m->reads > 0) sb_printf(&b, "  arithmetic per read: %.2f\n", m->arith / m->reads);
     park_metrics(&b, D);
+    predictions(&b, D);
   }
   if (b.oom || !b.s) {
     sb_free(&b);

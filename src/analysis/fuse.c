@@ -36,11 +36,10 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/cost.h"
 
 #define FUSE_MAX_PARAMS 32   /* a fused kernel's parameters (the runners' argument arrays hold 32 scalars) */
 #define FUSE_MAX_SPLITS 8    /* if statements with a return in them a producer may have (rule A copies what follows) */
-#define FUSE_MAX_RECOMPUTE 256 /* rule B: producer operations x consumer window at most this */
-#define FUSE_MAX_WINDOW_OPS 32 /* rule A: a producer that reads a window, at most this many operations */
 
 typedef struct {
   Arena *a;
@@ -63,6 +62,8 @@ typedef struct {
   Border border;       /* rule B: the border of the read being replaced */
   const Node *dx, *dy; /* rule B: its offsets (F's nodes) */
   int splits;
+  int model;           /* a device class (cost.h): fuse only where the cost model predicts a
+                        * gain on it; -1: every exact fusion */
   bool failed;
 } Fuse;
 
@@ -430,6 +431,7 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   F->index = prog->next_index++;
   if (!analyze_decl_again(F, a)) return false;
   if (F->spec_mask || F->skel == SK_GATHER) return false; /* bounded windows only (never expected) */
+  if (f->model >= 0 && !cost_fusion_pays(K, C, F, &cost_devices[f->model])) return false;
   /* the pipeline: c calls F, k is computed inside it */
   PipeValue *pc = &P->values[c];
   pc->callee = F;
@@ -440,8 +442,9 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   return true;
 }
 
-/* Tries to fuse value k into value c (c reads it). */
-static bool try_pair(Program *prog, Decl *P, int k, int c) {
+/* Tries to fuse value k into value c (c reads it); model: a device class, only where the
+ * cost model predicts a gain on it (-1: every exact fusion). */
+static bool try_pair(Program *prog, Decl *P, int k, int c, int model) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   if (!plain_kernel(kv) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
@@ -451,7 +454,6 @@ static bool try_pair(Program *prog, Decl *P, int k, int c) {
   for (int i = 0; i < K->nparams; i++)
     if (K->params[i]->len) return false;
   bool at_origin = true, window_ok = true;
-  int taps = 0;
   for (int i = 0; i < C->nparams; i++) {
     const Param *p = C->params[i];
     if (!p->is_image || cv->args[i].source != k) continue;
@@ -461,20 +463,11 @@ static bool try_pair(Program *prog, Decl *P, int k, int c) {
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) at_origin = false;
     BorderKind b = cv->args[i].border.kind;
     if (b == B_CONSTANT || b == B_NONE) window_ok = false;
-    taps += (ac->x1 - ac->x0 + 1) * (ac->y1 - ac->y0 + 1);
   }
-  /* a separable producer runs as column and row passes, which its statements inlined
-   * into another kernel would lose (cartoon.pxl's 5x5 smoothing: 3x slower on the CPU) */
-  if (K->sep) return false;
-  /* a window stage inlined into a point stage is run per pixel in the consumer's loop,
-   * which a C compiler may not vectorise where the stage alone was (cartoon.pxl's 5x5
-   * f32x3 smoothing into posterize, whose round() it does not vectorise: 3x slower on
-   * the CPU): only cheap ones (edges.pxl's Sobel stages: 7 operations) */
-  if (at_origin && K->skel != SK_P2P && K->metrics.arith > FUSE_MAX_WINDOW_OPS) return false;
-  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv};
+  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model};
   const Node *expr = NULL;
   if (!at_origin) { /* rule B */
-    if (!window_ok || K->skel != SK_P2P || C->sep || K->metrics.arith * taps > FUSE_MAX_RECOMPUTE) return false;
+    if (!window_ok || K->skel != SK_P2P || C->sep) return false;
     for (int i = 0; i < K->nparams; i++)
       if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) return false;
   }
@@ -490,8 +483,7 @@ static bool try_pair(Program *prog, Decl *P, int k, int c) {
   return fuse_pair(prog, P, k, c, at_origin, expr, &f);
 }
 
-/* The fused copy of pipeline P (NULL: nothing fuses, or out of memory). */
-static Decl *fuse_pipeline(Program *prog, const Decl *P0) {
+Decl *fuse_pipeline(Program *prog, const Decl *P0, const bool *keep, int model) {
   Decl *P = arena_alloc(prog->arena, sizeof *P);
   PipeValue *vals = arena_alloc(prog->arena, sizeof *vals * (size_t)(P0->nvalues + 1));
   if (!P || !vals) return NULL;
@@ -505,7 +497,7 @@ static Decl *fuse_pipeline(Program *prog, const Decl *P0) {
       if (!consumer(&P->values[c])) continue;
       for (int a = 0; a < P->values[c].nargs && !changed; a++) {
         int k = P->values[c].args[a].source;
-        if (k >= 0 && k < c && try_pair(prog, P, k, c)) changed = true, nfused++;
+        if (k >= 0 && k < c && !(keep && keep[k]) && try_pair(prog, P, k, c, model)) changed = true, nfused++;
       }
     }
   }
@@ -516,7 +508,7 @@ bool fuse_program(Program *p) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     if (D->kind != D_PIPELINE) continue;
-    D->fused = fuse_pipeline(p, D);
+    for (int d = 0; d < COST_NDEVICES; d++) D->fused[d] = fuse_pipeline(p, D, NULL, d);
     if (p->arena->failed) return false;
   }
   return true;

@@ -92,6 +92,7 @@ void pxl_context_free(pxl_context *ctx) {
   for (int k = 0; k < backend_nkinds; k++) close_row(ctx, k);
   PXL_FREE(ctx->long_msg);
   PXL_FREE(ctx->cache_dir);
+  PXL_FREE(ctx->fuse_keep);
   PXL_FREE(ctx);
 }
 
@@ -128,13 +129,6 @@ int pxl_set_threads(pxl_context *ctx, int nthreads) {
     return api_fail(ctx, PXL_EARG, "thread count %d out of range (0..4096)", nthreads);
   ctx->nthreads = nthreads;
   close_host_rows(ctx);
-  return PXL_OK;
-}
-
-int pxl_set_fusion(pxl_context *ctx, int mode) {
-  if (mode != PXL_FUSE_AUTO && mode != PXL_FUSE_OFF && mode != PXL_FUSE_ALL)
-    return api_fail(ctx, PXL_EARG, "fusion mode %d is not PXL_FUSE_AUTO, PXL_FUSE_OFF or PXL_FUSE_ALL", mode);
-  ctx->fusion = mode;
   return PXL_OK;
 }
 

@@ -30,16 +30,20 @@ struct pxl_context {
   char *cache_dir;               /* explicit cache directory, or NULL for the default */
   int nthreads;
   int fusion;                    /* PXL_FUSE_AUTO, _OFF or _ALL (pxl_set_fusion) */
+  char *fuse_keep;               /* stage names kept unfused (pxl_set_fusion_keep), or NULL */
   Backend *open[MAX_BACKENDS];   /* opened backends, by row */
   int open_nums[MAX_BACKENDS][2];/* the numbers each was opened with */
   bool refused[MAX_BACKENDS];    /* "auto" found the row unusable: not tried again */
   char device_name[64];          /* pxl_device_name's text when the device is unavailable */
 };
 
+typedef struct FusedForm FusedForm;
+
 struct pxl_program {
   pxl_context *ctx;
   Program *prog;
   char *source;
+  FusedForm *forms; /* pipelines' forms other than Decl.fused, made on first use (fusion.c) */
 };
 
 /* Records a failure on ctx (message formatted); returns code. */
@@ -60,5 +64,17 @@ int api_backend(pxl_context *ctx, Backend **be, Err *e);
 /* For "auto": the next backend in auto order after `failed`, which could not run what it
  * was given (a warning says so); NULL when there is none or the device is not "auto". */
 Backend *api_backend_after(pxl_context *ctx, Backend *failed, const char *what, const Err *why);
+
+/* fusion.c: the device class (analysis/cost.h) whose fusion decisions backend be takes:
+ * COST_GPU for backends with device memory, COST_CPU for the other compiled ones, -1 for
+ * the interpreter (the oracle: pipelines as written unless PXL_FUSE_ALL). */
+int api_device_class(const Backend *be);
+/* The form of entry D a run on device class cls takes (*out): a pipeline's fused form for
+ * cls unless fusion is off or cls is -1 and not PXL_FUSE_ALL; with PXL_FUSE_ALL or kept
+ * stages a form made on first use. PXL_EARG for a kept name that is not a stage of D,
+ * PXL_ENOMEM. */
+int api_runnable(pxl_context *ctx, pxl_program *prog, int cls, const Decl *D, const Decl **out);
+/* Frees the forms api_runnable made for prog. */
+void api_forms_free(pxl_program *prog);
 
 #endif

@@ -82,6 +82,7 @@ int pxl_program_from_file(pxl_context *ctx, const char *path, pxl_program **out)
 
 void pxl_program_free(pxl_program *prog) {
   if (!prog) return;
+  api_forms_free(prog);
   program_free(prog->prog);
   PXL_FREE(prog->source);
   PXL_FREE(prog);

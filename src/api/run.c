@@ -478,13 +478,6 @@ static bool uses_device_memory(const Decl *D, const ImgArg *imgs, const struct p
   return out && out->device;
 }
 
-/* What backend be runs for entry D: a pipeline's fused form (Decl.fused) unless fusion
- * is off, or the backend is the interpreter, the oracle of fusion, and not asked to. */
-static const Decl *runnable(const pxl_context *ctx, const Backend *be, const Decl *D) {
-  if (D->kind != D_PIPELINE || !D->fused || ctx->fusion == PXL_FUSE_OFF) return D;
-  return ctx->fusion == PXL_FUSE_ALL || strcmp(be->name, "ref") ? D->fused : D;
-}
-
 int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args, pxl_run_result **out) {
   api_clear(ctx);
   *out = NULL;
@@ -510,8 +503,10 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   Err e = {0};
   Backend *be;
   struct pxl_image *output = args ? args->output : NULL;
+  const Decl *form = D;
   rc = api_backend(ctx, &be, &e);
-  if (!rc) rc = exec_entry(be, runnable(ctx, be, D), imgs, scalars, output, &res->r, &e);
+  if (!rc && (rc = api_runnable(ctx, prog, api_device_class(be), D, &form))) e = ctx->err;
+  if (!rc) rc = exec_entry(be, form, imgs, scalars, output, &res->r, &e);
   /* "auto" keeps working: a backend that cannot compile or run this (a failing GPU, a
    * build the C compiler refuses, no C compiler) hands it to the next one, with a
    * warning; runs on device images stay where their pixels are */
@@ -522,7 +517,9 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
     if (!next) break;
     be = next;
     memset(&e, 0, sizeof e);
-    rc = exec_entry(be, runnable(ctx, be, D), imgs, scalars, output, &res->r, &e);
+    rc = api_runnable(ctx, prog, api_device_class(be), D, &form);
+    if (rc) e = ctx->err;
+    else rc = exec_entry(be, form, imgs, scalars, output, &res->r, &e);
   }
   if (!rc && res->r.kind == PXL_RESULT_HISTOGRAM) {
     res->bins = PXL_MALLOC(sizeof(double) * (size_t)res->r.nbins);

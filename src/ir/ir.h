@@ -403,8 +403,10 @@ struct Decl {
                        * of them after checking (out_types their types); NULL for one */
   int nresults;       /* as written in the return (checked against nouts) */
   PipeLoop *loops;    /* in source order (a parent before its nested loops) */
-  struct Decl *fused; /* analysis (fuse.c): this pipeline with stages fused into their
-                       * consumers, which the compiled backends run; NULL: none fuses */
+  struct Decl *fused[2]; /* analysis (fuse.c): this pipeline with stages fused into their
+                       * consumers where the cost model predicts a gain, per device class
+                       * (analysis/cost.h: [COST_CPU] for host backends, [COST_GPU]), which the
+                       * compiled backends run; NULL: none fuses */
   int nloops;
   /* several outputs: kernel (T1 a, T2 b) name(...): nouts 2..PXL_MAX_OUTS, else 0 (type is
    * then out_types[0]); a return gives one value per output (ND_RETURN args). A pipeline

@@ -158,7 +158,7 @@ px help
 assert "pxl help shows the overview" '[ $rc -eq 0 ] && has out.txt "Exit status"'
 
 px run --help
-assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--fuse" && has out.txt "--no-fuse" && has out.txt "--roi" && has out.txt "--time"'
+assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--fuse" && has out.txt "--no-fuse" && has out.txt "--unfused" && has out.txt "--roi" && has out.txt "--time"'
 
 px help check
 assert "pxl help check documents --explain" '[ $rc -eq 0 ] && has out.txt "--explain"'
@@ -335,6 +335,14 @@ assert "--fuse all: the interpreter's fused kernels give the stages' bytes" '[ $
 px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_cpu.png --device cpu
 px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_off.png --device cpu --no-fuse
 assert "fused and --no-fuse on the CPU give the interpreter's bytes" '[ $rc -eq 0 ] && cmp -s e_ref.png e_cpu.png && cmp -s e_ref.png e_off.png'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_keep.png --device cpu --unfused gx,magnitude
+assert "--unfused gx,magnitude (a stage and a kernel's name) on the CPU gives the interpreter's bytes" '[ $rc -eq 0 ] && cmp -s e_ref.png e_keep.png'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_keep2.png --device cpu --unfused gz
+assert "--unfused of a stage the pipeline lacks exits 4, names it and lists the stages, writes nothing" '[ $rc -eq 4 ] && has err.txt "no stage '"'"'gz'"'"'" && has err.txt "smooth, gx, gy, mag, threshold" && [ ! -e e_keep2.png ]'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_keep3.png --unfused "gx;rm"
+assert "--unfused with a byte that is not part of a name is a usage error (exit 2)" '[ $rc -eq 2 ] && has err.txt "--unfused" && [ ! -e e_keep3.png ]'
+px run "$SRC/examples/edges.pxl" --in "$SRC/samples/shapes.png" --param t=40 --out e_keep4.png --unfused "gx,,gy"
+assert "--unfused with an empty name is a usage error (exit 2)" '[ $rc -eq 2 ] && [ ! -e e_keep4.png ]'
 px run inv.pxl --in img.pgm --out o1.pgm --fuse sometimes
 assert "--fuse with another mode exits 2 naming the modes, runs nothing" '[ $rc -eq 2 ] && has err.txt "auto, off or all" && [ ! -e o1.pgm ]'
 
@@ -356,9 +364,10 @@ assert "--device ref inverts exactly" '[ $rc -eq 0 ] && pgm_is inv_ref.pgm 4 3 i
 mkdir -p nocc_cache
 PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_nocc.pgm --device cpu
 assert "--device cpu without a C compiler exits 4 and says how to recover" '[ $rc -eq 4 ] && has err.txt "cannot run the C compiler" && has err.txt "--device ref" && [ ! -e inv_nocc.pgm ]'
-PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto.pgm
+# (CUDA_VISIBLE_DEVICES empty: on a GPU machine "auto" would pick the GPU, not the CPU)
+CUDA_VISIBLE_DEVICES= PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto.pgm
 assert "--device auto without a C compiler falls back to the interpreter" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_auto.pgm'
-PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto2.pgm --time
+CUDA_VISIBLE_DEVICES= PXL_CACHE_DIR=$T/nocc_cache PXL_CC=/nonexistent/cc px run inv.pxl --in img.pgm --out inv_auto2.pgm --time
 assert "--time names the device that ran after the fallback (ref), not the one picked (cpu)" '[ $rc -eq 0 ] && grep -q "^pxl: device: ref$" err.txt && cmp -s inv.pgm inv_auto2.pgm'
 PXL_CACHE_DIR=$T/nocc_cache PXL_CC=false px run inv.pxl --in img.pgm --out inv_false.pgm --device cpu
 assert "a failing C compiler exits 4 and names the generated file and its log" '[ $rc -eq 4 ] && has err.txt "the C compiler failed on generated code" && has err.txt ".log" && [ ! -e inv_false.pgm ]'

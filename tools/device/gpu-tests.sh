@@ -16,6 +16,8 @@
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
 #   PXL_GPU_BENCH_BACKENDS  0: leave bench_backends out of the benchmarks (default 1)
+#   PXL_GPU_MODEL  1: run bench_model (the cost model against every example) on CUDA, with
+#                  MODEL_ARGS (default --size 8192 --reps 5)
 #   PXL_GPU_ALLOW_SKIP  1: a skipped test is not a failure (default: on a GPU machine every
 #                  CUDA and OpenCL test must run; a skip means a device that was not found)
 # Exits non-zero when the build, a test, a skip, a sanitizer run or a benchmark failed;
@@ -48,7 +50,7 @@ for py in /usr/bin/python3 $(command -v python3) $(command -v python3.12) $(comm
   if "$py" -c "import cv2, numpy, scipy, skimage, tifffile" 2>/dev/null; then oracle_py=$py; break; fi
 done
 echo "oracle python: $oracle_py" > "$OUT/oracle-python.txt"
-cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=${PXL_GPU_BENCH:-OFF} \
+cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=$([ "${PXL_GPU_BENCH:-0}${PXL_GPU_MODEL:-0}" = 00 ] && echo OFF || echo ON) \
   -DPXL_ORACLE_PYTHON="$oracle_py" \
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so \
   -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
@@ -84,6 +86,13 @@ if [ "${PXL_GPU_BENCH:-0}" = 1 ] && [ "${PXL_GPU_BENCH_BACKENDS:-1}" != 0 ]; the
   echo "bench_backends rc=$rc"
   cat "$OUT/bench_backends.txt"
   [ $rc -eq 0 ] || fail "bench_backends (rc=$rc)"
+fi
+if [ "${PXL_GPU_MODEL:-0}" = 1 ]; then
+  /tmp/b/bench/bench_model --device cuda ${MODEL_ARGS:---size 8192 --reps 5} > "$OUT/bench_model.txt" 2>&1
+  rc=$?
+  echo "bench_model rc=$rc"
+  cat "$OUT/bench_model.txt"
+  [ $rc -eq 0 ] || fail "bench_model (rc=$rc)"
 fi
 if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
   if [ -x /tmp/b/bench/bench_cuda ]; then
