@@ -14,7 +14,9 @@
  * once per channel). scalar: code with a call the C compiler does not vectorise (exp,
  * log, pow, sin, cos, atan2, round), an integer division by a value not known when it is
  * compiled or a loop with run-time bounds; milder, code reading a table at data-dependent
- * indices (gathers). strided: reads at permuted positions (transposes, flips)
+ * indices (gathers), and on the CPU code on interleaved 3- or 4-channel pixels. A
+ * division, square root or math call counts as several operations (each once, however
+ * often it runs). strided: reads at permuted positions (transposes, flips)
  * touch a cache line per pixel on the CPU. The memory and operation times add rather than
  * overlap: on the kernels of the skeleton benchmark the sum was the closer fit on both
  * device classes (a 3x3 stencil at 60% of the copy's bandwidth on the H200 is bound by
@@ -30,7 +32,7 @@
 /* bw, cache, cache_bw, ops, flops, scalar, launch, result, link; plus the per-bin and
  * strided factors below. */
 const CostDevice cost_devices[COST_NDEVICES] = {
-    {"cpu", "2-core development VM (AMD EPYC, AVX-512, 32 MiB L3)", 33e9, 32e6, 150e9, 6e11, 6e11, 40, 3e-6, 0, 0},
+    {"cpu", "2-core development VM (AMD EPYC, AVX-512, 32 MiB L3)", 33e9, 32e6, 150e9, 6e11, 6e11, 8, 3e-6, 0, 0},
     {"gpu", "NVIDIA H100/H200 (CUDA, 50 MiB L2)", 3.0e12, 40e6, 6e12, 5e13, 1e14, 2, 3e-6, 12e-6, 20e9},
 };
 
@@ -39,6 +41,16 @@ const CostDevice cost_devices[COST_NDEVICES] = {
  * positions. */
 static const double bin_s[COST_NDEVICES] = {1.9e-10, 3.0e-13};
 static const double gather[COST_NDEVICES] = {4, 2}; /* operations of code with table gathers: slower by */
+static const double interleaved[COST_NDEVICES] = {2, 1}; /* of code reading or writing 3- or 4-channel pixels */
+static const double slow_op[COST_NDEVICES] = {8, 4};     /* a division, sqrt or math call: this many operations */
+
+/* Divisions, square roots and math calls, each once however often it runs. */
+static bool count_slow(const Node *n, const void *ctx) {
+  int *k = (int *)ctx;
+  *k += n->kind == ND_DIV || n->kind == ND_MOD || (n->kind == ND_CALL && n->builtin != BI_MIN && n->builtin != BI_MAX &&
+                                                   n->builtin != BI_ABS && n->builtin != BI_CLAMP);
+  return false;
+}
 static const double strided[COST_NDEVICES] = {8, 1.25};
 
 static int dev_index(const CostDevice *dev) { return dev == &cost_devices[COST_GPU] ? COST_GPU : COST_CPU; }
@@ -104,6 +116,7 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
   double lw = literal(D->size_w), lh = literal(D->size_h);
   double n = lw > 0 && lh > 0 ? lw * lh : w * h; /* a table kernel: its literal size */
   double bytes = D->kind == D_KERNEL ? scalar_size(D->type.s) * D->type.lanes : 0, factor = 1;
+  bool channels = D->kind == D_KERNEL && D->type.lanes > 1;
   for (int i = 0; i < D->nparams; i++) {
     const Param *q = D->params[i];
     if (!q->is_image) continue;
@@ -112,11 +125,15 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
     bytes += scalar_size(q->type.s) * q->type.lanes;
     if (ac->read_abs && ac->abs_affine && !ac->read_rel && (ac->ax.cy || ac->ay.cx || ac->ax.cx < 0 || ac->ay.cy < 0))
       factor = strided[d];
+    channels |= q->type.lanes > 1;
   }
   if (D->scan && D->kind == D_KERNEL) /* the prefix passes after the map */
     bytes += (D->scan == (SCAN_X | SCAN_Y) ? 2 : 1) * scalar_size(D->type.s) * D->type.lanes;
   const Metrics *m = &D->metrics;
-  double ops = m->arith - m->flops + m->reads, flops = m->flops;
+  int slow = 0;
+  ir_any(D->body, count_slow, &slow);
+  if (D->combine) ir_any(D->combine, count_slow, &slow);
+  double ops = m->arith - m->flops + m->reads, flops = m->flops + slow * (slow_op[d] - 1);
   if (D->sep) {
     double nx = D->sep->x1 - D->sep->x0 + 1, ny = D->sep->y1 - D->sep->y0 + 1;
     ops *= (nx + ny) / (nx * ny);
@@ -129,6 +146,7 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
     rate = 1 / dev->scalar;
   else if (ir_any(D->body, gathers, &counters))
     rate = 1 / gather[d];
+  if (channels) rate /= interleaved[d];
   p->mem_s += n * bytes * factor / (n * bytes <= dev->cache ? dev->cache_bw : dev->bw);
   p->ops_s += n * (ops / dev->ops + flops / dev->flops) / rate + n * m->bins * bin_s[d];
   p->fixed_s += dev->launch + (D->kind == D_REDUCE ? dev->result : 0);

@@ -12,6 +12,8 @@ its own: every output must equal OpenCV's bit for bit.
   edges (pipeline)              GaussianBlur, Sobel (CV_16S) in x and y, all
                                 BORDER_REFLECT_101, sqrt(gx^2 + gy^2) * 0.25 in f32
                                 rounded half to even, > t
+  outline (pipeline)            blur 3x3, Sobel (CV_16S) in x and y, all
+                                BORDER_REFLECT_101, |gx| + |gy| saturated to u8, > t
 
 on samples/scene.png (RGB 640x480), a 333x211 crop of it (odd sizes), an RGBA image made
 from it (alpha a diagonal ramp), and samples/scene.jpg as pxl decodes it (examples/copy.pxl
@@ -90,6 +92,14 @@ def edges(img, t):
     return np.where(mag > t, 255, 0).astype(np.uint8)
 
 
+def outline(img, t):
+    b = cv2.BORDER_REFLECT_101
+    s = cv2.blur(img, (3, 3), borderType=b)
+    gx = cv2.Sobel(s, cv2.CV_16S, 1, 0, ksize=3, borderType=b).astype(np.int32)
+    gy = cv2.Sobel(s, cv2.CV_16S, 0, 1, ksize=3, borderType=b).astype(np.int32)
+    return np.where(np.clip(np.abs(gx) + np.abs(gy), 0, 255) > t, 255, 0).astype(np.uint8)
+
+
 # the device: a GPU the backend reports absent is a skip, nothing else
 scene = os.path.join(SRC, "samples", "scene.png")
 rc, err = pxl("run", example("blur3.pxl"), "--in", scene, "--out", os.path.join(WORK, f"{DEVICE}-probe.png"))
@@ -129,6 +139,7 @@ for name, path in inputs.items():
     run(f"gauss3-{name}-mirror101", [example("edges.pxl"), "gauss3", "--in", path, "--border", "in=mirror101"],
         cv2.GaussianBlur(img, (3, 3), 0, borderType=cv2.BORDER_REFLECT_101))
     run(f"edges-{name}", [example("edges.pxl"), "--in", path, "--param", "t=40"], edges(img, 40))
+    run(f"outline-{name}", [example("outline.pxl"), "--in", path, "--param", "t=100"], outline(img, 100))
 
 # one source, three types: blur3 is generic (u8, u16, f32); a 16-bit colour image (the
 # crop times 257 plus a ramp in the low bits) and an f32 gray one (with fractions), both
