@@ -2,9 +2,11 @@
 // Nugteren "skeleton" paper (u8 images), timed in the same run, with a correctness check
 // of every peer against pxl's output; then the examples of the language issue against
 // OpenCV alone: gauss5, median3, median5, boxr (r = 15), the scan integral (i32), and
-// the pipelines equalize, otsu, canny (50/150, L1), bilateral (5, 30, 2) and edges
-// (examples/edges.pxl, fused, against OpenCV's five calls); the last six are checked
-// against OpenCV's outputs only (bilateral within 1: OpenCV's SIMD float sums).
+// the pipelines equalize, otsu, canny (50/150, L1), bilateral (5, 30, 2), edges
+// (examples/edges.pxl, fused, against OpenCV's five calls and Halide) and outline
+// (examples/outline.pxl: three local stages, against OpenCV's and Halide); the last
+// seven are checked against OpenCV's outputs only (bilateral within 1: OpenCV's SIMD
+// float sums).
 //
 //   bench_cpu [--sizes 2048,8192] [--kernels a,b,..|all] [--reps N] [--csv FILE]
 //             [--check-ref] [--peers pxl,opencv,halide] [--max-bg PCT]
@@ -136,12 +138,15 @@ const KernelDef kKernels[] = {
     // examples/edges.pxl (five stages, t = 40; pxl runs it fused: 2 kernels) against
     // OpenCV calling the same stages one after another
     {"edges", Kind::Image, 1, false},
+    // examples/outline.pxl (three local stages: 3x3 mean, Sobel L1 magnitude, > 100)
+    {"outline", Kind::Image, 1, false},
 };
 // canny: cv::Canny(50, 150, 3, L1); bilateral: cv::bilateralFilter(5, 30, 2)
 const double kCannyLow = 50, kCannyHigh = 150, kSigmaColor = 30, kSigmaSpace = 2;
 // kernels without a scalar reference here (their checks compare pxl with OpenCV)
 bool has_reference(const std::string &k) {
-  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral" && k != "edges";
+  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral" && k != "edges" &&
+         k != "outline";
 }
 const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the issue's r = 15
 
@@ -370,6 +375,18 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
         m[5].convertTo(m[0], CV_8U, 0.25);
         cv::threshold(m[0], dst, 40, 255, cv::THRESH_BINARY);
       };
+    } else if (k == "outline") {  // blur 3x3 (rounded), Sobel in i16, |gx| + |gy| saturated
+      // to u8, > 100; reflect101
+      auto tmp = std::make_shared<std::vector<cv::Mat>>(5);
+      p.run = [=]() mutable {
+        std::vector<cv::Mat> &m = *tmp;
+        cv::blur(src, m[0], cv::Size(3, 3), cv::Point(-1, -1), cv::BORDER_REFLECT_101);
+        cv::Sobel(m[0], m[1], CV_16S, 1, 0, 3, 1, 0, cv::BORDER_REFLECT_101);
+        cv::Sobel(m[0], m[2], CV_16S, 0, 1, 3, 1, 0, cv::BORDER_REFLECT_101);
+        cv::add(cv::abs(m[1]), cv::abs(m[2]), m[3]);
+        m[3].convertTo(m[4], CV_8U);
+        cv::threshold(m[4], dst, 100, 255, cv::THRESH_BINARY);
+      };
     }
     p.finish = [=]() mutable { check_inplace(); };
     if (k == "integral") {  // (h + 1) x (w + 1) sums; the check compares the rest
@@ -468,7 +485,8 @@ struct HalidePeer {
   // The algorithm of kernel k; with tuned = false, left unscheduled (generic fallback).
   hl::Func build(const std::string &k, bool tuned) {
     using namespace hl;
-    if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr" || (!has_reference(k) && k != "edges"))
+    if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr" ||
+        (!has_reference(k) && k != "edges" && k != "outline"))
       throw CompileError("no Halide version written for " + k);
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func c = BoundaryConditions::repeat_edge(in);
@@ -580,6 +598,37 @@ struct HalidePeer {
         }
         if (sched < 2) cm.store_at(f, yo).compute_at(f, yi).vectorize(cm.args()[0], V);
         else cm.compute_at(sm, y).vectorize(cm.args()[0], V);
+      }
+    } else if (k == "outline") {
+      // examples/outline.pxl: the 3x3 mean rounded to u8, |gx| + |gy| of its Sobel
+      // derivatives saturated to u8, > 100; reflect101 at both windows. Schedules
+      // (BENCH_HL_OUTLINE; docs/PERFORMANCE.md): 0, the mean computed per strip of rows
+      // as a sliding window (store_at the strip, compute_at the row): one pass; 1, the
+      // mean whole first, then its mirrored rows per strip (edges' best, two passes).
+      Func cm = BoundaryConditions::mirror_interior(in);
+      Func sm("outline_mean");
+      Expr s = cast<uint16_t>(cm(x - 1, y - 1)) + cm(x, y - 1) + cm(x + 1, y - 1) + cm(x - 1, y) + cm(x, y) +
+               cm(x + 1, y) + cm(x - 1, y + 1) + cm(x, y + 1) + cm(x + 1, y + 1);
+      sm(x, y) = cast<uint8_t>((s + 4) / 9);
+      Func g = BoundaryConditions::mirror_interior(sm, {{0, in.width()}, {0, in.height()}});
+      auto px = [&](Expr a, Expr b) { return cast<int16_t>(g(a, b)); };
+      Expr gx = (px(x + 1, y - 1) + 2 * px(x + 1, y) + px(x + 1, y + 1)) - (px(x - 1, y - 1) + 2 * px(x - 1, y) + px(x - 1, y + 1));
+      Expr gy = (px(x - 1, y + 1) + 2 * px(x, y + 1) + px(x + 1, y + 1)) - (px(x - 1, y - 1) + 2 * px(x, y - 1) + px(x + 1, y - 1));
+      Expr mag = min(abs(gx) + abs(gy), 255);
+      f(x, y) = select(mag > 100, cast<uint8_t>(255), cast<uint8_t>(0));
+      if (tuned) {
+        int sched = 0;
+        knob_env("BENCH_HL_OUTLINE", sched);
+        f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
+        if (sched == 0) {
+          g.store_at(f, yo).compute_at(f, yi).vectorize(g.args()[0], V);
+          sm.store_at(f, yo).compute_at(f, yi).vectorize(x, V);
+          cm.store_at(f, yo).compute_at(f, yi).vectorize(cm.args()[0], V);
+        } else {
+          sm.compute_root().parallel(y).vectorize(x, V);
+          g.store_at(f, yo).compute_at(f, yi).vectorize(g.args()[0], V);
+          cm.compute_at(sm, y).vectorize(cm.args()[0], V);
+        }
       }
     } else if (k == "sum" || k == "min" || k == "max") {
       // (Reductions use this schedule at every size.)
@@ -765,6 +814,7 @@ struct PxlPeer {
     if (k == "binarize" && pxl_args_scalar(a, "t", 128) != PXL_OK)
       return p.error = err("pxl_args_scalar(t)"), p;
     if (k == "edges" && pxl_args_scalar(a, "t", 40) != PXL_OK) return p.error = err("pxl_args_scalar(t)"), p;
+    if (k == "outline" && pxl_args_scalar(a, "t", 100) != PXL_OK) return p.error = err("pxl_args_scalar(t)"), p;
     if (k == "boxr" && pxl_args_scalar(a, "r", kBoxRadius) != PXL_OK)
       return p.error = err("pxl_args_scalar(r)"), p;
     if (k == "canny" && (pxl_args_scalar(a, "lo", kCannyLow) != PXL_OK || pxl_args_scalar(a, "hi", kCannyHigh) ||
