@@ -602,9 +602,11 @@ struct HalidePeer {
     } else if (k == "outline") {
       // examples/outline.pxl: the 3x3 mean rounded to u8, |gx| + |gy| of its Sobel
       // derivatives saturated to u8, > 100; reflect101 at both windows. Schedules
-      // (BENCH_HL_OUTLINE; docs/PERFORMANCE.md): 0, the mean computed per strip of rows
-      // as a sliding window (store_at the strip, compute_at the row): one pass; 1, the
-      // mean whole first, then its mirrored rows per strip (edges' best, two passes).
+      // (BENCH_HL_OUTLINE; docs/PERFORMANCE.md), on the 2-core VM at 2048 / 8192: 0, the
+      // mean computed per strip of rows as a sliding window (store_at the strip,
+      // compute_at the row; one pass, but x mirrored inside vectors is gathered lane by
+      // lane): 12.5 / 237 ms; 1 (the default), the mean whole first, then its mirrored
+      // rows per strip (edges' best, two passes): 1.57 / 48 ms.
       Func cm = BoundaryConditions::mirror_interior(in);
       Func sm("outline_mean");
       Expr s = cast<uint16_t>(cm(x - 1, y - 1)) + cm(x, y - 1) + cm(x + 1, y - 1) + cm(x - 1, y) + cm(x, y) +
@@ -617,7 +619,7 @@ struct HalidePeer {
       Expr mag = min(abs(gx) + abs(gy), 255);
       f(x, y) = select(mag > 100, cast<uint8_t>(255), cast<uint8_t>(0));
       if (tuned) {
-        int sched = 0;
+        int sched = 1;
         knob_env("BENCH_HL_OUTLINE", sched);
         f.split(y, yo, yi, S).parallel(yo).vectorize(x, V);
         if (sched == 0) {

@@ -13,7 +13,8 @@
  * borders, the unit that runs several steps of a loop (gen_gpu_steps) wherever
  * gen_gpu_steps_plan accepts it - which
  * it must for the loop bodies of the examples (distance's step4 and step8, canny's grow,
- * reconstruct's dilate_under and erode_over, hysteresis's follow);
+ * reconstruct's dilate_under and erode_over, hysteresis's follow); and the fused kernels
+ * of the pipelines' GPU form (analysis/fuse.c), with the borders of their uses;
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_TEST_QUICK=1 (the sanitizer build) every unit is generated but only those of
@@ -30,6 +31,7 @@
 
 #include "api/api_internal.h"
 #include "common/read_file.h"
+#include "analysis/cost.h"
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_api.h"
@@ -114,6 +116,28 @@ int main(int argc, char **argv) {
     }
     const Program *P = pxl_program_ir(prog);
     for (int d = 0; d < P->ndecls; d++) bodies_given |= 1u << loop_body(P->decls[d]->name);
+    /* the fused kernels of the pipelines' GPU form, with the borders of their uses */
+    for (int d = 0; d < P->ndecls; d++) {
+      const Decl *F = P->decls[d]->kind == D_PIPELINE ? P->decls[d]->fused[COST_GPU] : NULL;
+      for (int v = 0; F && v < F->nvalues; v++) {
+        const PipeValue *pv = &F->values[v];
+        if (pv->fused || !pv->callee || pv->callee == P->decls[d]->values[v].callee) continue;
+        Border b[PXL_GPU_MAX_IMAGES];
+        for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){B_CLAMP, 0};
+        for (int a = 0; a < pv->nargs; a++)
+          if (pv->callee->params[a]->is_image && pv->callee->params[a]->img_index < PXL_GPU_MAX_IMAGES)
+            b[pv->callee->params[a]->img_index] = pv->args[a].border;
+        StrBuf cu = {0};
+        Err e = {0};
+        GpuLaunch launch;
+        GpuTile tile = {4, 4};
+        char file[300], what[600];
+        int rc = gen_gpu_stage(&cu, pv->callee, b, GPU_CUDA, &tile, &launch, &e);
+        snprintf(file, sizeof file, "%s.fused.%s.cu", P->decls[d]->name, pv->callee->name);
+        snprintf(what, sizeof what, "%s %s: fused kernel of %s", name, P->decls[d]->name, pv->callee->name);
+        unit_done(&u, &cu, rc, &e, file, true, what);
+      }
+    }
     for (int d = 0, out = 0; d < P->ndecls; d++) {
       const Decl *D = P->decls[d];
       if (D->kind == D_PIPELINE) continue;
