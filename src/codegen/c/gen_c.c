@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/cost.h"
 #include "codegen/c/emit.h"
 #include "pxl/pxl.h"
 
@@ -881,6 +882,7 @@ static void pipe_loop(StrBuf *o, const Decl *P, const char *pfx, int li) {
 static void pipe_values(StrBuf *o, const Decl *P, const char *pfx, int from, int to) {
   for (int i = from; i < to; i++) {
     const PipeValue *pv = &P->values[i];
+    if (pv->fused) continue; /* computed inside its consumer's kernel */
     if (pv->carried >= 0) {
       pipe_loop(o, P, pfx, pv->carried);
       i = P->loops[pv->carried].end - 1;
@@ -905,11 +907,12 @@ static void pipe_values(StrBuf *o, const Decl *P, const char *pfx, int from, int
   }
 }
 
-/* The static pipeline function `fn` (stages in order, intermediates malloc'd and freed;
- * out already of the right size) and its static size function `fn_size`; `pfx` + s<v> /
- * z<v> name the stage instances and their size functions. In a loop the sizes do not
- * change, so the size function runs each body once (and takes the carried images' sizes
- * from their first values). */
+/* The static pipeline function `fn` of pipeline P (stages in order, intermediates
+ * malloc'd and freed; out already of the right size) and its static size function
+ * `fn_size`; `pfx` + s<v> / z<v> name the stage instances and their size functions. P is
+ * the CPU's fused form where there is one (Decl.fused[COST_CPU]): its fused-away values
+ * are skipped. In a loop the sizes do not change, so the size function runs each body
+ * once (and takes the carried images' sizes from their first values). */
 static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
   sb_printf(o, "\nstatic int %ss(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads) {\n", pfx);
   unpack_scalars(o, P);
@@ -919,7 +922,8 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
     sb_printf(o, "  pxlc_rows_copy(out, &v[%d], %d);\n", P->result, value_bytes(&P->values[P->result]));
   sb_printf(o, "done:\n");
   for (int i = 0; i < P->nvalues; i++)
-    if ((P->values[i].callee || P->values[i].carried >= 0) && !(i == P->result && P->values[i].callee))
+    if ((P->values[i].callee || P->values[i].carried >= 0) && !(i == P->result && P->values[i].callee) &&
+        !P->values[i].fused)
       sb_printf(o, "  free(v[%d].data);\n", i);
   sb_printf(o, "  return rc;\n}\n");
   sb_printf(o, "static void %sz(const pxlc_image *in, const pxlc_scalar *sc, int32_t *width, int32_t *height) {\n",
@@ -928,6 +932,7 @@ static void pipeline_fn(StrBuf *o, const Decl *P, const char *pfx) {
   sb_printf(o, "  pxlc_image v[%d];\n  memset(v, 0, sizeof v);\n", P->nvalues);
   for (int i = 0; i < P->nvalues; i++) {
     const PipeValue *pv = &P->values[i];
+    if (pv->fused) continue;
     if (pv->carried >= 0) {
       sb_printf(o, "  v[%d] = v[%d];\n", i, P->loops[pv->carried].init[i - P->loops[pv->carried].phi]);
       continue;
@@ -1086,15 +1091,16 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
       break;
     }
     if (D->kind == D_PIPELINE) {
+      const Decl *FD = D->fused[COST_CPU] ? D->fused[COST_CPU] : D; /* what the CPU backend runs */
       for (int v = 0; v < D->nvalues && !rc; v++)
         if (D->values[v].kind != PV_IMAGE)
           rc = err_set(err, PXL_EARG, "pipeline '%s' computes %s '%s' with %s '%s'; pxl compile writes pipelines of "
                        "kernels only (run this one with pxl run or the C API)", D->name,
                        D->values[v].kind == PV_SCALAR ? "the value" : "the bins", D->values[v].name,
                        D->values[v].kind == PV_SCALAR ? "reduction" : "histogram", D->values[v].callee->name);
-      for (int v = 0; v < D->nvalues && !rc; v++) {
-        const PipeValue *pv = &D->values[v];
-        if (!pv->callee) continue;
+      for (int v = 0; v < FD->nvalues && !rc; v++) {
+        const PipeValue *pv = &FD->values[v];
+        if (!pv->callee || pv->fused) continue;
         for (int j = 0; j < pv->nargs; j++)
           if (pv->callee->params[j]->is_image) borders[pv->callee->params[j]->img_index] = pv->args[j].border;
         StrBuf a = {0}, f = {0}, z = {0};
@@ -1109,7 +1115,7 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
         sb_free(&z);
       }
       if (rc) break;
-      pipeline_fn(c, D, P.s);
+      pipeline_fn(c, FD, P.s);
       StrBuf f = {0}, z = {0};
       sb_printf(&f, "%ss", P.s);
       sb_printf(&z, "%sz", P.s);
