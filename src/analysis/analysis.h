@@ -39,8 +39,9 @@ bool fuse_program(Program *p);
 /* A fused copy of pipeline P0 (NULL: nothing fuses, or out of memory, p's arena flagged):
  * values with keep[v] set stay as written (keep may be NULL); with `model` a device class
  * (cost.h: COST_CPU, COST_GPU) only the fusions the cost model predicts to pay there are
- * made, with -1 every exact one. */
-Decl *fuse_pipeline(Program *p, const Decl *P0, const bool *keep, int model);
+ * made, with -1 every exact one; `tiles`: rule C (a window stage into a window consumer
+ * through tiles, GPU backends only) may be used. */
+Decl *fuse_pipeline(Program *p, const Decl *P0, const bool *keep, int model, bool tiles);
 
 /* The `pxl check --explain` report for the whole program, in the program's arena. */
 const char *explain_program(Program *p);

@@ -122,6 +122,7 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
     if (!q->is_image) continue;
     const Access *ac = &D->access[q->img_index];
     if (!ac->read_rel && !ac->read_abs && !ac->gather) continue;
+    if (D->stage && q->index == D->stage_param) continue; /* a tile computed in the kernel */
     bytes += scalar_size(q->type.s) * q->type.lanes;
     if (ac->read_abs && ac->abs_affine && !ac->read_rel && (ac->ax.cy || ac->ay.cx || ac->ax.cx < 0 || ac->ay.cy < 0))
       factor = strided[d];

@@ -101,7 +101,7 @@ static int bytes_per_pixel(const Decl *P) {
     if (pv->kind == PV_IMAGE) bytes += scalar_size(pv->type.s) * pv->type.lanes;
     for (int a = 0; a < pv->nargs; a++) {
       const Param *q = pv->callee->params[a];
-      bool seen = false;
+      bool seen = pv->callee->stage && a == pv->callee->stage_param; /* a tile computed in the kernel */
       for (int e = 0; e < a; e++) seen |= pv->args[e].source == pv->args[a].source && pv->callee->params[e]->is_image;
       if (q->is_image && !seen) bytes += scalar_size(q->type.s) * q->type.lanes;
     }
@@ -139,6 +139,7 @@ static void fusion_plan(StrBuf *b, const Decl *P, const Decl *F, const char *whe
       sb_printf(b, "%s %s %s : %s", k++ ? "," : "", type_str(q->type, t), value_name(F, cv->args[a].source),
                 border_name(cv->args[a].border.kind));
       if (ac->read_rel && ac->window_known) sb_printf(b, " (%dx%d)", ac->x1 - ac->x0 + 1, ac->y1 - ac->y0 + 1);
+      if (cv->callee->stage && a == cv->callee->stage_param) sb_printf(b, " from a tile it computes in shared memory");
     }
     const Metrics *m = &cv->callee->metrics;
     sb_printf(b, "; per pixel %.0f arithmetic ops, %.0f memory reads\n", m->arith, m->reads);

@@ -64,6 +64,7 @@ typedef struct {
   int splits;
   int model;           /* a device class (cost.h): fuse only where the cost model predicts a
                         * gain on it; -1: every exact fusion */
+  bool tiles;          /* rule C may be used (forms for GPUs) */
   bool failed;
 } Fuse;
 
@@ -442,9 +443,111 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   return true;
 }
 
+/* Rule C: k into c through a tile (see the header). F is C's tree as it is, its parameter
+ * for k's image kept (the tile's, F->stage_param: bound to no image), then K's scalars and
+ * images with their sources and borders; K's body stays K's (F->stage), its parameters
+ * mapped to F's (F->stage_map). F's access to K's images is widened to K's window around
+ * C's window on the tile, the extent a tile of K's values needs. False: not fused. */
+static bool fuse_tile(Program *prog, Decl *P, int k, int c, Fuse *f) {
+  const PipeValue *kv = &P->values[k], *cv = &P->values[c];
+  const Decl *C = cv->callee, *K = kv->callee;
+  Arena *a = prog->arena;
+  f->F = arena_alloc(a, sizeof *f->F);
+  int cap = C->nparams + K->nparams;
+  f->args = arena_alloc(a, sizeof *f->args * (size_t)cap);
+  f->cmap = arena_alloc(a, sizeof *f->cmap * (size_t)(C->nparams + 1));
+  f->kscal = arena_alloc(a, sizeof *f->kscal * (size_t)(K->nparams + 1));
+  f->kimg = arena_alloc(a, sizeof *f->kimg * (size_t)(K->nparams + 1));
+  int *map = arena_alloc(a, sizeof *map * (size_t)(K->nparams + 1));
+  if (!f->F || !f->args || !f->cmap || !f->kscal || !f->kimg || !map) return false;
+  Decl *F = f->F;
+  *F = *C;
+  F->params = arena_alloc(a, sizeof *F->params * (size_t)cap);
+  if (!F->params) return false;
+  F->nparams = F->nimages = F->nscalars = 0;
+  int tile = -1;
+  for (int i = 0; i < C->nparams && !f->failed; i++) {
+    f->cmap[i] = add_param(f, C->params[i], cv->args[i], 0);
+    if (f->cmap[i] && C->params[i]->is_image && cv->args[i].source == k) tile = f->cmap[i]->index;
+  }
+  for (int i = 0; i < K->nparams && !f->failed; i++) {
+    const Param *p = K->params[i];
+    Param *q = p->is_image ? image_param(f, p, kv->args[i].source, kv->args[i].border, kv->args[i].loc, 0)
+                           : add_param(f, p, kv->args[i], 0);
+    if (q) map[i] = q->index;
+  }
+  if (f->failed || tile < 0) return false;
+  Node *cbody = ir_clone(a, C->body, edit_c, f, &f->failed);
+  if (f->failed || !cbody) return false;
+  F->body = cbody;
+  F->access = NULL;
+  F->sep = NULL;
+  memset(&F->metrics, 0, sizeof F->metrics);
+  F->specs = F->spec_next = NULL;
+  F->nspecs = 0;
+  F->spec_vals = NULL;
+  F->parent = NULL;
+  F->outs = NULL;
+  F->index = prog->next_index++;
+  if (!analyze_decl_again(F, a) || F->spec_mask || F->sep || F->skel != SK_N2P) return false;
+  F->stage = K;
+  F->stage_param = tile;
+  F->stage_map = map;
+  /* K's images: read through K's window at every position of C's window on the tile */
+  const Access *t = &F->access[F->params[tile]->img_index];
+  for (int i = 0; i < K->nparams; i++) {
+    const Param *p = K->params[i];
+    if (!p->is_image) continue;
+    const Access *ka = &K->access[p->img_index];
+    Access *fa = &F->access[F->params[map[i]]->img_index];
+    int x0 = t->x0 + ka->x0, x1 = t->x1 + ka->x1, y0 = t->y0 + ka->y0, y1 = t->y1 + ka->y1;
+    if (fa->read_rel) x0 = x0 < fa->x0 ? x0 : fa->x0, x1 = x1 > fa->x1 ? x1 : fa->x1, y0 = y0 < fa->y0 ? y0 : fa->y0,
+                      y1 = y1 > fa->y1 ? y1 : fa->y1;
+    *fa = (Access){.read_rel = true, .window_known = true, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
+  }
+  /* K runs once per position of the tile: its counts, and about 10% more for the halo */
+  F->metrics.arith += 1.1 * K->metrics.arith;
+  F->metrics.flops += 1.1 * K->metrics.flops;
+  F->metrics.reads += 1.1 * K->metrics.reads;
+  F->metrics.branches += 1.1 * K->metrics.branches;
+  if (!K->metrics.exact) F->metrics.exact = false;
+  if (f->model >= 0 && !cost_fusion_pays(K, C, F, &cost_devices[f->model])) return false;
+  PipeValue *pc = &P->values[c];
+  pc->callee = F;
+  pc->args = f->args;
+  pc->nargs = F->nparams;
+  P->values[k].fused = true;
+  P->values[k].into = c;
+  return true;
+}
+
+/* Whether rule C can put value k into value c: a kernel consumer reading k's image through
+ * one parameter, a window under clamp, mirror, mirror101 or wrap, not separable; a
+ * producer reading every image through known windows; neither already a rule C kernel. */
+static bool tile_ok(const Decl *P, int k, int c) {
+  const PipeValue *kv = &P->values[k], *cv = &P->values[c];
+  const Decl *C = cv->callee, *K = kv->callee;
+  if (C->kind != D_KERNEL || C->sep || C->stage || K->stage || !K->nimages) return false;
+  int uses = 0;
+  for (int i = 0; i < C->nparams; i++)
+    if (C->params[i]->is_image && cv->args[i].source == k) {
+      BorderKind b = cv->args[i].border.kind;
+      if (b != B_CLAMP && b != B_MIRROR && b != B_MIRROR101 && b != B_WRAP) return false;
+      uses++;
+    }
+  if (uses != 1) return false;
+  for (int i = 0; i < K->nparams; i++) {
+    const Param *p = K->params[i];
+    if (!p->is_image) continue;
+    const Access *ac = &K->access[p->img_index];
+    if (ac->read_abs || ac->gather || !ac->read_rel || !ac->window_known) return false;
+  }
+  return true;
+}
+
 /* Tries to fuse value k into value c (c reads it); model: a device class, only where the
- * cost model predicts a gain on it (-1: every exact fusion). */
-static bool try_pair(Program *prog, Decl *P, int k, int c, int model) {
+ * cost model predicts a gain on it (-1: every exact fusion); tiles: rule C may be used. */
+static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   if (!plain_kernel(kv) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
@@ -464,15 +567,25 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model) {
     BorderKind b = cv->args[i].border.kind;
     if (b == B_CONSTANT || b == B_NONE) window_ok = false;
   }
-  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model};
+  if (C->stage || K->stage) return false; /* a rule C kernel takes no further part */
+  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .tiles = tiles};
   const Node *expr = NULL;
-  if (!at_origin) { /* rule B */
-    if (!window_ok || K->skel != SK_P2P || C->sep) return false;
-    for (int i = 0; i < K->nparams; i++)
-      if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) return false;
+  if (!at_origin) { /* rule B, else rule C */
+    bool b_ok = window_ok && K->skel == SK_P2P && !C->sep;
+    for (int i = 0; i < K->nparams && b_ok; i++)
+      if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) b_ok = false;
+    f.moved = true;
+    f.env = b_ok ? arena_alloc(prog->arena, sizeof *f.env * 64) : NULL;
+    f.envinit = b_ok ? arena_alloc(prog->arena, sizeof *f.envinit * 64) : NULL;
+    expr = f.env && f.envinit ? exprify(&f, K->body->body, 0) : NULL;
+    if (!expr) {
+      if (prog->arena->failed || !tiles || !tile_ok(P, k, c)) return false;
+      Fuse g = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .tiles = tiles};
+      return fuse_tile(prog, P, k, c, &g);
+    }
   }
   f.moved = !at_origin;
-  if (!at_origin || C->kind == D_REDUCE) { /* a reduction's map is an expression */
+  if (at_origin && C->kind == D_REDUCE) { /* a reduction's map is an expression */
     f.env = arena_alloc(prog->arena, sizeof *f.env * 64);
     f.envinit = arena_alloc(prog->arena, sizeof *f.envinit * 64);
     if (!f.env || !f.envinit) return false;
@@ -483,7 +596,7 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model) {
   return fuse_pair(prog, P, k, c, at_origin, expr, &f);
 }
 
-Decl *fuse_pipeline(Program *prog, const Decl *P0, const bool *keep, int model) {
+Decl *fuse_pipeline(Program *prog, const Decl *P0, const bool *keep, int model, bool tiles) {
   Decl *P = arena_alloc(prog->arena, sizeof *P);
   PipeValue *vals = arena_alloc(prog->arena, sizeof *vals * (size_t)(P0->nvalues + 1));
   if (!P || !vals) return NULL;
@@ -491,16 +604,20 @@ Decl *fuse_pipeline(Program *prog, const Decl *P0, const bool *keep, int model) 
   memcpy(vals, P0->values, sizeof *vals * (size_t)P0->nvalues);
   P->values = vals;
   int nfused = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int c = 0; c < P->nvalues && !changed; c++) {
-      if (!consumer(&P->values[c])) continue;
-      for (int a = 0; a < P->values[c].nargs && !changed; a++) {
-        int k = P->values[c].args[a].source;
-        if (k >= 0 && k < c && !(keep && keep[k]) && try_pair(prog, P, k, c, model)) changed = true, nfused++;
+  /* rules A and B to a fixed point first, then rule C (a rule C kernel takes no further
+   * part: edges.pxl's Sobel stages go into threshold before the smoothing goes into it) */
+  for (int pass = 0; pass < (tiles ? 2 : 1); pass++)
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int c = 0; c < P->nvalues && !changed; c++) {
+        if (!consumer(&P->values[c])) continue;
+        for (int a = 0; a < P->values[c].nargs && !changed; a++) {
+          int k = P->values[c].args[a].source;
+          if (k >= 0 && k < c && !(keep && keep[k]) && try_pair(prog, P, k, c, model, pass == 1))
+            changed = true, nfused++;
+        }
       }
     }
-  }
   return nfused ? P : NULL;
 }
 
@@ -508,7 +625,7 @@ bool fuse_program(Program *p) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     if (D->kind != D_PIPELINE) continue;
-    for (int d = 0; d < COST_NDEVICES; d++) D->fused[d] = fuse_pipeline(p, D, NULL, d);
+    for (int d = 0; d < COST_NDEVICES; d++) D->fused[d] = fuse_pipeline(p, D, NULL, d, d == COST_GPU);
     if (p->arena->failed) return false;
   }
   return true;

@@ -22,6 +22,7 @@ struct FusedForm {
   FusedForm *next;
   const Decl *D;
   int model;
+  bool tiles;
   char *keep;      /* the stage names kept, as given */
   const Decl *F;   /* the form (D itself when nothing fuses) */
 };
@@ -90,12 +91,12 @@ static int keep_flags(pxl_context *ctx, const Decl *D, const char *list, bool *k
   return PXL_OK;
 }
 
-/* The form of pipeline D with `model` (fuse_pipeline's) and the stages of ctx->fuse_keep
- * kept. */
-static int other_form(pxl_context *ctx, pxl_program *prog, const Decl *D, int model, const Decl **out) {
+/* The form of pipeline D with `model` and `tiles` (fuse_pipeline's) and the stages of
+ * ctx->fuse_keep kept. */
+static int other_form(pxl_context *ctx, pxl_program *prog, const Decl *D, int model, bool tiles, const Decl **out) {
   const char *keep = ctx->fuse_keep ? ctx->fuse_keep : "";
   for (FusedForm *f = prog->forms; f; f = f->next)
-    if (f->D == D && f->model == model && !strcmp(f->keep, keep)) return *out = f->F, PXL_OK;
+    if (f->D == D && f->model == model && f->tiles == tiles && !strcmp(f->keep, keep)) return *out = f->F, PXL_OK;
   bool *flags = PXL_CALLOC((size_t)D->nvalues + 1, sizeof *flags);
   FusedForm *f = PXL_CALLOC(1, sizeof *f);
   char *k = PXL_MALLOC(strlen(keep) + 1);
@@ -104,7 +105,7 @@ static int other_form(pxl_context *ctx, pxl_program *prog, const Decl *D, int mo
     return api_fail(ctx, PXL_ENOMEM, "out of memory");
   }
   int rc = keep_flags(ctx, D, keep, flags);
-  const Decl *F = rc ? NULL : fuse_pipeline(prog->prog, D, flags, model);
+  const Decl *F = rc ? NULL : fuse_pipeline(prog->prog, D, flags, model, tiles);
   PXL_FREE(flags);
   if (!rc && !F && prog->prog->arena->failed) rc = api_fail(ctx, PXL_ENOMEM, "out of memory");
   if (rc) {
@@ -112,7 +113,7 @@ static int other_form(pxl_context *ctx, pxl_program *prog, const Decl *D, int mo
     return rc;
   }
   memcpy(k, keep, strlen(keep) + 1);
-  *f = (FusedForm){.next = prog->forms, .D = D, .model = model, .keep = k, .F = F ? F : D};
+  *f = (FusedForm){.next = prog->forms, .D = D, .model = model, .tiles = tiles, .keep = k, .F = F ? F : D};
   prog->forms = f;
   *out = f->F;
   return PXL_OK;
@@ -129,7 +130,7 @@ int api_runnable(pxl_context *ctx, pxl_program *prog, int cls, const Decl *D, co
     if (D->fused[cls]) *out = D->fused[cls];
     return PXL_OK;
   }
-  return other_form(ctx, prog, D, ctx->fusion == PXL_FUSE_ALL ? -1 : cls, out);
+  return other_form(ctx, prog, D, ctx->fusion == PXL_FUSE_ALL ? -1 : cls, cls == COST_GPU, out);
 }
 
 void api_forms_free(pxl_program *prog) {

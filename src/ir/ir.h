@@ -403,6 +403,12 @@ struct Decl {
                        * of them after checking (out_types their types); NULL for one */
   int nresults;       /* as written in the return (checked against nouts) */
   PipeLoop *loops;    /* in source order (a parent before its nested loops) */
+  /* a fused kernel of rule C (analysis/fuse.c): the image parameter stage_param is not
+   * bound to an image but computed by kernel `stage` (tiles in shared memory on GPUs);
+   * stage_map[i] is the index in params of stage's parameter i. NULL otherwise. */
+  const struct Decl *stage;
+  int stage_param;
+  int *stage_map;
   struct Decl *fused[2]; /* analysis (fuse.c): this pipeline with stages fused into their
                        * consumers where the cost model predicts a gain, per device class
                        * (analysis/cost.h: [COST_CPU] for host backends, [COST_GPU]), which the

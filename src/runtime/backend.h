@@ -192,6 +192,11 @@ int exec_result_index(const Decl *P, int v);
 /* Frees the images res owns (the output when image_owned, and the further outputs). */
 void exec_result_free(ExecResult *res);
 
+/* The image bound to argument a (an image) of pipeline value pv, from the values' images
+ * vals: its source's; for the tile parameter of a rule C kernel (Decl.stage: its source
+ * is fused away, never stored) the image the producer reads first, which has the tile's
+ * size (a fused producer has no size()) and is never read through this parameter. */
+struct pxl_image *exec_arg_image(const Decl *P, const PipeValue *pv, int a, struct pxl_image *const *vals);
 /* exec.c, for the pipeline runners: binds the arguments of call pv of pipeline P - images
  * from vals (by value index), scalars evaluated from the pipeline's imgs and scalars -
  * to the callee's image and scalar parameters. */

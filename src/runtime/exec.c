@@ -80,13 +80,25 @@ int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, con
   return alloc_image(be, w, h, pxl_of_scalar(t.s), t.lanes, out, err);
 }
 
+struct pxl_image *exec_arg_image(const Decl *P, const PipeValue *pv, int a, struct pxl_image *const *vals) {
+  int s = pv->args[a].source;
+  for (int guard = 0; s >= 0 && P->values[s].fused && guard < P->nvalues; guard++) {
+    const PipeValue *kv = &P->values[s];
+    int first = -1;
+    for (int i = 0; i < kv->nargs && first < 0; i++)
+      if (kv->callee->params[i]->is_image && kv->callee->params[i]->img_index == 0) first = kv->args[i].source;
+    s = first;
+  }
+  return s >= 0 ? vals[s] : NULL;
+}
+
 void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const *vals, const ImgArg *imgs,
                      const Lane *scalars, ImgArg *kimgs, Lane *ks) {
   const Decl *K = pv->callee;
   for (int a = 0; a < pv->nargs; a++) {
     const Param *kp = K->params[a];
     if (kp->is_image) {
-      kimgs[kp->img_index].img = vals[pv->args[a].source];
+      kimgs[kp->img_index].img = exec_arg_image(P, pv, a, vals);
       kimgs[kp->img_index].border = pv->args[a].border;
     } else {
       ks[kp->scalar_index] = interp_host_expr(pv->args[a].expr, P, imgs, scalars);
@@ -224,7 +236,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
     for (int a = 0; a < pv->nargs; a++) {
       const Param *kp = K->params[a];
       if (kp->is_image) {
-        kimgs[kp->img_index].img = vals[pv->args[a].source];
+        kimgs[kp->img_index].img = exec_arg_image(P, pv, a, vals);
         kimgs[kp->img_index].border = pv->args[a].border;
       } else if (kp->len) { /* a histogram's bins */
         ks[kp->scalar_index].arr = pvals[pv->args[a].source].arr;

@@ -156,6 +156,8 @@ static void read_direct(Gen *g, const Param *p, const Node *ex, const Node *ey, 
   if (C > 1) OUT(" * %d", C);
 }
 
+static void img_args(Gen *g);
+
 static void emit_read(Gen *g, const Node *n, int lane) {
   const Param *p = n->param;
   int k = p->img_index;
@@ -180,6 +182,16 @@ static void emit_read(Gen *g, const Node *n, int lane) {
         OUT("c%d[x + v%d - xa]", i, S->vx->slot);
         return;
       }
+  }
+  if (k == g->virt) { /* the producer of a tile, computed there (its border mapping inside) */
+    OUT("%s_vk(", g->pfx);
+    img_args(g);
+    OUT(", pxr_add_i32(x, ");
+    cg_expr(g, n->a, 0);
+    OUT("), pxr_add_i32(y, ");
+    cg_expr(g, n->b, 0);
+    OUT("), %d)", lane);
+    return;
   }
   if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
     /* rows of the buffer follow the coordinate that varies with the output's y, so the
@@ -807,6 +819,13 @@ bool cg_row_arrays(Gen *g, const char *indent) {
   return true;
 }
 
+void cg_params_text(Gen *g, StrBuf *buf) {
+  StrBuf *saved = g->o;
+  g->o = buf;
+  img_params(g);
+  g->o = saved;
+}
+
 /* The argument list of the pixel functions (images then scalars) as text, in `buf`. */
 void cg_args_text(Gen *g, StrBuf *buf) {
   StrBuf *saved = g->o;
@@ -830,7 +849,7 @@ void cg_read_fns(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
-    if (!p->is_image || (g->no_read0 && p->img_index == 0)) continue;
+    if (!p->is_image || (g->no_read0 && p->img_index == 0) || p->img_index == g->virt) continue;
     int k = p->img_index;
     Border b = g->borders[k];
     const char *T = cg_ctype(p->type.s);
@@ -1140,6 +1159,7 @@ void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const ch
   g->pfx = pfx;
   g->direct = direct;
   g->tb_img = -1;
+  g->virt = -1;
   for (int i = 0; i < D->nimages; i++) {
     const Access *ac = &D->access[i];
     direct[i] = ac->read_rel && ac->window_known && !ac->gather;

@@ -54,6 +54,9 @@ typedef struct {
                       * by the entry into arrays of their element type (cg_prologue) */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
   bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */
+  int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
+                      * staged tile call <pfx>_vk, which computes the producer there (the
+                      * GPU generator defines it); it has no read function */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
@@ -83,6 +86,8 @@ int cg_use_tile_buffer(Gen *g);
 void cg_prologue(Gen *g, bool has_out);
 /* The pixel functions' argument list as text. */
 void cg_args_text(Gen *g, StrBuf *buf);
+/* The pixel functions' parameter list (images then scalars, as declarations) as text. */
+void cg_params_text(Gen *g, StrBuf *buf);
 /* C: declares, at the start of a loop body, copies s<k>_r of the typed array parameters
  * (up to PXL_CG_ROW_ARRAY_BYTES in all; returns false, declaring nothing, beyond that or
  * when there are none). A local array the row loop reads through tells the C compiler

@@ -362,6 +362,11 @@ static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
     if (ac->read_abs || ac->gather) return false;
     if (!g->direct[i]) continue;
     int b = bytes_of(image_param(D, i)->type);
+    if (i == g->virt) { /* computed, not loaded: no vectors, the window's own margins */
+      st[i] = (Stage){.L = -ac->x0, .R = ac->x1, .TWP = TWO - ac->x0 + ac->x1, .TH = THO + ac->y1 - ac->y0, .y0 = ac->y0};
+      bytes += st[i].TWP * st[i].TH * b;
+      continue;
+    }
     if (!pow2(b) || b > 16) return false;
     if (b > stage_bytes()) return false;
     int A = stage_bytes() / b; /* pixels per load */
@@ -784,6 +789,80 @@ static void tile_read(Gen *g, int i, int tw, int th, const char *x0, const char 
   OUT("%s  }\n%s}\n", ind, ind);
 }
 
+/* The image number in D of parameter i of D->stage (a rule C kernel's producer). */
+static int stage_image(const Decl *D, int i) { return D->params[D->stage_map[i]]->img_index; }
+
+/* The arguments of D->stage's pixel functions, from D's entry: its images' and scalars'
+ * variables, then with `tiles` its staged tiles t<k> (D's numbering, as stage_tiles
+ * declares them) with their origins and pitches. */
+static void stage_args(Gen *g, const Stage *st, bool tiles) {
+  const Decl *D = g->D, *K = D->stage;
+  for (int i = 0; i < K->nparams; i++) {
+    const Param *p = K->params[i], *q = D->params[D->stage_map[i]];
+    if (i) OUT(", ");
+    if (p->is_image) OUT("i%d, p%d, w%d, h%d", q->img_index, q->img_index, q->img_index, q->img_index);
+    else OUT("s%d", q->scalar_index);
+  }
+  for (int i = 0; tiles && i < K->nparams; i++) {
+    if (!K->params[i]->is_image) continue;
+    int k = stage_image(D, i);
+    OUT(", t%d, tx0 - %d, ty0 + %d, %d", k, st[k].L, st[k].y0, st[k].TWP * image_param(D, k)->type.lanes);
+  }
+}
+
+/* Fills the tile of a rule C kernel's computed image (g->virt) with its producer's values
+ * at the tile's positions: `staged` (an interior tile, its producer's images staged
+ * already) from those tiles after a barrier, through the producer's "ps"; else (a tile at
+ * the edges) through <pfx>_vk, which maps each position by the tile's border mode and
+ * computes the producer there through its border-reading functions. */
+static void stage_compute(Gen *g, const char *A, const Stage *st, bool staged) {
+  const Decl *D = g->D;
+  int v = g->virt, C = image_param(D, v)->type.lanes;
+  if (staged) OUT("    PXG_SYNC();\n");
+  OUT("    for (int q = t; q < %d; q += 256) {\n      const int r = q / %d, c = q - r * %d;\n", st[v].TWP * st[v].TH,
+      st[v].TWP, st[v].TWP);
+  OUT("      const int x = tx0 - %d + c, y = ty0 + %d + r;\n", st[v].L, st[v].y0);
+  if (staged) { /* into registers first: OpenCL's pixel functions write private memory */
+    OUT("      %s o_[%d];\n      sk_ps(", cg_ctype(image_param(D, v)->type.s), C);
+    stage_args(g, st, true);
+    OUT(", x, y, w%d, h%d, o_);\n      for (int l = 0; l < %d; l++) t%d[q * %d + l] = o_[l];\n", v, v, C, v, C);
+  } else {
+    OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_vk(%s, x, y, l);\n", C, v, C, g->pfx, A);
+  }
+  OUT("    }\n");
+}
+
+/* The functions a rule C kernel (D->stage) needs before its own: the producer's, prefix
+ * "sk" (read functions with its borders, taken from D's for its images; "pe" and "pi";
+ * "ps" over tiles), and <pfx>_vk(D's parameters, x, y, c), channel c of the producer's
+ * value at (x, y) mapped into the image by the tile's border mode. */
+static void stage_fns(Gen *g, const Border *borders) {
+  const Decl *D = g->D, *K = D->stage;
+  Border kb[PXL_GPU_MAX_IMAGES];
+  bool kdirect[PXL_GPU_MAX_IMAGES];
+  for (int i = 0; i < K->nparams; i++)
+    if (K->params[i]->is_image) kb[K->params[i]->img_index] = borders[stage_image(D, i)];
+  Gen kg;
+  cg_init(&kg, g->o, K, kb, "sk", kdirect);
+  kg.dialect = g->dialect;
+  kg.nhoist = 0; /* its scalar-only values computed where used: D's entry computes D's */
+  cg_functions(&kg);
+  cg_pixel_fn(&kg, V_SMEM | V_DIRECT_REL, "ps", false);
+  int v = g->virt;
+  const Param *tp = image_param(D, v);
+  BorderKind b = borders[v].kind;
+  const char *map = b == B_MIRROR ? "pxr_mirror_idx" : b == B_MIRROR101 ? "pxr_mirror101_idx"
+                    : b == B_WRAP ? "pxr_wrap_idx" : "pxr_clamp_idx";
+  StrBuf params = {0};
+  cg_params_text(g, &params);
+  OUT("PXR_FN %s %s_vk(%s, int x, int y, int c) {\n", cg_ctype(tp->type.s), g->pfx, params.s ? params.s : "");
+  sb_free(&params);
+  OUT("  if (!pxr_inside(x, w%d)) x = %s(x, w%d);\n  if (!pxr_inside(y, h%d)) y = %s(y, h%d);\n", v, map, v, v, map, v);
+  OUT("  %s o[%d];\n  sk_pe(", cg_ctype(tp->type.s), tp->type.lanes);
+  stage_args(g, NULL, false);
+  OUT(", x, y, w%d, h%d, o);\n  return o[c];\n}\n", v, v);
+}
+
 /* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
  * loads them with 16-byte vectors; a tile at the image's edges (when the output region is
  * the whole image, i.e. no border mode shrinks it) loads them pixel by pixel through the
@@ -800,6 +879,11 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     const Param *p = image_param(D, i);
     const char *T = cg_ctype(p->type.s);
     OUT("  PXG_SHARED PXG_ALIGN16 %s t%d[%d];\n", T, i, st[i].TWP * st[i].TH * p->type.lanes);
+    if (i == g->virt) { /* computed in the tile: its positions inside the image */
+      OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d;\n", st[i].L,
+          TWO + st[i].R, i, st[i].y0, st[i].TH + st[i].y0, i);
+      continue;
+    }
     OUT("  const PXR_GLOBAL %s *g%d = i%d + (ptrdiff_t)(ty0 + %d) * p%d + (ptrdiff_t)(tx0 - %d) * %d;\n", T, i, i, st[i].y0, i,
         st[i].L, p->type.lanes);
     OUT("  staged = staged && tx0 >= %d && tx0 + %d <= w%d && ty0 + %d >= 0 && ty0 + %d <= h%d", st[i].L, TWO + st[i].R, i,
@@ -812,7 +896,7 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
   OUT("  const bool edge = !staged && rx0 == 0 && ry0 == 0 && rx1 == W && ry1 == H;\n");
   OUT("  if (staged) {\n");
   for (int i = 0; i < D->nimages; i++) {
-    if (!g->direct[i]) continue;
+    if (!g->direct[i] || i == g->virt) continue;
     const Param *p = image_param(D, i);
     int SB = stage_bytes();
     const char *VT = SB == 16 ? "uint4" : SB == 8 ? "uint2" : "uint32_t";
@@ -825,9 +909,11 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
     OUT("      #pragma unroll\n      for (int k = 0; k < %d; k++)\n", per);
     OUT("        if (t + k * 256 < %d) ((PXR_LOCAL %s *)t%d)[t + k * 256] = v[k];\n    }\n", total, VT, i);
   }
+  if (g->virt >= 0) stage_compute(g, A, st, true);
   OUT("  } else if (edge) {\n");
+  if (g->virt >= 0) stage_compute(g, A, st, false);
   for (int i = 0; i < D->nimages; i++) {
-    if (!g->direct[i]) continue;
+    if (!g->direct[i] || i == g->virt) continue;
     char x0[40], y0[40], dst[16];
     snprintf(x0, sizeof x0, "tx0 - %d", st[i].L);
     snprintf(y0, sizeof y0, "ty0 + %d", st[i].y0);
@@ -1855,12 +1941,14 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   Gen gen, *g = &gen;
   cg_init(g, out, D, borders, "st", direct);
   g->dialect = dialect;
+  if (D->stage) g->virt = D->params[D->stage_param]->img_index;
   OUT("/* generated by pxl %s: one stage instance, %s; do not edit */\n", PXL_VERSION_STRING,
       dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
   bool nonseq = D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ;
   if (nonseq) cg_use_tile_buffer(g);
+  if (D->stage) stage_fns(g, borders); /* the producer's functions and <pfx>_vk, before D's */
   cg_functions(g);
   int VP = D->kind == D_HISTOGRAM && !cg_counts_only(g) ? 0 : reg_width(D);
   if (VP) cg_pixel_fn(g, V_REG | V_DIRECT_REL, "pv", D->kind == D_HISTOGRAM);
@@ -1919,7 +2007,7 @@ static int steps_smem(const Decl *D, const GpuSteps *p, int *ew, int *eh) {
 }
 
 bool gen_gpu_steps_plan(const Decl *D, const Border *borders, int carried, GpuSteps *plan) {
-  if (D->kind != D_KERNEL || D->scan || D->nouts || D->nimages > PXL_GPU_MAX_IMAGES ||
+  if (D->kind != D_KERNEL || D->scan || D->nouts || D->stage || D->nimages > PXL_GPU_MAX_IMAGES ||
       D->nscalars > PXL_GPU_MAX_SCALARS || carried < 0 || carried >= D->nimages)
     return false;
   const Param *cp = image_param(D, carried);
