@@ -227,6 +227,7 @@ static double pearson(const double *x, const double *y, int n) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* each row as it is measured (a run cut short keeps them) */
   const char *device = "cpu", *list = "all";
   int size = 2048, reps = 5;
   for (int i = 1; i < argc; i++) {

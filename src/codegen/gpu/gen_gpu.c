@@ -77,6 +77,7 @@ static const char cuda_words[] =
     "#define PXG_ATOMIC_INC(p) atomicAdd((unsigned *)(p), 1u)\n"
     "#define PXG_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))\n"
     "#define PXG_BYTE_PERM __byte_perm\n"
+    "#define PXG_FN_CALLED static __device__ __noinline__\n"
     "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
     "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
 
@@ -97,6 +98,7 @@ static const char opencl_words[] =
     "#define PXG_ATOMIC_INC(p) atomic_inc((volatile __global uint *)(p))\n"
     "#define PXG_ATOMIC_ADD_U64(p, v) atom_add((volatile __global ulong *)(p), (ulong)(v))\n"
     "#define PXG_BYTE_PERM pxg_byte_perm\n"
+    "#define PXG_FN_CALLED static\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
     "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x (NVIDIA:\n"
     " * the PTX instruction, -DPXG_NV_PTX from the runtime) */\n"
@@ -855,7 +857,10 @@ static void stage_fns(Gen *g, const Border *borders) {
                     : b == B_WRAP ? "pxr_wrap_idx" : "pxr_clamp_idx";
   StrBuf params = {0};
   cg_params_text(g, &params);
-  OUT("PXR_FN %s %s_vk(%s, int x, int y, int c) {\n", cg_ctype(tp->type.s), g->pfx, params.s ? params.s : "");
+  /* called, not inlined (CUDA): the edge path calls it at every tap of the consumer's
+   * window, and each inlined copy held the producer's whole window of border reads (an
+   * edges.pxl unit of 27,000 PTX lines, seconds of JIT per tile shape tried) */
+  OUT("PXG_FN_CALLED %s %s_vk(%s, int x, int y, int c) {\n", cg_ctype(tp->type.s), g->pfx, params.s ? params.s : "");
   sb_free(&params);
   OUT("  if (!pxr_inside(x, w%d)) x = %s(x, w%d);\n  if (!pxr_inside(y, h%d)) y = %s(y, h%d);\n", v, map, v, v, map, v);
   OUT("  %s o[%d];\n  sk_pe(", cg_ctype(tp->type.s), tp->type.lanes);
