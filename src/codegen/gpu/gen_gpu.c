@@ -358,14 +358,23 @@ typedef struct {
  * two, or the tiles do not fit in shared memory. */
 static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
   const Decl *D = g->D;
-  int bytes = 0, any = 0;
+  int bytes = 0, any = 0, pad = 0;
+  bool of_stage[PXL_GPU_MAX_IMAGES] = {false};
+  if (g->virt >= 0) { /* the computed tile's rows a multiple of 4 wide (stage_compute's groups):
+                       * its producer's images staged that much further right */
+    const Access *v = &D->access[g->virt];
+    pad = (4 - (v->x1 - v->x0) % 4) % 4;
+    for (int i = 0; i < D->stage->nparams; i++)
+      if (D->stage->params[i]->is_image) of_stage[D->params[D->stage_map[i]]->img_index] = true;
+  }
   for (int i = 0; i < D->nimages; i++) {
     const Access *ac = &D->access[i];
     if (ac->read_abs || ac->gather) return false;
     if (!g->direct[i]) continue;
     int b = bytes_of(image_param(D, i)->type);
     if (i == g->virt) { /* computed, not loaded: no vectors, the window's own margins */
-      st[i] = (Stage){.L = -ac->x0, .R = ac->x1, .TWP = TWO - ac->x0 + ac->x1, .TH = THO + ac->y1 - ac->y0, .y0 = ac->y0};
+      st[i] = (Stage){.L = -ac->x0, .R = ac->x1 + pad, .TWP = TWO - ac->x0 + ac->x1 + pad, .TH = THO + ac->y1 - ac->y0,
+                      .y0 = ac->y0};
       bytes += st[i].TWP * st[i].TH * b;
       continue;
     }
@@ -374,7 +383,7 @@ static bool plan_stage(const Gen *g, int TWO, int THO, Stage *st) {
     int A = stage_bytes() / b; /* pixels per load */
     if (TWO % A) return false;
     st[i].L = (-ac->x0 + A - 1) / A * A;
-    st[i].R = (ac->x1 + A - 1) / A * A;
+    st[i].R = (ac->x1 + (of_stage[i] ? pad : 0) + A - 1) / A * A;
     st[i].TWP = TWO + st[i].L + st[i].R;
     st[i].TH = THO + ac->y1 - ac->y0;
     st[i].y0 = ac->y0;
@@ -820,15 +829,27 @@ static void stage_args(Gen *g, const Stage *st, bool tiles) {
 static void stage_compute(Gen *g, const char *A, const Stage *st, bool staged) {
   const Decl *D = g->D;
   int v = g->virt, C = image_param(D, v)->type.lanes;
-  if (staged) OUT("    PXG_SYNC();\n");
+  if (staged) {
+    /* a thread computes 4 neighbouring positions of a row (plan_stage makes the rows a
+     * multiple of 4 wide), so that their window's loads are shared (common subexpressions
+     * of the unrolled calls, as in the tile path); into registers first: OpenCL's pixel
+     * functions write private memory */
+    int NS = st[v].TWP / 4;
+    OUT("    PXG_SYNC();\n");
+    OUT("    for (int q = t; q < %d; q += 256) {\n      const int r = q / %d, c0 = (q - r * %d) * 4;\n", NS * st[v].TH, NS,
+        NS);
+    OUT("      const int y = ty0 + %d + r;\n      %s o_[4][%d];\n", st[v].y0, cg_ctype(image_param(D, v)->type.s), C);
+    OUT("      #pragma unroll\n      for (int i = 0; i < 4; i++) {\n        sk_ps(");
+    stage_args(g, st, true);
+    OUT(", tx0 - %d + c0 + i, y, w%d, h%d, o_[i]);\n      }\n", st[v].L, v, v);
+    OUT("      #pragma unroll\n      for (int i = 0; i < 4; i++)\n");
+    OUT("        for (int l = 0; l < %d; l++) t%d[(r * %d + c0 + i) * %d + l] = o_[i][l];\n    }\n", C, v, st[v].TWP, C);
+    return;
+  }
   OUT("    for (int q = t; q < %d; q += 256) {\n      const int r = q / %d, c = q - r * %d;\n", st[v].TWP * st[v].TH,
       st[v].TWP, st[v].TWP);
   OUT("      const int x = tx0 - %d + c, y = ty0 + %d + r;\n", st[v].L, st[v].y0);
-  if (staged) { /* into registers first: OpenCL's pixel functions write private memory */
-    OUT("      %s o_[%d];\n      sk_ps(", cg_ctype(image_param(D, v)->type.s), C);
-    stage_args(g, st, true);
-    OUT(", x, y, w%d, h%d, o_);\n      for (int l = 0; l < %d; l++) t%d[q * %d + l] = o_[l];\n", v, v, C, v, C);
-  } else {
+  {
     OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_vk(%s, x, y, l);\n", C, v, C, g->pfx, A);
   }
   OUT("    }\n");
