@@ -79,6 +79,48 @@ static void device_strings(void) {
   CHECK(pxl_set_fusion(ctx, 3) == PXL_EARG && strstr(pxl_errmsg(ctx), "fusion mode 3"), "fusion mode 3: '%s'",
         pxl_errmsg(ctx));
   CHECK(pxl_set_fusion(ctx, -1) == PXL_EARG, "fusion mode -1 accepted");
+  /* stages kept unfused (pxl_set_fusion_keep): names and commas only */
+  CHECK(pxl_set_fusion_keep(ctx, "smooth,gx") == PXL_OK && pxl_set_fusion_keep(ctx, NULL) == PXL_OK &&
+            pxl_set_fusion_keep(ctx, "") == PXL_OK, "a stage list refused: %s", pxl_errmsg(ctx));
+  const char *bad_lists[] = {"a,", ",a", "a,,b", "a b", "a;b", "1a", "a\n"};
+  for (size_t i = 0; i < sizeof bad_lists / sizeof *bad_lists; i++)
+    CHECK(pxl_set_fusion_keep(ctx, bad_lists[i]) == PXL_EARG, "stage list '%s' accepted", bad_lists[i]);
+  pxl_context_free(ctx);
+}
+
+/* The cost model through the API (pxl_program_entry_predict) and the forms it predicts:
+ * edges.pxl fused is predicted faster than as written on both classes, keeping a stage
+ * unfused lands in between, a bigger image takes longer; bad arguments are refused. The
+ * numbers themselves are the model's (docs/PERFORMANCE.md validates them against runs). */
+static void predictions(const char *dir) {
+  pxl_context *ctx = pxl_context_new();
+  pxl_program *prog;
+  CHECK(pxl_program_from_file(ctx, example(dir, "edges"), &prog) == PXL_OK, "%s", pxl_errmsg(ctx));
+  int e = pxl_program_entry_find(prog, "edges");
+  const char *classes[] = {"cpu", "gpu"};
+  for (int c = 0; c < 2; c++) {
+    double fused, written, kept, big;
+    pxl_set_fusion(ctx, PXL_FUSE_AUTO);
+    CHECK(pxl_program_entry_predict(ctx, prog, e, classes[c], 2048, 2048, &fused) == PXL_OK, "%s", pxl_errmsg(ctx));
+    CHECK(pxl_program_entry_predict(ctx, prog, e, classes[c], 4096, 4096, &big) == PXL_OK, "%s", pxl_errmsg(ctx));
+    pxl_set_fusion_keep(ctx, "mag");
+    CHECK(pxl_program_entry_predict(ctx, prog, e, classes[c], 2048, 2048, &kept) == PXL_OK, "%s", pxl_errmsg(ctx));
+    pxl_set_fusion_keep(ctx, NULL);
+    pxl_set_fusion(ctx, PXL_FUSE_OFF);
+    CHECK(pxl_program_entry_predict(ctx, prog, e, classes[c], 2048, 2048, &written) == PXL_OK, "%s", pxl_errmsg(ctx));
+    CHECK(fused > 0 && fused < kept && kept < written && big > 3 * fused, "%s: fused %g, mag kept %g, written %g, 4096^2 %g",
+          classes[c], fused, kept, written, big);
+  }
+  double t;
+  pxl_set_fusion(ctx, PXL_FUSE_AUTO);
+  CHECK(pxl_program_entry_predict(ctx, prog, e, "tpu", 64, 64, &t) == PXL_EARG && strstr(pxl_errmsg(ctx), "tpu"),
+        "class tpu: %s", pxl_errmsg(ctx));
+  CHECK(pxl_program_entry_predict(ctx, prog, e, "cpu", 0, 64, &t) == PXL_EARG, "size 0x64 accepted");
+  CHECK(pxl_program_entry_predict(ctx, prog, 99, "cpu", 64, 64, &t) == PXL_EARG, "entry 99 accepted");
+  pxl_set_fusion_keep(ctx, "nosuch");
+  CHECK(pxl_program_entry_predict(ctx, prog, e, "cpu", 64, 64, &t) == PXL_EARG && strstr(pxl_errmsg(ctx), "nosuch"),
+        "a kept stage the pipeline lacks: %s", pxl_errmsg(ctx));
+  pxl_program_free(prog);
   pxl_context_free(ctx);
 }
 
@@ -385,6 +427,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   device_strings();
+  predictions(argv[1]);
   compiler_failure(argv[1], argv[2]);
   cuda_faults(argv[1], argv[2]);
   smaller_second_image(argv[2]);
