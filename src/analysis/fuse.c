@@ -365,6 +365,48 @@ static void edit_c(void *ctx, Node *c) {
 
 /* ---- one fusion ---- */
 
+/* Starts fused kernel f->F as a copy of consumer C with room for cap parameters (none
+ * yet), and the maps from C's and K's parameters; false when out of memory. */
+static bool begin(Fuse *f, const Decl *C, const Decl *K, int cap) {
+  Arena *a = f->a;
+  f->F = arena_alloc(a, sizeof *f->F);
+  f->args = arena_alloc(a, sizeof *f->args * (size_t)cap);
+  f->cmap = arena_alloc(a, sizeof *f->cmap * (size_t)(C->nparams + 1));
+  f->kscal = arena_alloc(a, sizeof *f->kscal * (size_t)(K->nparams + 1));
+  f->kimg = arena_alloc(a, sizeof *f->kimg * (size_t)(K->nparams + 1));
+  if (!f->F || !f->args || !f->cmap || !f->kscal || !f->kimg) return false;
+  *f->F = *C;
+  f->F->params = arena_alloc(a, sizeof *f->F->params * (size_t)cap);
+  f->F->nparams = f->F->nimages = f->F->nscalars = 0;
+  return f->F->params != NULL;
+}
+
+/* Gives fused kernel F its body and an index, and analyses it afresh; false when out of
+ * memory. */
+static bool finish(Program *prog, Decl *F, Node *body) {
+  F->body = body;
+  F->access = NULL;
+  F->sep = NULL;
+  memset(&F->metrics, 0, sizeof F->metrics);
+  F->specs = F->spec_next = NULL;
+  F->nspecs = 0;
+  F->spec_vals = NULL;
+  F->parent = NULL;
+  F->outs = NULL;
+  F->index = prog->next_index++;
+  return analyze_decl_again(F, prog->arena);
+}
+
+/* Points pipeline P at fused kernel f->F: value c calls it, value k is computed inside. */
+static void commit(Decl *P, int k, int c, const Fuse *f) {
+  PipeValue *pc = &P->values[c];
+  pc->callee = f->F;
+  pc->args = f->args;
+  pc->nargs = f->F->nparams;
+  P->values[k].fused = true;
+  P->values[k].into = c;
+}
+
 /* Makes F, value c's kernel with value k's computed inside it (rule A when `at_origin`,
  * else B with expr), and points the pipeline at it. False: not fused (nothing changed),
  * or out of memory (f->a->failed). */
@@ -372,19 +414,9 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   Arena *a = prog->arena;
-  f->F = arena_alloc(a, sizeof *f->F);
-  int cap = C->nparams + K->nparams * (C->nimages + 1);
-  f->args = arena_alloc(a, sizeof *f->args * (size_t)cap);
-  f->cmap = arena_alloc(a, sizeof *f->cmap * (size_t)(C->nparams + 1));
-  f->kscal = arena_alloc(a, sizeof *f->kscal * (size_t)(K->nparams + 1));
-  f->kimg = arena_alloc(a, sizeof *f->kimg * (size_t)(K->nparams + 1));
   f->kvars = arena_alloc(a, sizeof *f->kvars * (size_t)(K->nslots + 1));
-  if (!f->F || !f->args || !f->cmap || !f->kscal || !f->kimg || !f->kvars) return false;
+  if (!f->kvars || !begin(f, C, K, C->nparams + K->nparams * (C->nimages + 1))) return false;
   Decl *F = f->F;
-  *F = *C;
-  F->params = arena_alloc(a, sizeof *F->params * (size_t)cap);
-  if (!F->params) return false;
-  F->nparams = F->nimages = F->nscalars = 0;
   f->shift = C->nslots;
   F->nslots = C->nslots + K->nslots + 1;
   /* C's parameters in order, the images of value k left out (they become K's), then K's
@@ -421,26 +453,10 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
     first->next->next = cbody->body;
     cbody->body = first;
   }
-  F->body = cbody;
-  F->access = NULL;
-  F->sep = NULL;
-  memset(&F->metrics, 0, sizeof F->metrics);
-  F->specs = F->spec_next = NULL;
-  F->nspecs = 0;
-  F->spec_vals = NULL;
-  F->parent = NULL;
-  F->outs = NULL;
-  F->index = prog->next_index++;
-  if (!analyze_decl_again(F, a)) return false;
+  if (!finish(prog, F, cbody)) return false;
   if (F->spec_mask || F->skel == SK_GATHER) return false; /* bounded windows only (never expected) */
   if (f->model >= 0 && !cost_fusion_pays(K, C, F, &cost_devices[f->model])) return false;
-  /* the pipeline: c calls F, k is computed inside it */
-  PipeValue *pc = &P->values[c];
-  pc->callee = F;
-  pc->args = f->args;
-  pc->nargs = F->nparams;
-  P->values[k].fused = true;
-  P->values[k].into = c;
+  commit(P, k, c, f);
   return true;
 }
 
@@ -453,19 +469,9 @@ static bool fuse_tile(Program *prog, Decl *P, int k, int c, Fuse *f) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   Arena *a = prog->arena;
-  f->F = arena_alloc(a, sizeof *f->F);
-  int cap = C->nparams + K->nparams;
-  f->args = arena_alloc(a, sizeof *f->args * (size_t)cap);
-  f->cmap = arena_alloc(a, sizeof *f->cmap * (size_t)(C->nparams + 1));
-  f->kscal = arena_alloc(a, sizeof *f->kscal * (size_t)(K->nparams + 1));
-  f->kimg = arena_alloc(a, sizeof *f->kimg * (size_t)(K->nparams + 1));
   int *map = arena_alloc(a, sizeof *map * (size_t)(K->nparams + 1));
-  if (!f->F || !f->args || !f->cmap || !f->kscal || !f->kimg || !map) return false;
+  if (!map || !begin(f, C, K, C->nparams + K->nparams)) return false;
   Decl *F = f->F;
-  *F = *C;
-  F->params = arena_alloc(a, sizeof *F->params * (size_t)cap);
-  if (!F->params) return false;
-  F->nparams = F->nimages = F->nscalars = 0;
   int tile = -1;
   for (int i = 0; i < C->nparams && !f->failed; i++) {
     f->cmap[i] = add_param(f, C->params[i], cv->args[i], 0);
@@ -480,17 +486,7 @@ static bool fuse_tile(Program *prog, Decl *P, int k, int c, Fuse *f) {
   if (f->failed || tile < 0) return false;
   Node *cbody = ir_clone(a, C->body, edit_c, f, &f->failed);
   if (f->failed || !cbody) return false;
-  F->body = cbody;
-  F->access = NULL;
-  F->sep = NULL;
-  memset(&F->metrics, 0, sizeof F->metrics);
-  F->specs = F->spec_next = NULL;
-  F->nspecs = 0;
-  F->spec_vals = NULL;
-  F->parent = NULL;
-  F->outs = NULL;
-  F->index = prog->next_index++;
-  if (!analyze_decl_again(F, a) || F->spec_mask || F->sep || F->skel != SK_N2P) return false;
+  if (!finish(prog, F, cbody) || F->spec_mask || F->sep || F->skel != SK_N2P) return false;
   F->stage = K;
   F->stage_param = tile;
   F->stage_map = map;
@@ -516,12 +512,7 @@ static bool fuse_tile(Program *prog, Decl *P, int k, int c, Fuse *f) {
   F->metrics.branches += RULE_C_COST * K->metrics.branches;
   if (!K->metrics.exact) F->metrics.exact = false;
   if (f->model >= 0 && !cost_fusion_pays(K, C, F, &cost_devices[f->model])) return false;
-  PipeValue *pc = &P->values[c];
-  pc->callee = F;
-  pc->args = f->args;
-  pc->nargs = F->nparams;
-  P->values[k].fused = true;
-  P->values[k].into = c;
+  commit(P, k, c, f);
   return true;
 }
 
