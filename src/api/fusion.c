@@ -43,13 +43,12 @@ int pxl_set_fusion_keep(pxl_context *ctx, const char *stages) {
   if (stages && *stages) {
     size_t n = strlen(stages);
     if (n > 4096) return api_fail(ctx, PXL_EARG, "stage list of %zu bytes (at most 4096)", n);
+    for (size_t i = 0; i < n; i++) /* the message quotes only bytes checked to be names and commas */
+      if (stages[i] != ',' && !name_char(stages[i]))
+        return api_fail(ctx, PXL_EARG, "stage list \"%.*s\": byte 0x%02x after it is not part of a name",
+                        (int)(i < 64 ? i : 64), stages, (unsigned char)stages[i]);
     for (size_t i = 0, start = 0; i <= n; i++) {
-      if (i < n && stages[i] != ',') {
-        if (!name_char(stages[i]))
-          return api_fail(ctx, PXL_EARG, "stage list \"%.64s\": byte 0x%02x is not part of a name", stages,
-                          (unsigned char)stages[i]);
-        continue;
-      }
+      if (i < n && stages[i] != ',') continue;
       if (i == start || (stages[start] >= '0' && stages[start] <= '9'))
         return api_fail(ctx, PXL_EARG, "stage list \"%.64s\": expected stage names separated by commas", stages);
       start = i + 1;
