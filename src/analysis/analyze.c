@@ -421,13 +421,8 @@ static void walk_stmts(An *A, Node *s, double w) {
 
 /* ---- separable window reductions ---- */
 
-static const Node *strip_casts(const Node *n) {
-  while (n && n->kind == ND_CAST) n = n->a;
-  return n;
-}
-
 static bool is_var(const Node *n, const Var *v) {
-  n = strip_casts(n);
+  n = ir_strip_casts(n);
   return n && n->kind == ND_VAR && n->var == v;
 }
 
@@ -456,14 +451,14 @@ static bool const_loop(const Node *f, Var **v, int *lo, int *hi) {
   const Node *init = f->init, *cond = f->a, *step = f->step;
   if (!init || init->next || init->kind != ND_DECL || !init->a || init->a->kind != ND_NUM) return false;
   if (!step || step->next || step->kind != ND_ASSIGN || step->var != init->var) return false;
-  const Node *st = strip_casts(step->a);
-  if (st->kind != ND_ADD || !is_var(st->a, init->var) || strip_casts(st->b)->kind != ND_NUM ||
-      strip_casts(st->b)->ival != 1)
+  const Node *st = ir_strip_casts(step->a);
+  if (st->kind != ND_ADD || !is_var(st->a, init->var) || ir_strip_casts(st->b)->kind != ND_NUM ||
+      ir_strip_casts(st->b)->ival != 1)
     return false;
   if (!cond || (cond->kind != ND_LT && cond->kind != ND_LE) || !is_var(cond->a, init->var) ||
-      strip_casts(cond->b)->kind != ND_NUM)
+      ir_strip_casts(cond->b)->kind != ND_NUM)
     return false;
-  int64_t a = init->a->ival, b = strip_casts(cond->b)->ival - (cond->kind == ND_LT);
+  int64_t a = init->a->ival, b = ir_strip_casts(cond->b)->ival - (cond->kind == ND_LT);
   if (b < a || a < -64 || b > 64) return false;
   *v = init->var;
   *lo = (int)a;
@@ -497,7 +492,7 @@ static const Node *tmp_read(const Separable *S, int i) {
 /* Matches `T t = img(vx, vy);` (widening only) and records t. */
 static bool match_temp(Separable *S, const Node *d) {
   if (d->kind != ND_DECL || !d->var || !d->a || d->var->type.lanes != 1 || !widening_chain(d->a)) return false;
-  const Node *r = strip_casts(d->a);
+  const Node *r = ir_strip_casts(d->a);
   if (r->kind != ND_READ || r->param->type.lanes != 1 || (S->img && r->param != S->img)) return false;
   if (!is_var(r->a, S->vx) || !is_var(r->b, S->vy) || S->ntmp == PXL_MAX_SEP_ACC) return false;
   tmp_reads[S->ntmp] = (Node *)r;
@@ -559,7 +554,7 @@ static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node
   if (n < 2 || y->kind != ND_MUL) return false;
   const Node *leaf = NULL, *wy = NULL, *wx = NULL;
   for (int k = 0; k < n; k++) {
-    const Node *r = strip_casts(f[k]);
+    const Node *r = ir_strip_casts(f[k]);
     bool is_read = (r->kind == ND_READ && is_var(r->a, S->vx) && is_var(r->b, S->vy)) ||
                    (r->kind == ND_VAR && r->var != S->vx && r->var != S->vy && !r->var->param && r->var->len == 0 &&
                     !r->var->is_const);
@@ -583,7 +578,7 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
   if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param) return false;
   Var *acc = u->var;
   if (!widening_chain(u->a) && !(u->a->kind == ND_CAST && widening_chain(u->a->a))) return false;
-  const Node *e = strip_casts(u->a);
+  const Node *e = ir_strip_casts(u->a);
   int op;
   const Node *x, *y;
   if (e->kind == ND_CALL && (e->builtin == BI_MIN || e->builtin == BI_MAX)) {
@@ -604,7 +599,7 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
   const Node *wleaf = NULL; /* a weighted sum: the read (or temporary) among the factors */
   if (op < 0 && S->nacc < PXL_MAX_SEP_ACC && match_weights(S, S->nacc, y, acc->type, &wleaf, ar)) y = wleaf;
   else if (!widening_chain(y)) return false;
-  const Node *leaf = strip_casts(y), *r = leaf;
+  const Node *leaf = ir_strip_casts(y), *r = leaf;
   if (leaf->kind == ND_VAR) { /* a temporary `T t = img(vx, vy)` */
     r = NULL;
     for (int i = 0; i < S->ntmp; i++)

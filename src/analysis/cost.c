@@ -98,15 +98,14 @@ static bool not_vectorised(const Node *n, const void *ctx) {
     }
   }
   if ((n->kind == ND_DIV || n->kind == ND_MOD) && !scalar_is_float(n->type.s)) {
-    const Node *d = n->b;
-    while (d && d->kind == ND_CAST) d = d->a;
+    const Node *d = ir_strip_casts(n->b);
     return !d || d->kind != ND_NUM;
   }
   return false;
 }
 
 static double literal(const Node *n) {
-  while (n && n->kind == ND_CAST) n = n->a;
+  n = ir_strip_casts(n);
   return n && n->kind == ND_NUM ? (scalar_is_float(n->type.s) ? n->fval : (double)n->ival) : -1;
 }
 

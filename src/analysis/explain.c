@@ -32,7 +32,7 @@ static void affine_str(char *out, size_t n, Affine a) {
 
 /* A loop's count as written, where it is a literal or a parameter. */
 static void count_str(StrBuf *b, const Node *n) {
-  while (n->kind == ND_CAST) n = n->a;
+  n = ir_strip_casts(n);
   if (n->kind == ND_NUM && !scalar_is_float(n->type.s))
     sb_printf(b, "%lld", (long long)n->ival);
   else if (n->kind == ND_VAR && n->var->param)

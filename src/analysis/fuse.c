@@ -78,9 +78,7 @@ static int size_root(const Decl *P, int v) {
     const Decl *K = pv->callee;
     if (!K || K->kind == D_PIPELINE || K->kind == D_FUNC || K->size_w || (K->kind == D_KERNEL && pv->kind != PV_IMAGE))
       return v; /* a kernel making a table (size() checked at run time) too */
-    int first = -1;
-    for (int a = 0; a < pv->nargs; a++)
-      if (K->params[a]->is_image && K->params[a]->img_index == 0) first = pv->args[a].source;
+    int first = pipe_first_image(pv);
     if (first < 0) return v;
     v = first;
   }

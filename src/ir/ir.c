@@ -157,6 +157,17 @@ bool ir_any(const Node *n, bool (*pred)(const Node *n, const void *ctx), const v
   return false;
 }
 
+const Node *ir_strip_casts(const Node *n) {
+  while (n && n->kind == ND_CAST) n = n->a;
+  return n;
+}
+
+int pipe_first_image(const PipeValue *pv) {
+  for (int a = 0; pv->callee && a < pv->nargs; a++)
+    if (pv->callee->params[a]->is_image && pv->callee->params[a]->img_index == 0) return pv->args[a].source;
+  return -1;
+}
+
 Decl *program_find_func(const Program *p, const char *name) {
   for (int i = 0; i < p->nfuncs; i++)
     if (p->funcs[i]->name && !strcmp(p->funcs[i]->name, name)) return p->funcs[i];

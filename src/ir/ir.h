@@ -479,6 +479,11 @@ Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), voi
 /* Whether pred holds for a node of the tree n (its next chain and every child, operands
  * and arguments included). */
 bool ir_any(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx);
+/* n without the casts around it (NULL for NULL). */
+const Node *ir_strip_casts(const Node *n);
+/* The pipeline value call pv reads as its callee's first image (image 0, whose size a
+ * kernel without size() has), or -1. */
+int pipe_first_image(const PipeValue *pv);
 Type type_scalar(Scalar s); /* {s, 1} */
 Type type_vec(Scalar s, int lanes);
 extern const Type TYPE_VOID;

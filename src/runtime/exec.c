@@ -82,13 +82,7 @@ int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, con
 
 struct pxl_image *exec_arg_image(const Decl *P, const PipeValue *pv, int a, struct pxl_image *const *vals) {
   int s = pv->args[a].source;
-  for (int guard = 0; s >= 0 && P->values[s].fused && guard < P->nvalues; guard++) {
-    const PipeValue *kv = &P->values[s];
-    int first = -1;
-    for (int i = 0; i < kv->nargs && first < 0; i++)
-      if (kv->callee->params[i]->is_image && kv->callee->params[i]->img_index == 0) first = kv->args[i].source;
-    s = first;
-  }
+  for (int guard = 0; s >= 0 && P->values[s].fused && guard < P->nvalues; guard++) s = pipe_first_image(&P->values[s]);
   return s >= 0 ? vals[s] : NULL;
 }
 
