@@ -845,6 +845,11 @@ static void img_args(Gen *g) {
   for (int k = 0; k < g->nhoist; k++) OUT(", u%d", k);
 }
 
+const char *cg_border_index_fn(BorderKind b) {
+  return b == B_MIRROR ? "pxr_mirror_idx" : b == B_MIRROR101 ? "pxr_mirror101_idx" : b == B_WRAP ? "pxr_wrap_idx"
+                                                                                   : "pxr_clamp_idx";
+}
+
 void cg_read_fns(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {
@@ -862,8 +867,7 @@ void cg_read_fns(Gen *g) {
       else emit_int(g->o, v.i, p->type.s);
       OUT(";\n");
     } else {
-      const char *fn = b.kind == B_MIRROR ? "pxr_mirror_idx" : b.kind == B_MIRROR101 ? "pxr_mirror101_idx"
-                       : b.kind == B_WRAP ? "pxr_wrap_idx" : "pxr_clamp_idx";
+      const char *fn = cg_border_index_fn(b.kind);
       OUT("  if (!pxr_inside(x, w)) x = %s(x, w);\n  if (!pxr_inside(y, h)) y = %s(y, h);\n", fn, fn);
     }
     OUT("  return p[(ptrdiff_t)y * pitch + (ptrdiff_t)x * %d + c];\n}\n", p->type.lanes);

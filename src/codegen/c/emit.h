@@ -65,6 +65,9 @@ void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const ch
 void cg_functions(Gen *g);
 /* The tables <pfx>_t<id> and user functions <pfx>_f<index> that D uses, callees first. */
 void cg_user_defs(Gen *g);
+/* The prelude's function mapping a coordinate outside 0..n-1 into it under border mode b
+ * (clamp, mirror, mirror101, wrap; clamp's for the others). */
+const char *cg_border_index_fn(BorderKind b);
 /* One border read function <pfx>_rd<k> per image parameter. */
 void cg_read_fns(Gen *g);
 /* A reduction's user-defined combine <pfx>_comb (nothing for the built-in ones). */

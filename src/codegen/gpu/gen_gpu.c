@@ -849,10 +849,7 @@ static void stage_compute(Gen *g, const char *A, const Stage *st, bool staged) {
   OUT("    for (int q = t; q < %d; q += 256) {\n      const int r = q / %d, c = q - r * %d;\n", st[v].TWP * st[v].TH,
       st[v].TWP, st[v].TWP);
   OUT("      const int x = tx0 - %d + c, y = ty0 + %d + r;\n", st[v].L, st[v].y0);
-  {
-    OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_vk(%s, x, y, l);\n", C, v, C, g->pfx, A);
-  }
-  OUT("    }\n");
+  OUT("      for (int l = 0; l < %d; l++) t%d[q * %d + l] = %s_vk(%s, x, y, l);\n    }\n", C, v, C, g->pfx, A);
 }
 
 /* The functions a rule C kernel (D->stage) needs before its own: the producer's, prefix
@@ -873,9 +870,7 @@ static void stage_fns(Gen *g, const Border *borders) {
   cg_pixel_fn(&kg, V_SMEM | V_DIRECT_REL, "ps", false);
   int v = g->virt;
   const Param *tp = image_param(D, v);
-  BorderKind b = borders[v].kind;
-  const char *map = b == B_MIRROR ? "pxr_mirror_idx" : b == B_MIRROR101 ? "pxr_mirror101_idx"
-                    : b == B_WRAP ? "pxr_wrap_idx" : "pxr_clamp_idx";
+  const char *map = cg_border_index_fn(borders[v].kind);
   StrBuf params = {0};
   cg_params_text(g, &params);
   /* called, not inlined (CUDA): the edge path calls it at every tap of the consumer's
