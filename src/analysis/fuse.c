@@ -2,15 +2,16 @@
  * fuse.c - pipelines with stages fused into their consumers (see analysis.h).
  *
  * A pipeline stage whose image only one later stage reads need not reach memory: the
- * consumer can compute it where it reads it. For each pipeline this pass makes a copy,
- * Decl.fused, whose fused-away values are marked (PipeValue.fused: never run) and whose
+ * consumer can compute it where it reads it. For each pipeline this pass makes a copy per
+ * device class, Decl.fused[], whose fused-away values are marked (PipeValue.fused: never run) and whose
  * consumers call a fused kernel F: a declaration of its own (a copy of the consumer's
  * tree with the producer's inlined, analysed again, indexed after the entries like the
  * projections of outputs.c), so every backend, memo, cache and pipeline runner runs it
  * unchanged. The interpreter runs the pipeline as written (the oracle); the API picks
  * the fused copy for the compiled backends (docs/ARCHITECTURE.md, "Fusion").
  *
- * Two rules, each exact by construction (the differential tests check it):
+ * Three rules, each exact by construction (the differential tests check it); a pair fuses
+ * only where the cost model (cost.h) predicts the fused kernel no slower on the class:
  *  A. the consumer C reads the producer's image only at (0, 0): F computes the producer
  *     once per pixel into a temporary first - its statements, returns turned into
  *     assignments to the temporary - and reads the temporary where C read the image.
@@ -20,18 +21,19 @@
  *     returns under ifs): each read of its image in C, at offsets (a, b) with a border
  *     mode that maps the position into the image (clamp, mirror, mirror101, wrap), becomes
  *     P's expression with P's reads at (a, b) under that mode - the same position as C's
- *     read, since P's images have the size of its result. Only where P is cheap and C's
- *     window small: each read recomputes P.
+ *     read, since P's images have the size of its result. Each read recomputes P.
+ *  C. (GPU forms only, after A and B) a window stage into a window consumer: F keeps C's
+ *     tree and its parameter for the image, which becomes a tile the GPU generator
+ *     computes from the producer (F->stage; fuse_tile).
  * A reduction or a histogram of the producer's image is a consumer too (`s = total(k(in))`):
  * rule A, the producer's statements before a histogram's body, and into a reduction's map
  * (an expression) the producer as one expression, its reads as they are. The image is
  * then never written.
  * Never fused: a value the pipeline returns or a loop carries, an image read by more
- * than one stage, a separable producer (its column and row passes would be lost), a
- * window producer of more than FUSE_MAX_WINDOW_OPS operations (see try_pair), stages in
- * different loop bodies, border `none` anywhere (its zeroed frame follows the kernel's
- * window), size() clauses, scans, several outputs, array parameters of the producer and
- * declarations specialised at run time.
+ * than one stage, stages in different loop bodies, border `none` anywhere (its zeroed
+ * frame follows the kernel's window) or `constant` on B's and C's uses, size() clauses,
+ * scans, several outputs, array parameters of the producer and declarations specialised
+ * at run time.
  */
 #include <string.h>
 
@@ -65,7 +67,6 @@ typedef struct {
   int splits;
   int model;           /* a device class (cost.h): fuse only where the cost model predicts a
                         * gain on it; -1: every exact fusion */
-  bool tiles;          /* rule C may be used (forms for GPUs) */
   bool failed;
 } Fuse;
 
@@ -544,7 +545,7 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   if (!plain_kernel(kv) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
-      any_none(cv) || pinned(P, k, c))
+      any_none(cv) || pinned(P, k, c) || C->stage || K->stage) /* a rule C kernel takes no further part */
     return false;
   if (size_root(P, k) != size_root(P, c)) return false;
   for (int i = 0; i < K->nparams; i++)
@@ -560,31 +561,24 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles
     BorderKind b = cv->args[i].border.kind;
     if (b == B_CONSTANT || b == B_NONE) window_ok = false;
   }
-  if (C->stage || K->stage) return false; /* a rule C kernel takes no further part */
-  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .tiles = tiles};
+  Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .moved = !at_origin};
+  /* K as one expression: rule B (at a window's taps), or A into a reduction's map */
+  bool b_ok = window_ok && K->skel == SK_P2P && !C->sep;
+  for (int i = 0; i < K->nparams && b_ok && !at_origin; i++)
+    if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) b_ok = false;
   const Node *expr = NULL;
-  if (!at_origin) { /* rule B, else rule C */
-    bool b_ok = window_ok && K->skel == SK_P2P && !C->sep;
-    for (int i = 0; i < K->nparams && b_ok; i++)
-      if (K->params[i]->is_image && size_root(P, kv->args[i].source) != size_root(P, k)) b_ok = false;
-    f.moved = true;
-    f.env = b_ok ? arena_alloc(prog->arena, sizeof *f.env * 64) : NULL;
-    f.envinit = b_ok ? arena_alloc(prog->arena, sizeof *f.envinit * 64) : NULL;
-    expr = f.env && f.envinit ? exprify(&f, K->body->body, 0) : NULL;
-    if (!expr) {
-      if (prog->arena->failed || !tiles || !tile_ok(P, k, c)) return false;
-      Fuse g = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .tiles = tiles};
-      return fuse_tile(prog, P, k, c, &g);
-    }
-  }
-  f.moved = !at_origin;
-  if (at_origin && C->kind == D_REDUCE) { /* a reduction's map is an expression */
+  if ((!at_origin && b_ok) || (at_origin && C->kind == D_REDUCE)) {
     f.env = arena_alloc(prog->arena, sizeof *f.env * 64);
     f.envinit = arena_alloc(prog->arena, sizeof *f.envinit * 64);
     if (!f.env || !f.envinit) return false;
     expr = exprify(&f, K->body->body, 0);
-    if (!expr) return false;
   }
+  if (!at_origin && !expr) { /* rule C, where rule B does not apply */
+    if (prog->arena->failed || !tiles || !tile_ok(P, k, c)) return false;
+    Fuse g = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model};
+    return fuse_tile(prog, P, k, c, &g);
+  }
+  if (at_origin && C->kind == D_REDUCE && !expr) return false;
   /* a failed attempt leaves the pipeline as it was: fuse_pair changes it last */
   return fuse_pair(prog, P, k, c, at_origin, expr, &f);
 }
