@@ -40,6 +40,7 @@ const CostDevice cost_devices[COST_NDEVICES] = {
  * CPU, shared-memory atomics on GPUs), and the factor on bytes read at permuted
  * positions. */
 static const double bin_s[COST_NDEVICES] = {1.9e-10, 3.0e-13};
+static const double strided[COST_NDEVICES] = {8, 1.25};
 static const double gather[COST_NDEVICES] = {4, 2}; /* operations of code with table gathers: slower by */
 static const double interleaved[COST_NDEVICES] = {2, 1}; /* of code reading or writing 3- or 4-channel pixels */
 static const double slow_op[COST_NDEVICES] = {8, 4};     /* a division, sqrt or math call: this many operations */
@@ -51,7 +52,6 @@ static bool count_slow(const Node *n, const void *ctx) {
                                                    n->builtin != BI_ABS && n->builtin != BI_CLAMP);
   return false;
 }
-static const double strided[COST_NDEVICES] = {8, 1.25};
 
 static int dev_index(const CostDevice *dev) { return dev == &cost_devices[COST_GPU] ? COST_GPU : COST_CPU; }
 
