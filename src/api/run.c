@@ -478,6 +478,18 @@ static bool uses_device_memory(const Decl *D, const ImgArg *imgs, const struct p
   return out && out->device;
 }
 
+/* Runs entry D on backend be in the form its device class takes (api_runnable). */
+static int run_on(pxl_context *ctx, pxl_program *prog, Backend *be, const Decl *D, const ImgArg *imgs,
+                  const Lane *scalars, struct pxl_image *output, ExecResult *r, Err *e) {
+  const Decl *form;
+  int rc = api_runnable(ctx, prog, api_device_class(be), D, &form);
+  if (rc) {
+    *e = ctx->err;
+    return rc;
+  }
+  return exec_entry(be, form, imgs, scalars, output, r, e);
+}
+
 int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args, pxl_run_result **out) {
   api_clear(ctx);
   *out = NULL;
@@ -503,10 +515,8 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
   Err e = {0};
   Backend *be;
   struct pxl_image *output = args ? args->output : NULL;
-  const Decl *form = D;
   rc = api_backend(ctx, &be, &e);
-  if (!rc && (rc = api_runnable(ctx, prog, api_device_class(be), D, &form))) e = ctx->err;
-  if (!rc) rc = exec_entry(be, form, imgs, scalars, output, &res->r, &e);
+  if (!rc) rc = run_on(ctx, prog, be, D, imgs, scalars, output, &res->r, &e);
   /* "auto" keeps working: a backend that cannot compile or run this (a failing GPU, a
    * build the C compiler refuses, no C compiler) hands it to the next one, with a
    * warning; runs on device images stay where their pixels are */
@@ -517,9 +527,7 @@ int pxl_run(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *ar
     if (!next) break;
     be = next;
     memset(&e, 0, sizeof e);
-    rc = api_runnable(ctx, prog, api_device_class(be), D, &form);
-    if (rc) e = ctx->err;
-    else rc = exec_entry(be, form, imgs, scalars, output, &res->r, &e);
+    rc = run_on(ctx, prog, be, D, imgs, scalars, output, &res->r, &e);
   }
   if (!rc && res->r.kind == PXL_RESULT_HISTOGRAM) {
     res->bins = PXL_MALLOC(sizeof(double) * (size_t)res->r.nbins);
