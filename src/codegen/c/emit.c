@@ -158,6 +158,13 @@ static void read_direct(Gen *g, const Param *p, const Node *ex, const Node *ey, 
 
 static void img_args(Gen *g);
 
+/* The element type of a GPU thread's window of pixels of type s (V_WIN): 8- and 16-bit
+ * pixels held widened to 32 bits, as registers hold them, so that reading one costs no
+ * conversion; a read converts back to s. */
+const char *cg_window_ctype(Scalar s) {
+  return s == T_U8 || s == T_U16 ? "uint32_t" : s == T_I16 ? "int32_t" : cg_ctype(s);
+}
+
 static void emit_read(Gen *g, const Node *n, int lane) {
   const Param *p = n->param;
   int k = p->img_index;
@@ -167,12 +174,14 @@ static void emit_read(Gen *g, const Node *n, int lane) {
     OUT("r%d[j_ * %d + %d]", k, p->type.lanes, lane);
     return;
   }
-  if (rel && (g->variant & V_SMEM) && g->direct[k]) { /* the staged tile */
+  if (rel && (g->variant & V_SMEM) && g->direct[k]) { /* the staged tile, or the thread's window */
+    if (g->variant & V_WIN) OUT("((%s)", cg_ctype(p->type.s));
     OUT("t%d[(ptrdiff_t)(y + ", k);
     cg_expr(g, n->b, 0);
     OUT(" - oy%d) * tp%d + (ptrdiff_t)(x + ", k, k);
     cg_expr(g, n->a, 0);
     OUT(" - ox%d) * %d + %d]", k, p->type.lanes, lane);
+    if (g->variant & V_WIN) OUT(")");
     return;
   }
   if (rel && (g->variant & V_SEP)) { /* row pass of a separable window: the column value */
@@ -913,7 +922,8 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
       const Param *p = D->params[i];
       int k = p->img_index;
       if (p->is_image && g->direct[k])
-        OUT(", const PXR_LOCAL %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", cg_ctype(p->type.s), k, k, k, k);
+        OUT(", const %s%s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", (variant & V_WIN) ? "" : "PXR_LOCAL ",
+            (variant & V_WIN) ? cg_window_ctype(p->type.s) : cg_ctype(p->type.s), k, k, k, k);
     }
   if (variant & V_TILEBUF)
     OUT(", const PXR_LOCAL %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", cg_ctype(cg_image_param(D, g->tb_img)->type.s));

@@ -18,9 +18,11 @@
  * (interior), direct absolute reads, absolute reads from a tile buffer, the row pass of a
  * separable window, and on GPUs: relative reads at (0, 0) from registers r<k>[j_], and
  * relative reads from a tile of image k staged in shared memory (t<k>, whose element
- * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart). */
+ * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart) or, with V_WIN, held in a
+ * thread's private array. */
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
-       V_ROWSUM = 64 /* with V_SEP: integer sums whose row pass the caller slides, given as r<i> */ };
+       V_ROWSUM = 64 /* with V_SEP: integer sums whose row pass the caller slides, given as r<i> */,
+       V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */ };
 
 /* The marker before the generated statements of each .pxl line: a comment
  * "/" "* .pxl line N *" "/". */
@@ -110,6 +112,8 @@ void cg_identity(Gen *g);
 void cg_expr(Gen *g, const Node *n, int lane);
 /* The C type of a scalar type. */
 const char *cg_ctype(Scalar s);
+/* The C type of an element of a GPU thread's window of pixels of type s (V_WIN). */
+const char *cg_window_ctype(Scalar s);
 /* Whether the column sums of S can slide down a row: every accumulator an integer sum
  * (wrap-around arithmetic, so adding the new row and taking away the old one gives the
  * bits of the full sum) over a window tall enough for it to pay. The CPU and GPU

@@ -77,6 +77,9 @@ static const char cuda_words[] =
     "#define PXG_ATOMIC_INC(p) atomicAdd((unsigned *)(p), 1u)\n"
     "#define PXG_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))\n"
     "#define PXG_BYTE_PERM __byte_perm\n"
+    "#define PXG_BYTE(w, k) __byte_perm((w), 0u, 0x4440u + (k))\n"
+    "#define PXG_HALF(w, k) __byte_perm((w), 0u, (k) ? 0x4432u : 0x4410u)\n"
+    "#define PXG_SHALF(w, k) ((int32_t)(int16_t)((w) >> (16 * (k))))\n"
     "#define PXG_FN_CALLED static __device__ __noinline__\n"
     "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
     "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
@@ -98,6 +101,9 @@ static const char opencl_words[] =
     "#define PXG_ATOMIC_INC(p) atomic_inc((volatile __global uint *)(p))\n"
     "#define PXG_ATOMIC_ADD_U64(p, v) atom_add((volatile __global ulong *)(p), (ulong)(v))\n"
     "#define PXG_BYTE_PERM pxg_byte_perm\n"
+    "#define PXG_BYTE(w, k) (((w) >> (8 * (k))) & 255u)\n"
+    "#define PXG_HALF(w, k) (((w) >> (16 * (k))) & 65535u)\n"
+    "#define PXG_SHALF(w, k) ((int)as_short((ushort)((w) >> (16 * (k)))))\n"
     "#define PXG_FN_CALLED static\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
     "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x (NVIDIA:\n"
@@ -256,8 +262,8 @@ static void pixel_to_row(Gen *g, const char *fn, const char *args, int C, const 
       ind, cg_ctype(g->D->type.s), C, g->pfx, fn, args, C, C);
 }
 
-static void kernel_open(Gen *g, const char *OT) {
-  entry_open(g, "pxl_stage", true, 256);
+static void kernel_open(Gen *g, const char *OT, unsigned threads) {
+  entry_open(g, "pxl_stage", true, threads);
   OUT("  PXR_GLOBAL %s *o = (PXR_GLOBAL %s *)PXG_OUT_DATA;\n  const ptrdiff_t op = (ptrdiff_t)(out->pitch / (int64_t)sizeof(%s));\n", OT, OT, OT);
 }
 
@@ -267,7 +273,7 @@ static void kernel_reg(Gen *g, const char *A, int VP, GpuLaunch *L) {
   int C = D->type.lanes, ob = VP * bytes_of(D->type);
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 128, .by = 1, .px = VP, .py = 1};
-  kernel_open(g, OT);
+  kernel_open(g, OT, 256);
   OUT("  const int y = PXG_BY, xs = (PXG_BX * PXG_NTX + PXG_TX) * %d;\n", VP);
   OUT("  if (y >= H || xs >= W) return;\n  PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
   OUT("  if (xs >= ix0 && xs + %d <= ix1 && y >= iy0 && y < iy1 && !((uintptr_t)(orow + (ptrdiff_t)xs * %d) & %d) && ", VP,
@@ -402,17 +408,16 @@ static bool use_sep(const Gen *g) {
   return S && g->direct[S->img->img_index] && S->img->type.lanes == 1;
 }
 
-/* Per output row j of the thread: the column values c<i>[q] of columns xs + x0 + q, read
- * from the tile, then the row pass for the thread's PX pixels. */
-static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, int C) {
+/* The column values c<i>[q] of columns x + x0 + q of one output row (y), read by `rd`
+ * (a format with %d for the row offset dy; the column is xc, `xc0` + q), then the row
+ * pass ("ph") for the thread's PX pixels into dst[i * C]. */
+static void sep_row(Gen *g, const char *A, const char *rd, const char *xc0, int PX, int C, const char *dst,
+                    const char *ind) {
   const Separable *S = g->D->sep;
-  int k = S->img->img_index, NC = PX + S->x1 - S->x0;
-  char rd[160];
-  snprintf(rd, sizeof rd, "t%d[(ptrdiff_t)(y + %%d - ty0 - %d) * %d + (xc + %d)]", k, st[k].y0, st[k].TWP, st[k].L);
-  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int y = ys + j;\n", PY);
-  for (int i = 0; i < S->nacc; i++) OUT("      %s c%d[%d];\n", cg_ctype(S->col[i].s), i, NC);
-  OUT("      #pragma unroll\n      for (int q = 0; q < %d; q++) {\n", NC);
-  OUT("        const int xc = xs - tx0 + %d + q; /* column in the tile, before its left margin */\n", S->x0);
+  int NC = PX + S->x1 - S->x0;
+  for (int i = 0; i < S->nacc; i++) OUT("%s%s c%d[%d];\n", ind, cg_ctype(S->col[i].s), i, NC);
+  OUT("%s#pragma unroll\n%sfor (int q = 0; q < %d; q++) {\n", ind, ind, NC);
+  OUT("%s  const int xc = %s + q; /* the column's index in the window */\n", ind, xc0);
   for (int i = 0; i < S->nacc; i++) {
     Scalar cs = S->col[i].s;
     const char *CT = cg_ctype(cs);
@@ -420,25 +425,38 @@ static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, in
      * the same values, since analysis chose a type the column cannot overflow */
     bool narrow = cs == T_U8 || cs == T_U16 || cs == T_I16;
     const char *AT = !narrow ? CT : (cs == T_U8 || cs == T_U16) ? "uint32_t" : "int32_t";
-    OUT("        {\n          %s v = (%s)", AT, AT);
+    OUT("%s  {\n%s    %s v = (%s)", ind, ind, AT, AT);
     sb_printf(g->o, rd, S->y0);
     OUT(";\n");
     for (int dy = S->y0 + 1; dy <= S->y1; dy++) {
-      OUT("          {\n            const %s r = (%s)", AT, AT);
+      OUT("%s    {\n%s      const %s r = (%s)", ind, ind, AT, AT);
       sb_printf(g->o, rd, dy);
-      OUT(";\n            ");
+      OUT(";\n%s      ", ind);
       if (S->op[i] >= 0 && narrow) OUT("v = r %s v ? r : v;\n", S->op[i] == BI_MIN ? "<" : ">");
       else if (S->op[i] >= 0) OUT("v = pxr_%s_%s(v, r);\n", S->op[i] == BI_MIN ? "min" : "max", scalar_name(cs));
       else if (narrow) OUT("v += r;\n");
       else if (cs == T_I32 || cs == T_I64) OUT("v = pxr_add_%s(v, r);\n", scalar_name(cs));
       else OUT("v = (%s)(v + r);\n", CT);
-      OUT("          }\n");
+      OUT("%s    }\n", ind);
     }
-    OUT("          c%d[q] = (%s)v;\n        }\n", i, CT);
+    OUT("%s    c%d[q] = (%s)v;\n%s  }\n", ind, i, CT, ind);
   }
-  OUT("      }\n      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ph(%s", PX, g->pfx, A);
+  OUT("%s}\n%s#pragma unroll\n%sfor (int i = 0; i < %d; i++) %s_ph(%s", ind, ind, ind, PX, g->pfx, A);
   for (int i = 0; i < S->nacc; i++) OUT(", c%d", i);
-  OUT(", xs + %d, xs + i, y, W, H, v_[j].e + i * %d);\n    }\n", S->x0, C);
+  OUT(", xs + %d, xs + i, y, W, H, %s + i * %d);\n", S->x0, dst, C);
+}
+
+/* Per output row j of the thread: the column values from the staged tile, then the row
+ * pass (sep_row). */
+static void sep_tiles(Gen *g, const char *A, const Stage *st, int PX, int PY, int C) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index;
+  char rd[160], xc0[64];
+  snprintf(rd, sizeof rd, "t%d[(ptrdiff_t)(y + %%d - ty0 - %d) * %d + (xc + %d)]", k, st[k].y0, st[k].TWP, st[k].L);
+  snprintf(xc0, sizeof xc0, "xs - tx0 + %d", S->x0);
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int y = ys + j;\n", PY);
+  sep_row(g, A, rd, xc0, PX, C, "v_[j].e", "      ");
+  OUT("    }\n");
 }
 
 /* Whether the staged path slides a separable window (integer sums, as the CPU does), and
@@ -753,7 +771,7 @@ static void kernel_strips(Gen *g, const char *A, const Strip *sp, GpuLaunch *L) 
   int k = S->img->img_index, hy = S->y1 - S->y0, R = sp->R;
   const char *TT = cg_ctype(S->img->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = STRIP_W, .by = 1, .px = 1, .py = sp->SH, .tiled = true};
-  kernel_open(g, cg_ctype(D->type.s));
+  kernel_open(g, cg_ctype(D->type.s), 256);
   OUT("  PXG_SHARED PXG_ALIGN16 %s rg_[%d];\n", TT, sp->m * R * sp->RWP);
   for (int i = 0; i < S->nacc; i++) OUT("  PXG_SHARED %s cs%d_[%d];\n", cg_ctype(S->col[i].s), i, R * sp->CWP[i]);
   OUT("  const int t = PXG_TX, cx0 = PXG_BX * %d, ys0 = PXG_BY * %d;\n", STRIP_W, sp->SH);
@@ -975,7 +993,7 @@ static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   bool vec = pow2(rb) && rb <= 16 && rb > 1 && PX * C > 1;
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = PY, .tiled = !no_images(D)};
-  kernel_open(g, OT);
+  kernel_open(g, OT, 256);
   OUT("  const int tx0 = PXG_BX * %d, ty0 = PXG_BY * %d;\n", 32 * PX, 8 * PY);
   OUT("  const int xs = tx0 + PXG_TX * %d, ys = ty0 + PXG_TY * %d;\n", PX, PY);
   Stage st[PXL_GPU_MAX_IMAGES];
@@ -993,6 +1011,215 @@ static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
   OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
   pixel_checked(g, A, C, "      ");
+  OUT("    }\n  }\n}\n");
+}
+
+/* ---- register windows ----
+ *
+ * A thread owns PX output pixels of a column strip SH rows tall and walks down it. Per
+ * directly read image, the rows of its window around the thread's pixels are a private
+ * array wn<k> (registers, once the loops are unrolled): each image row is loaded once per
+ * thread, as one vector of the thread's own pixels and 4-byte words of halo on either
+ * side (the neighbours' pixels, which they load too: L1 serves the second read), and
+ * the rows move up one as the thread moves down one. No shared memory and no barrier:
+ * the loads of many rows are in flight at once. A thread whose halo crosses the image's
+ * left or right edge reads those few pixels through the border functions; a thread
+ * whose rows cross the top or bottom, or whose rows are not aligned for the vectors,
+ * computes pixel by pixel with every check. Measured on an H200 at 8192^2 against the
+ * shared-memory tiles (docs/PERFORMANCE.md). */
+#define WALK_BY 4        /* thread rows per block: 128 threads */
+#define WALK_MAX_ROWS 8  /* window rows */
+#define WALK_MAX_HALO 16 /* halo bytes on either side */
+#define WALK_MAX_READS 9 /* pixels of a window computed as written (not separable) */
+
+typedef struct {
+  int PX, SH; /* output pixels per thread along x, rows it walks */
+  bool on[PXL_GPU_MAX_IMAGES];
+  int VB[PXL_GPU_MAX_IMAGES];        /* bytes of an image's vector of PX pixels */
+  int LE[PXL_GPU_MAX_IMAGES], RE[PXL_GPU_MAX_IMAGES]; /* halo pixels (whole words) left, right */
+  int NR[PXL_GPU_MAX_IMAGES], Y0[PXL_GPU_MAX_IMAGES]; /* window rows, the first relative to the pixel's */
+} Walk;
+
+/* Whether kernel D runs as register windows: a one-channel kernel whose images are read
+ * only at known relative windows (at most WALK_MAX_ROWS rows, WALK_MAX_HALO bytes beside
+ * the pixel) of one-channel pixels of 1 or 2 bytes, computed separably (min or max) or
+ * as written on at most WALK_MAX_READS pixels. Separable sums stay in shared-memory tiles
+ * or strips, larger windows as written in tiles: measured faster on an H100 (a thread's
+ * window and its pixels' values in registers at once cost occupancy: gauss5 took 154
+ * registers, median5 spilled). tile->bytes 4 / 8: vectors of 8 / 16 bytes of the widest
+ * image (at most 16 bytes of output); tile->rows: the rows a thread walks. */
+static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
+  const Decl *D = g->D;
+  if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || D->skel == SK_P2P_NONSEQ || D->type.lanes != 1) return false;
+  const Separable *S = D->sep;
+  bool sep = use_sep(g);
+  for (int i = 0; sep && i < S->nacc; i++)
+    if (S->op[i] < 0) return false; /* sums: tiles or strips (blur3 0.0628 ms in tiles, 0.0683 walking) */
+  *w = (Walk){0};
+  int ib = 0, ob = scalar_size(D->type.s), reads = 0;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (ac->read_abs || ac->gather) return false;
+    if (!g->direct[i] || !ac->read_rel) continue;
+    const Param *p = image_param(D, i);
+    int b = scalar_size(p->type.s);
+    if (!ac->window_known || p->type.lanes != 1 || b > 2 || ac->y1 - ac->y0 + 1 > WALK_MAX_ROWS ||
+        -ac->x0 * b > WALK_MAX_HALO || ac->x1 * b > WALK_MAX_HALO)
+      return false;
+    w->on[i] = true;
+    if (b > ib) ib = b;
+    reads += (ac->x1 - ac->x0 + 1) * (ac->y1 - ac->y0 + 1);
+  }
+  if (!ib || (!sep && reads > WALK_MAX_READS)) return false;
+  int vb = tile && tile->bytes == 8 ? 16 : 8;
+  w->PX = vb / ib;
+  if (w->PX * ob > 16) w->PX = 16 / ob;
+  w->SH = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 1;
+  for (int i = 0; i < D->nimages; i++) {
+    if (!w->on[i]) continue;
+    const Access *ac = &D->access[i];
+    int b = scalar_size(image_param(D, i)->type.s), per = 4 / b; /* pixels per halo word */
+    w->VB[i] = w->PX * b;
+    if (w->VB[i] < 4 || !pow2(w->VB[i])) return false;
+    w->LE[i] = ac->x0 < 0 ? (-ac->x0 + per - 1) / per * per : 0;
+    w->RE[i] = ac->x1 > 0 ? (ac->x1 + per - 1) / per * per : 0;
+    w->NR[i] = ac->y1 - ac->y0 + 1;
+    w->Y0[i] = ac->y0;
+  }
+  return true;
+}
+
+/* Element e of the row in wn<k>[row] from `word` (4 bytes): its byte or half `part`,
+ * zero- or sign-extended to 32 bits (cg_window_ctype). */
+static void walk_elem(Gen *g, int k, const char *row, int e, const char *word, int part, Scalar s) {
+  OUT("wn%d[%s][%d] = PXG_%s(%s, %d);\n", k, row, e, s == T_U8 ? "BYTE" : s == T_U16 ? "HALF" : "SHALF", word, part);
+}
+
+/* Loads, for every row the thread's walk reads of image k (its first window and the rows
+ * entering it), the thread's vector m<k>_[r] and each side's halo words h<k>l_[r][q],
+ * h<k>r_[r][q] (those of a side crossing the image's edge are left unloaded): all of
+ * them before any is used, so that they are in flight together. */
+static void walk_fetch(Gen *g, const Walk *w, int k) {
+  int NROW = w->SH + w->NR[k] - 1, LW = w->LE[k] * scalar_size(image_param(g->D, k)->type.s) / 4,
+      RW = w->RE[k] * scalar_size(image_param(g->D, k)->type.s) / 4;
+  OUT("    PXG_VEC(%d) m%d_[%d];\n", w->VB[k], k, NROW);
+  if (LW) OUT("    uint32_t h%dl_[%d][%d];\n", k, NROW, LW);
+  if (RW) OUT("    uint32_t h%dr_[%d][%d];\n", k, NROW, RW);
+  OUT("    #pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", NROW);
+  OUT("      const PXR_GLOBAL uint8_t *q_ = (const PXR_GLOBAL uint8_t *)(i%d + (ptrdiff_t)(ys + %d + r_) * p%d + xs);\n",
+      k, w->Y0[k], k);
+  OUT("      m%d_[r_] = *(const PXR_GLOBAL PXG_VEC(%d) *)q_;\n", k, w->VB[k]);
+  if (LW)
+    OUT("      if (l%d_)\n        #pragma unroll\n        for (int q = 0; q < %d; q++) h%dl_[r_][q] = "
+        "*(const PXR_GLOBAL uint32_t *)(q_ - %d + 4 * q);\n",
+        k, LW, k, 4 * LW);
+  if (RW)
+    OUT("      if (r%d_)\n        #pragma unroll\n        for (int q = 0; q < %d; q++) h%dr_[r_][q] = "
+        "*(const PXR_GLOBAL uint32_t *)(q_ + %d + 4 * q);\n",
+        k, RW, k, w->VB[k]);
+  OUT("    }\n");
+}
+
+/* Unpacks fetched row `r` (walk_fetch's index, a C expression), image row `yy`, of image
+ * k into the window's row `row`: the vector's pixels, then each side's halo, from its
+ * words or, where the halo crosses the image's edge, through the border function. */
+static void walk_row(Gen *g, const Walk *w, int k, const char *row, const char *r, const char *yy, const char *ind) {
+  Scalar s = image_param(g->D, k)->type.s;
+  int b = scalar_size(s), per = 4 / b, VB = w->VB[k], LE = w->LE[k], RE = w->RE[k];
+  static const char *lane[] = {"x", "y", "z", "w"};
+  for (int e = 0; e < w->PX; e++) {
+    char word[32];
+    if (VB == 4) snprintf(word, sizeof word, "m%d_[%s]", k, r);
+    else snprintf(word, sizeof word, "m%d_[%s].%s", k, r, lane[e * b / 4]);
+    OUT("%s", ind);
+    walk_elem(g, k, row, LE + e, word, e % per, s);
+  }
+  for (int side = 0; side < 2; side++) {
+    int n = side ? RE : LE;
+    if (!n) continue;
+    int first = side ? LE + w->PX : 0; /* the side's first element in the row */
+    OUT("%sif (%c%d_) {\n", ind, side ? 'r' : 'l', k);
+    for (int e = 0; e < n; e++) {
+      char word[32];
+      snprintf(word, sizeof word, "h%d%c_[%s][%d]", k, side ? 'r' : 'l', r, e / per);
+      OUT("%s  ", ind);
+      walk_elem(g, k, row, first + e, word, e % per, s);
+    }
+    OUT("%s} else {\n", ind);
+    for (int e = 0; e < n; e++)
+      OUT("%s  wn%d[%s][%d] = %s_rd%d(i%d, p%d, w%d, h%d, xs + %d, %s, 0);\n", ind, k, row, first + e, g->pfx, k, k, k,
+          k, k, first + e - LE, yy);
+    OUT("%s}\n", ind);
+  }
+}
+
+/* The register-window entry (walk_plan): grid W / (32 PX) x H / (WALK_BY SH) blocks of
+ * 32 x WALK_BY threads. */
+static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int PX = w->PX, SH = w->SH, rb = PX * scalar_size(D->type.s);
+  const char *OT = cg_ctype(D->type.s);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = WALK_BY, .px = PX, .py = SH, .tiled = true};
+  kernel_open(g, OT, 32 * WALK_BY);
+  OUT("  const int xs = (PXG_BX * 32 + PXG_TX) * %d, ys = (PXG_BY * %d + PXG_TY) * %d;\n", PX, WALK_BY, SH);
+  OUT("  if (xs >= W || ys >= H) return;\n");
+  OUT("  if (xs >= rx0 && xs + %d <= rx1 && ys >= ry0 && ys + %d <= ry1 && !((uintptr_t)(o + xs) & %d) && "
+      "!((op * (ptrdiff_t)sizeof(%s)) & %d)", PX, SH, rb - 1, OT, rb - 1);
+  for (int k = 0; k < D->nimages; k++)
+    if (w->on[k])
+      OUT("\n      && xs + %d <= w%d && ys + %d >= 0 && ys + %d <= h%d && !((uintptr_t)(i%d + xs) & %d) && "
+          "!((p%d * (ptrdiff_t)sizeof(%s)) & %d)",
+          PX, k, w->Y0[k], SH + w->Y0[k] + w->NR[k] - 1, k, k, w->VB[k] - 1, k, cg_ctype(image_param(D, k)->type.s),
+          w->VB[k] - 1);
+  OUT(") {\n");
+  StrBuf wa = {0}; /* the windows' arguments of "pw" */
+  for (int k = 0; k < D->nimages; k++) {
+    if (!w->on[k]) continue;
+    OUT("    const bool l%d_ = xs >= %d, r%d_ = xs + %d <= w%d;\n    (void)l%d_; (void)r%d_;\n", k, w->LE[k], k,
+        PX + w->RE[k], k, k, k);
+    walk_fetch(g, w, k);
+    OUT("    %s wn%d[%d][%d];\n", cg_window_ctype(image_param(D, k)->type.s), k, w->NR[k], w->LE[k] + PX + w->RE[k]);
+    if (w->NR[k] > 1) {
+      char yy[48];
+      snprintf(yy, sizeof yy, "ys + %d + r_", w->Y0[k]);
+      OUT("    #pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", w->NR[k] - 1);
+      walk_row(g, w, k, "r_", "r_", yy, "      ");
+      OUT("    }\n");
+    }
+    sb_printf(&wa, ", wn%d[0], xs - %d, y + %d, %d", k, w->LE[k], w->Y0[k], w->LE[k] + PX + w->RE[k]);
+  }
+  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n      const int y = ys + j;\n", SH);
+  for (int k = 0; k < D->nimages; k++) {
+    if (!w->on[k]) continue;
+    int NR = w->NR[k], NC = w->LE[k] + PX + w->RE[k];
+    char yy[48], last[16], r[24];
+    if (NR > 1)
+      OUT("      if (j)\n        #pragma unroll\n        for (int r_ = 0; r_ < %d; r_++)\n          #pragma unroll\n"
+          "          for (int c_ = 0; c_ < %d; c_++) wn%d[r_][c_] = wn%d[r_ + 1][c_];\n",
+          NR - 1, NC, k, k);
+    snprintf(yy, sizeof yy, "y + %d", w->Y0[k] + NR - 1);
+    snprintf(last, sizeof last, "%d", NR - 1);
+    snprintf(r, sizeof r, "j + %d", NR - 1);
+    walk_row(g, w, k, last, r, yy, "      ");
+  }
+  OUT("      union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", rb, OT, PX);
+  if (use_sep(g)) {
+    const Separable *S = D->sep;
+    int k = S->img->img_index;
+    char rd[64], xc0[16];
+    snprintf(rd, sizeof rd, "wn%d[%%d - (%d)][xc]", k, w->Y0[k]);
+    snprintf(xc0, sizeof xc0, "%d", w->LE[k] + S->x0);
+    sep_row(g, A, rd, xc0, PX, 1, "v_.e", "      ");
+  } else {
+    OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pw(%s%s, xs + i, y, W, H, v_.e + i);\n", PX, g->pfx,
+        A, wa.s);
+  }
+  sb_free(&wa);
+  OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n    }\n    return;\n  }\n", rb);
+  OUT("  #pragma unroll 1\n  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
+      SH, OT);
+  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
+  pixel_checked(g, A, 1, "      ");
   OUT("    }\n  }\n}\n");
 }
 
@@ -1014,7 +1241,7 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   bool bytes = small && k >= 0 && C == 1;
   int TS = bytes ? 128 : small ? 64 : 32;
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
-  kernel_open(g, OT);
+  kernel_open(g, OT, 256);
   OUT("  const int TS = %d, tx = PXG_BX * TS, ty = PXG_BY * TS;\n", TS);
   OUT("  if (tx >= W || ty >= H) return;\n");
   OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");
@@ -1147,7 +1374,7 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
 #define TABLE_ROWS 4
 static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 256, .by = 1, .px = 16, .py = TABLE_ROWS};
-  kernel_open(g, "uint8_t");
+  kernel_open(g, "uint8_t", 256);
   OUT("  PXG_SHARED uint8_t lut_[256], val_[256];\n  const int t = PXG_TX;\n");
   OUT("  val_[t] = (uint8_t)t;\n  PXG_SYNC();\n");
   OUT("  {\n    const uint8_t *i0 = val_;\n    %s_pi(%s, t, 0, W, H, lut_ + t);\n  }\n  PXG_SYNC();\n", g->pfx, A);
@@ -1165,8 +1392,10 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   int VP = reg_width(g->D);
   Strip sp;
+  Walk wk;
   if (VP) kernel_reg(g, A, VP, L);
   else if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) kernel_table(g, A, L);
+  else if (walk_plan(g, tile, &wk)) kernel_walk(g, A, &wk, L);
   else if (strip_plan(g, tile, &sp)) kernel_strips(g, A, &sp, L);
   else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
   else kernel_tiles(g, A, tile, L);
@@ -1981,7 +2210,11 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   int PX, PY;
   tile_shape(D, tile, &PX, &PY);
   Strip sp;
-  if (strip_plan(g, tile, &sp)) {
+  Walk wk;
+  if (!VP && !(g->dialect == GPU_CUDA && cg_tabulated(D)) && walk_plan(g, tile, &wk)) {
+    if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
+    else cg_pixel_fn(g, V_SMEM | V_WIN | V_DIRECT_REL, "pw", false);
+  } else if (strip_plan(g, tile, &sp)) {
     cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
   } else if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
     if (slide_bands(g, st, 32 * PX, 8 * PY)) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
@@ -2097,7 +2330,7 @@ int gen_gpu_steps(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   const char *T = cg_ctype(D->type.s);
   bool clamp = borders[k].kind == B_CLAMP;
   *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = p->tx / 32, .py = p->ty / 8};
-  kernel_open(g, T);
+  kernel_open(g, T, 256);
   OUT("  const int t = PXG_TY * PXG_NTX + PXG_TX, steps = (int)a.n;\n");
   OUT("  const int ox = PXG_BX * %d - %d, oy = PXG_BY * %d - %d;\n", p->tx, -p->k * ac->x0, p->ty, -p->k * ac->y0);
   StrBuf sa = {0}; /* the tiles' arguments of "ps" */
