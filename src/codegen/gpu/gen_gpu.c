@@ -417,7 +417,7 @@ static void sep_row(Gen *g, const char *A, const char *rd, const char *xc0, int 
   int NC = PX + S->x1 - S->x0;
   for (int i = 0; i < S->nacc; i++) OUT("%s%s c%d[%d];\n", ind, cg_ctype(S->col[i].s), i, NC);
   OUT("%s#pragma unroll\n%sfor (int q = 0; q < %d; q++) {\n", ind, ind, NC);
-  OUT("%s  const int xc = %s + q; /* the column's index in the window */\n", ind, xc0);
+  OUT("%s  const int xc = %s + q; /* column q (rd adds any margin) */\n", ind, xc0);
   for (int i = 0; i < S->nacc; i++) {
     Scalar cs = S->col[i].s;
     const char *CT = cg_ctype(cs);
@@ -1043,7 +1043,8 @@ typedef struct {
 /* Whether kernel D runs as register windows: a one-channel kernel whose images are read
  * only at known relative windows (at most WALK_MAX_ROWS rows, WALK_MAX_HALO bytes beside
  * the pixel) of one-channel pixels of 1 or 2 bytes, computed separably (min or max) or
- * as written on at most WALK_MAX_READS pixels. Separable sums stay in shared-memory tiles
+ * as written on at most WALK_MAX_READS pixels, with no floating-point arithmetic (edges'
+ * fused kernel ran slower walking, at 2048^2). Separable sums stay in shared-memory tiles
  * or strips, larger windows as written in tiles: measured faster on an H100 (a thread's
  * window and its pixels' values in registers at once cost occupancy: gauss5 took 154
  * registers, median5 spilled). tile->bytes 4 / 8: vectors of 8 / 16 bytes of the widest
@@ -1051,6 +1052,7 @@ typedef struct {
 static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   const Decl *D = g->D;
   if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || D->skel == SK_P2P_NONSEQ || D->type.lanes != 1) return false;
+  if (D->metrics.flops > 0) return false; /* edges' fused kernel (5 float ops): 0.0251 ms in tiles, 0.0381 walking */
   const Separable *S = D->sep;
   bool sep = use_sep(g);
   for (int i = 0; sep && i < S->nacc; i++)
