@@ -59,7 +59,9 @@ typedef struct {
 
 /* The shape of a thread's work in the tiled kernel entry (N2P and the like): `rows`
  * output rows (1..8, default 4) of `bytes` bytes of output (4 or 8, default 4; at least
- * one pixel). The runtime's autotuner picks it per kernel, device and image size. */
+ * one pixel); in the register-window entry, the rows a thread walks and its vectors of
+ * 8 (bytes 4) or 16 (bytes 8) bytes of input. The runtime's autotuner picks it per
+ * kernel, device and image size. */
 typedef struct {
   int rows, bytes;
 } GpuTile;
