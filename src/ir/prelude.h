@@ -295,6 +295,10 @@ PXR_MINMAX(uint64_t, u64)
 
 /* ---- integer arithmetic: wraps (two's complement); x / 0 == 0 and x % 0 == 0 ---- */
 
+/* v / d and v % d for v in a range where (v * m) >> (16 + s) == v / d holds for every v
+ * (codegen checked each, emit.c div16): a 16-bit multiply-high, 32 lanes per AVX-512 op */
+PXR_FN uint16_t pxr_udiv16(uint16_t v, uint16_t m, int s) { return (uint16_t)((uint16_t)(((uint32_t)v * m) >> 16) >> s); }
+PXR_FN uint16_t pxr_umod16(uint16_t v, uint16_t d, uint16_t m, int s) { return (uint16_t)(v - pxr_udiv16(v, m, s) * d); }
 PXR_FN int32_t pxr_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 PXR_FN int32_t pxr_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
 PXR_FN int32_t pxr_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }

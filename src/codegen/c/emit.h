@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "analysis/analysis.h"
 #include "ir/ir.h"
 #include "util/strbuf.h"
 
@@ -56,6 +57,7 @@ typedef struct {
                       * by the entry into arrays of their element type (cg_prologue) */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
   bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */
+  DivRanges divr;    /* the dividends' ranges of D's divisions by constants (range.c) */
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */
