@@ -36,7 +36,6 @@ typedef struct {
 typedef struct {
   DivRange d[RANGE_MAX_DIVS];
   int n;
-  bool full; /* some division was left out */
 } DivRanges;
 void range_divisions(const Decl *D, DivRanges *out);
 

@@ -72,7 +72,7 @@ static void record(St *s, const Node *div, Rng r) {
       return;
     }
   if (o->n < RANGE_MAX_DIVS) o->d[o->n++] = (DivRange){.div = div, .lo = r.lo, .hi = r.hi};
-  else o->full = true; /* not recorded: divided as written */
+  /* else not recorded: divided as written */
 }
 
 /* Interval arithmetic of + - * in 64 bits; full on overflow. */

@@ -255,6 +255,16 @@ static void pixel_checked(Gen *g, const char *A, int C, const char *ind) {
   OUT("%s  for (int c = 0; c < %d; c++) orow[(ptrdiff_t)x * %d + c] = t_[c];\n%s}\n", ind, C, C, ind);
 }
 
+/* The thread's PX x PY pixels at (xs, ys) with every check, those inside W x H; ends the
+ * entry. `rolled`: the row loop stays a loop (a tall walk would unroll into copies). */
+static void block_checked(Gen *g, const char *A, int PX, int PY, int C, bool rolled) {
+  OUT("%s  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
+      rolled ? "  #pragma unroll 1\n" : "", PY, cg_ctype(g->D->type.s));
+  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
+  pixel_checked(g, A, C, "      ");
+  OUT("    }\n  }\n}\n");
+}
+
 /* A call of pixel function `fn` (with arguments `args` before x) for pixel (x, y) into
  * orow, through private memory. */
 static void pixel_to_row(Gen *g, const char *fn, const char *args, int C, const char *ind) {
@@ -1008,10 +1018,7 @@ static void kernel_tiles(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_pi(%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n", PX,
       g->pfx, A, C);
   tile_store(g, PX, PY, vec, rb, staged ? " 1" : "", false);
-  OUT("  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", PY, OT);
-  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
-  pixel_checked(g, A, C, "      ");
-  OUT("    }\n  }\n}\n");
+  block_checked(g, A, PX, PY, C, false);
 }
 
 /* ---- register windows ----
@@ -1218,11 +1225,7 @@ static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
   }
   sb_free(&wa);
   OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n    }\n    return;\n  }\n", rb);
-  OUT("  #pragma unroll 1\n  for (int y = ys; y < ys + %d && y < H; y++) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
-      SH, OT);
-  OUT("    for (int x = xs; x < xs + %d && x < W; x++) {\n", PX);
-  pixel_checked(g, A, 1, "      ");
-  OUT("    }\n  }\n}\n");
+  block_checked(g, A, PX, SH, 1, true);
 }
 
 /* Affine index (c0 + cx*X + cy*Y + cw*w + ch*h) of image k as C text. */
