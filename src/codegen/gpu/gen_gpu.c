@@ -1394,16 +1394,30 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    } else {\n      for (int e = 0; e < 16 && xs + e < W; e++) orow[e] = lut_[irow[e]];\n    }\n  }\n}\n");
 }
 
-static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
-  int VP = reg_width(g->D);
-  Strip sp;
-  Walk wk;
-  if (VP) kernel_reg(g, A, VP, L);
-  else if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) kernel_table(g, A, L);
-  else if (walk_plan(g, tile, &wk)) kernel_walk(g, A, &wk, L);
-  else if (strip_plan(g, tile, &sp)) kernel_strips(g, A, &sp, L);
-  else if (g->D->skel == SK_P2P_NONSEQ) kernel_nonseq(g, A, L);
-  else kernel_tiles(g, A, tile, L);
+/* The entry point of a kernel, the first that applies; gen_gpu_stage emits the pixel
+ * functions it calls. */
+typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES } EntryForm;
+
+/* Kernel D's entry form; fills *wk for the walk and *sp for strips. */
+static EntryForm entry_form(const Gen *g, const GpuTile *tile, Walk *wk, Strip *sp) {
+  if (reg_width(g->D)) return ENTRY_REG;
+  if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) return ENTRY_TABLE;
+  if (walk_plan(g, tile, wk)) return ENTRY_WALK;
+  if (strip_plan(g, tile, sp)) return ENTRY_STRIPS;
+  if (g->D->skel == SK_P2P_NONSEQ) return ENTRY_NONSEQ;
+  return ENTRY_TILES;
+}
+
+static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, EntryForm form, const Walk *wk, const Strip *sp,
+                         GpuLaunch *L) {
+  switch (form) {
+  case ENTRY_REG: kernel_reg(g, A, reg_width(g->D), L); break;
+  case ENTRY_TABLE: kernel_table(g, A, L); break;
+  case ENTRY_WALK: kernel_walk(g, A, wk, L); break;
+  case ENTRY_STRIPS: kernel_strips(g, A, sp, L); break;
+  case ENTRY_NONSEQ: kernel_nonseq(g, A, L); break;
+  case ENTRY_TILES: kernel_tiles(g, A, tile, L); break;
+  }
 }
 
 /* Merges partial (bv, bx, by) into (av, ax, ay): in order, or for argmin/argmax by the
@@ -2216,17 +2230,19 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   tile_shape(D, tile, &PX, &PY);
   Strip sp;
   Walk wk;
-  if (!VP && !(g->dialect == GPU_CUDA && cg_tabulated(D)) && walk_plan(g, tile, &wk)) {
+  EntryForm form = D->kind == D_KERNEL ? entry_form(g, tile, &wk, &sp) : ENTRY_REG; /* others: none of these */
+  if (form == ENTRY_WALK) {
     if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_WIN | V_DIRECT_REL, "pw", false);
-  } else if (strip_plan(g, tile, &sp)) {
+  } else if (form == ENTRY_STRIPS) {
     cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
-  } else if (D->kind == D_KERNEL && !VP && !nonseq && plan_stage(g, 32 * PX, 8 * PY, st)) {
+  } else if ((form == ENTRY_TILES || form == ENTRY_TABLE) && plan_stage(g, 32 * PX, 8 * PY, st)) {
+    /* (a CUDA table kernel calls none of these: emitted unused, as before) */
     if (slide_bands(g, st, 32 * PX, 8 * PY)) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
     else if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   }
-  if (nonseq && !VP) {
+  if (form == ENTRY_NONSEQ) {
     cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, "pt", false);
     if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
   }
@@ -2234,7 +2250,7 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
   switch (D->kind) {
-  case D_KERNEL: kernel_entry(g, A, tile, launch); break;
+  case D_KERNEL: kernel_entry(g, A, tile, form, &wk, &sp, launch); break;
   case D_REDUCE: reduce_entries(g, A, VP, launch); break;
   case D_HISTOGRAM: histogram_entry(g, A, VP, launch); break;
   default: break;
