@@ -23,22 +23,6 @@ bool analyze_program(Program *p, Diag *d);
  * class, metrics and separable passes. False when out of memory. */
 bool analyze_decl_again(Decl *D, Arena *arena);
 
-/* range.c: the value ranges of D's integer divisions and remainders by positive
- * constants (an interval analysis of the body; see range.c): per such node met, the
- * range of its dividend, [lo, hi] (INT64_MIN / INT64_MAX where unknown). A node not
- * listed (more than RANGE_MAX_DIVS, in a user function, never met) has no known range. */
-#define RANGE_MAX_DIVS 32
-typedef struct {
-  const Node *div;
-  int64_t lo, hi;
-  int m, s; /* codegen's cache: the 16-bit multiplier and shift for this range (0: not tried, -1: none) */
-} DivRange;
-typedef struct {
-  DivRange d[RANGE_MAX_DIVS];
-  int n;
-} DivRanges;
-void range_divisions(const Decl *D, DivRanges *out);
-
 /* outputs.c: makes the projections of every kernel with several outputs (Decl.outs: a
  * single-output copy per output, analysed, indexed after the entries) and points the
  * pipelines' tuple values at them. Runs once the entries have their indices. False when

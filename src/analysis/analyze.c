@@ -83,7 +83,7 @@ static Interval interval_raw(An *A, Node *n) {
     return iv(n->ival, n->ival);
   case ND_VAR:
     return (n->var && n->var->slot < A->D->nslots) ? A->vars[n->var->slot] : UNKNOWN;
-  case ND_READ: /* a pixel: its type's values */
+  case ND_READ: case ND_AT: /* a pixel: its type's values */
     return A->values ? type_range(n->type.s) : UNKNOWN;
   case ND_CAST:
     if (scalar_is_float(n->type.s) || scalar_is_float(n->a->type.s)) return UNKNOWN;
@@ -678,9 +678,51 @@ static Separable *find_separable(Decl *D, Arena *a) {
 
 /* ---- conversions that cannot saturate ---- */
 
-/* Flags the integer conversions in n whose operand's values fit the target type. */
+/* The multiplier m and shift s with (v * m) >> (16 + s) == v / d for every v in [lo, hi]
+ * (0 <= lo <= hi <= 65535, d > 1), m at most 65535, checked value by value; false when
+ * there are none. */
+static bool div16_magic(int64_t lo, int64_t hi, int64_t d, int32_t *m, int32_t *s) {
+  for (int k = 0; k < 16; k++) {
+    int64_t mm = ((INT64_C(1) << (16 + k)) + d - 1) / d;
+    if (mm > 65535) break;
+    bool ok = true;
+    for (int64_t v = lo; v <= hi && ok; v++) ok = ((v * mm) >> (16 + k)) == v / d;
+    if (ok) {
+      *m = (int32_t)mm;
+      *s = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* A division or remainder n by an integer constant d > 1 met by the values pass: its
+ * dividend's interval joined with what earlier visits and analyses of the node found (a
+ * node met twice, a clone that kept its original's marks), and the 16-bit multiplier for
+ * it (codegen/c/emit.c divides by a multiply-high: 32 lanes per AVX-512 instruction,
+ * against 16 lanes in several for a 32-bit division by a constant). Once any visit finds
+ * no multiplier, the node keeps none (NF_DIV_WIDE). */
+static void mark_division(An *A, Node *n) {
+  if (n->type.lanes != 1 || scalar_is_float(n->type.s) || !n->b || n->b->kind != ND_NUM || n->b->ival <= 1 ||
+      (n->flags & NF_DIV_WIDE))
+    return;
+  Interval x = interval_of(A, n->a);
+  if (x.known && (n->flags & NF_DIV16))
+    x = iv(x.lo < n->div_lo ? x.lo : n->div_lo, x.hi > n->div_hi ? x.hi : n->div_hi);
+  int32_t m, sh;
+  if (!x.known || x.lo < 0 || x.hi > 65535 || !div16_magic(x.lo, x.hi, n->b->ival, &m, &sh)) {
+    n->flags = (n->flags & ~NF_DIV16) | NF_DIV_WIDE;
+    return;
+  }
+  n->flags |= NF_DIV16;
+  n->div_lo = (int32_t)x.lo, n->div_hi = (int32_t)x.hi, n->div_m = m, n->div_s = sh;
+}
+
+/* Flags the integer conversions in n whose operand's values fit the target type, and the
+ * divisions by constants whose dividends fit 16 bits. */
 static void mark_expr(An *A, Node *n, double w) {
   if (!n) return;
+  if (n->kind == ND_DIV || n->kind == ND_MOD) mark_division(A, n);
   if (n->kind == ND_INDEX) {
     Interval x = interval_of(A, n->a);
     if (x.known && x.lo >= 0 && x.hi < n->var->len) n->flags |= NF_IN_RANGE;

@@ -201,6 +201,11 @@ struct Node {
   int64_t ival;      /* ND_NUM (integer types), ND_COORD, ND_LANE, ND_IMGDIM */
   double fval;       /* ND_NUM (float types) */
   int flags;         /* NF_* */
+  /* ND_DIV, ND_MOD by an integer constant d > 1 (analysis: value ranges): where every
+   * analysis that met the node found its dividend in [0, 65535] (NF_DIV16), the 16-bit
+   * multiplier and shift with (v * div_m) >> (16 + div_s) == v / d over the dividend's
+   * values [div_lo, div_hi] */
+  int32_t div_lo, div_hi, div_m, div_s;
 };
 
 enum {
@@ -218,6 +223,8 @@ enum {
                          * to another by 1 in at most 16 iterations, and makes at most 64
                          * bodies with the loops unrolled inside it (analysis): generated C
                          * unrolls it completely */
+  NF_DIV16 = 128,       /* ND_DIV, ND_MOD: div_m and div_s hold (Node) */
+  NF_DIV_WIDE = 256,    /* ND_DIV, ND_MOD: an analysis found no 16-bit multiplier for it */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;

@@ -84,6 +84,15 @@ struct Backend {
   int (*steps_max)(Backend *be, const Decl *D, const ImgArg *imgs, int carried);
   int (*kernel_steps)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, int carried, int steps,
                       bool test, struct pxl_image *out, Err *err);
+  /* Until tests computed by the loop's kernel (loops.c), optional (NULL: none).
+   * test_kernel_ok: whether kernel D can say, as it computes its result, whether that
+   * differs from its image parameter `carried` (img_index; imgs as they will be).
+   * kernel_test runs D into out (not imgs[carried]) as `kernel` does; with `test`, whether
+   * a pixel of out differs from imgs[carried]'s is then a test in flight (as test_queue
+   * and test_mark leave one): test_end gives 1 if so, 0 if not. */
+  bool (*test_kernel_ok)(Backend *be, const Decl *D, const ImgArg *imgs, int carried);
+  int (*kernel_test)(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, int carried, bool test,
+                     struct pxl_image *out, Err *err);
   /* How many pipeline runs the backend holds recorded (for tests); optional. */
   int (*recorded)(const Backend *be);
 

@@ -290,14 +290,15 @@ static int64_t pow2_floor(int64_t v) {
 static int run_values(Run *R, int from, int to);
 
 /* Iterations of an iterated stencil in one launch (run_steps): over the kernel's image
- * parameter `carried`, `test`: leaving the until test in flight. */
+ * parameter `carried`, `test`: leaving the until test in flight; `by_kernel`: one
+ * iteration, whose kernel computes the test itself (Backend.kernel_test). */
 typedef struct {
   int carried, steps;
-  bool test;
+  bool test, by_kernel;
 } Steps;
 
 /* Runs stage v into `given` (NULL: a buffer of the pool). With st: st->steps iterations
- * of it in one kernel_steps call. */
+ * of it in one kernel_steps call, or one kernel_test call. */
 static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   const PipeValue *pv = &R->P->values[v];
   const Decl *K = pv->callee;
@@ -318,6 +319,8 @@ static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   if (rc) return rc;
   hold(R, v, b);
   if (R->dry) return PXL_OK;
+  if (st && st->by_kernel)
+    return R->be->kernel_test(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->test, b->img, R->err);
   if (st) return R->be->kernel_steps(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->steps, st->test, b->img, R->err);
   return R->be->kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
 }
@@ -351,21 +354,31 @@ bool exec_loops_untested(const Backend *be, const Decl *P, const ImgArg *imgs, c
   return true;
 }
 
-/* Whether loop li runs as an iterated stencil (Backend.kernel_steps, CUDA), which is
- * opt-in (PXL_LOOP_STEPS=1; never with PXL_LOOP_CHECK): measured on an H100 it was no
- * faster than a launch per iteration for distance.pxl's step4 and 3x slower for canny's
- * grow (docs/PERFORMANCE.md), the redundant halo steps costing more than the memory
- * passes they save. It applies when the loop's one carried image is the result of its
- * body's one stage, a kernel that reads it as one of its images (the others come from
- * before the loop) and keeps its size; the backend then says how many iterations a
- * launch can run (0: none). *carried: the kernel's image parameter it is. */
-static int steppable(Run *R, int li, int *carried) {
+/* Whether loop li runs as an iterated stencil, and how: the loop's one carried image is
+ * the result of its body's one stage, a kernel that reads it as one of its images (the
+ * others come from before the loop) and keeps its size; *carried: the kernel's image
+ * parameter it is. Returns the iterations per launch (0: not so):
+ * - with PXL_LOOP_STEPS=1 (never with PXL_LOOP_CHECK), several (Backend.kernel_steps,
+ *   CUDA: the backend says how many). Opt-in: measured on an H100 it was no faster than
+ *   a launch per iteration for distance.pxl's step4 and 3x slower for canny's grow
+ *   (docs/PERFORMANCE.md), the redundant halo steps costing more than the memory passes
+ *   they save;
+ * - else, when the loop's until test runs (`tests`) and names the image, and the image
+ *   has at least KERNEL_TEST_PIXELS pixels, 1 with *by_kernel: the kernel computes the
+ *   test as it runs (Backend.kernel_test) - no comparison pass over two images, and
+ *   tests close together while the loop is young (run_steps; canny's grow at 8192 x 8192
+ *   ran 17 iterations where 10 change something, now 12-13). On smaller images the
+ *   host's round trip per test and a launch per iteration cost more than they save, and
+ *   recorded chunks (run_loop) are faster: canny on an H200, chunks against kernel
+ *   tests, 0.351 against 0.380 ms at 4096 x 4096, 1.254 against 0.937 at 6144 x 6144,
+ *   1.871 against 1.506 at 8192 x 8192 (docs/PERFORMANCE.md). PXL_LOOP_KERNEL_TESTS=1
+ *   forces it whatever the size, =0 never. */
+#define KERNEL_TEST_PIXELS (6144 * 4096)
+static int steppable(Run *R, int li, bool tests, int *carried, bool *by_kernel) {
   const Decl *P = R->P;
   const PipeLoop *L = &P->loops[li];
-  const char *e = getenv("PXL_LOOP_STEPS");
-  if (!R->be->kernel_steps || R->every || !e || atoi(e) != 1 || L->ncarry != 1 || L->end - L->first != 1 ||
-      L->next[0] != L->first)
-    return 0;
+  *by_kernel = false;
+  if (R->every || L->ncarry != 1 || L->end - L->first != 1 || L->next[0] != L->first) return 0;
   const PipeValue *pv = &P->values[L->first];
   const Decl *K = pv->callee;
   if (!K || K->kind != D_KERNEL || K->nouts || pv->nouts || pv->carried >= 0) return 0;
@@ -383,23 +396,47 @@ static int steppable(Run *R, int li, int *carried) {
   int w, h;
   Err ignored;
   if (interp_output_size(K, kimgs, ks, &w, &h, &ignored) || w != c->width || h != c->height) return 0;
-  return R->be->steps_max(R->be, spec_for(K, ks), kimgs, *carried);
+  const char *e = getenv("PXL_LOOP_STEPS"), *kt = getenv("PXL_LOOP_KERNEL_TESTS");
+  if (e && atoi(e) == 1) return R->be->kernel_steps ? R->be->steps_max(R->be, spec_for(K, ks), kimgs, *carried) : 0;
+  bool big = (int64_t)w * h >= KERNEL_TEST_PIXELS;
+  if (!tests || !L->until[0] || !R->be->kernel_test || (kt ? atoi(kt) != 1 : !big) ||
+      !R->be->test_kernel_ok(R->be, spec_for(K, ks), kimgs, *carried))
+    return 0;
+  *by_kernel = true;
+  return 1;
+}
+
+/* The integer square root of v >= 0. */
+static int64_t isqrt(int64_t v) {
+  int64_t r = 0;
+  while ((r + 1) * (r + 1) <= v) r++;
+  return r;
 }
 
 /* Loop L as an iterated stencil (steppable): launches of up to `per` iterations, n in
  * all, the carried image into the caller's image on the launches of the last one's
  * parity where res_k >= 0 (as run_loop). With `tests` (an until test that runs: not in
- * a loop too short for one, loop_every), every other launch but the last also says
- * whether its last iteration changed a pixel; the answer is read once the next launch is
- * queued, and "unchanged" (a fixed point) stops the loop after that one, which computed
- * the same image. */
-static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried, int res_k, bool tests) {
+ * a loop too short for one, loop_every), a launch but the last may also say whether its
+ * last iteration changed a pixel; the answer is read once the next launch is queued, and
+ * "unchanged" (a fixed point) stops the loop after that one, which computed the same
+ * image. Several iterations per launch: every other launch tests. One iteration whose
+ * kernel tests (by_kernel): the first iteration, then after max(2, sqrt(it / 2)) more -
+ * a tested launch costs a few percent more than a plain one (canny's grow at 8192 x 8192
+ * on an H200: 116 against 98 us), so tests thin out as a loop runs long (a loop of 1000
+ * iterations tests about 90 times, and runs at most 22 past its fixed point). */
+static int run_steps(Run *R, const PipeLoop *L, int64_t n, int per, int carried, bool by_kernel, int res_k,
+                     bool tests) {
   int rc = PXL_OK, v = L->first;
   bool pending = false, stop = false;
+  int64_t next_test = 1; /* by_kernel: the iteration after which the test runs next */
   for (int64_t done = 0; done < n && !rc && !stop;) {
     int64_t left = n - done, launches = (left + per - 1) / per;
-    Steps st = {carried, (int)(left < per ? left : per), false};
-    st.test = tests && !pending && st.steps < left;
+    Steps st = {carried, (int)(left < per ? left : per), false, by_kernel};
+    st.test = tests && !pending && st.steps < left && (!by_kernel || done + 1 >= next_test);
+    if (st.test && by_kernel) {
+      int64_t gap = isqrt((done + 1) / 2);
+      next_test = done + 1 + (gap > 2 ? gap : 2);
+    }
     bool into = res_k >= 0 && (launches - 1) % 2 == 0 && R->vimg[L->phi] != R->given;
     rc = run_stage(R, v, into ? R->given : NULL, &st);
     done += st.steps;
@@ -526,9 +563,10 @@ static int run_loop(Run *R, int li) {
   uint64_t gkey = 0;
   Snap snap = {0};
   R->depth++;
-  int carried, per = n > 1 ? steppable(R, li, &carried) : 0;
-  if (per > 1) {
-    rc = run_steps(R, L, n, per, carried, res_k, L->has_until && every < n);
+  bool tests = L->has_until && every < n, by_kernel = false;
+  int carried, per = n > 1 ? steppable(R, li, tests, &carried, &by_kernel) : 0;
+  if (per > 1 || by_kernel) {
+    rc = run_steps(R, L, n, per, carried, by_kernel, res_k, tests);
     n = 0; /* done */
   }
   for (int64_t it = 1; it <= n && !rc; it++) {

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
   const bool quick = q && *q && strcmp(q, "0");
   static const BorderKind kinds[] = {B_CLAMP, B_MIRROR, B_MIRROR101, B_WRAP, B_CONSTANT, B_NONE};
   Units u = {api, 0, 0, 0};
-  unsigned steps_planned = 0, bodies_given = 0;
+  unsigned steps_planned = 0, tests_made = 0, bodies_given = 0;
   int entries = 0; /* entries so far: which border modes this one compiles */
   pxl_context *ctx = pxl_context_new();
   for (int i = 1; i <= argc; i++) {
@@ -180,6 +180,25 @@ int main(int argc, char **argv) {
           /* the constant border's unit differs in one line (CI time): generated only */
           unit_done(&u, &cu, rc, &e, kb ? NULL : file, !kb, what);
         }
+      /* a loop's until test computed by its body's kernel, over image j (clamp, and the
+       * tile shapes in turn): every loop body of the examples, the others generated only */
+      for (int j = 0; j < D->nimages && D->kind == D_KERNEL; j++) {
+        Border b[PXL_GPU_MAX_IMAGES];
+        for (int m = 0; m < PXL_GPU_MAX_IMAGES; m++) b[m] = (Border){j % 2 ? B_CONSTANT : B_CLAMP, 0};
+        if (!gen_gpu_test_ok(D, b, j)) continue;
+        bool body = loop_body(D->name) != 0;
+        tests_made |= 1u << loop_body(D->name);
+        StrBuf cu = {0};
+        Err e = {0};
+        GpuLaunch launch;
+        GpuTile tile = {1 << (entries % 4), 4 << (entries % 2)};
+        if (getenv("PXL_DUMP_CUDA") && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
+          tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4};
+        int rc = gen_gpu_stage_test(&cu, D, b, GPU_CUDA, &tile, j, &launch, &e);
+        snprintf(file, sizeof file, "%s.test%d.cu", D->name, j);
+        snprintf(what, sizeof what, "%s %s testing image %d", name, D->name, j);
+        unit_done(&u, &cu, rc, &e, body ? file : NULL, body, what);
+      }
       /* a scan's prefix passes: every kind, those its scan does not use too (the sequential
        * ones of an integer scan, the parallel unfused ones of a float sum), but the fused
        * scans' own passes only for them, with clamp and constant borders in turn (a fused
@@ -207,6 +226,11 @@ int main(int argc, char **argv) {
   for (int i = 1; i < NBODIES; i++)
     if ((bodies_given >> i & 1) && !(steps_planned >> i & 1)) {
       printf("FAIL %s: its loop's steps were not planned (gen_gpu_steps_plan)\n", loop_bodies[i]);
+      u.failed++;
+    }
+  for (int i = 1; i < NBODIES; i++)
+    if ((bodies_given >> i & 1) && !(tests_made >> i & 1)) {
+      printf("FAIL %s: its kernel cannot compute its loop's until test (gen_gpu_test_ok)\n", loop_bodies[i]);
       u.failed++;
     }
   printf("%d units compiled with NVRTC\n", u.compiled);

@@ -229,45 +229,17 @@ static void emit_read(Gen *g, const Node *n, int lane) {
   OUT(", %d)", lane);
 }
 
-/* The multiplier m and shift s with (v * m) >> (16 + s) == v / d for every v in [lo, hi]
- * (0 <= lo <= hi <= 65535, d > 1), m at most 65535; false when there are none. */
-static bool div16_magic(int64_t lo, int64_t hi, int64_t d, int *m, int *s) {
-  for (int k = 0; k < 16; k++) {
-    int64_t mm = ((INT64_C(1) << (16 + k)) + d - 1) / d;
-    if (mm > 65535) break;
-    bool ok = true;
-    for (int64_t v = lo; v <= hi && ok; v++) ok = ((v * mm) >> (16 + k)) == v / d;
-    if (ok) {
-      *m = (int)mm;
-      *s = k;
-      return true;
-    }
-  }
-  return false;
-}
-
-/* n (a / d or a % d, d a positive constant) by a 16-bit multiply-high when range.c found
- * a in [0, 65535] and a multiplier exact over that range exists (checked value by value):
- * the vector units do it 32 lanes wide (gcc: vpmulhuw), a 32-bit division by a constant
- * 16 lanes wide in several instructions - blur3's row pass 10 -> 3 ms a frame at 8192^2. */
+/* n (a / d or a % d, d a positive constant) by a 16-bit multiply-high where the
+ * analysis found the dividend in [0, 65535] (NF_DIV16, analyze.c mark_division): the
+ * vector units do it 32 lanes wide (gcc: vpmulhuw), a 32-bit division by a constant 16
+ * lanes wide in several instructions - blur3's row pass 10 -> 3 ms a frame at 8192^2. */
 static bool div16(Gen *g, const Node *n, int la) {
-  int64_t d = n->b->ival;
-  if (d <= 1 || n->type.lanes != 1) return false;
-  DivRange *r = NULL;
-  for (int i = 0; i < g->divr.n; i++)
-    if (g->divr.d[i].div == n) r = &g->divr.d[i];
-  if (!r || r->lo < 0 || r->hi > 65535) return false;
-  if (!r->m) {
-    r->m = -1;
-    int m, s;
-    if (div16_magic(r->lo, r->hi, d, &m, &s)) r->m = m, r->s = s;
-  }
-  if (r->m < 0) return false;
+  if (!(n->flags & NF_DIV16) || n->type.lanes != 1) return false;
   if (n->kind == ND_DIV) OUT("((%s)pxr_udiv16((uint16_t)(", cg_ctype(n->type.s));
   else OUT("((%s)pxr_umod16((uint16_t)(", cg_ctype(n->type.s));
   cg_expr(g, n->a, la);
-  if (n->kind == ND_DIV) OUT("), %d, %d))", r->m, r->s);
-  else OUT("), %lld, %d, %d))", (long long)d, r->m, r->s);
+  if (n->kind == ND_DIV) OUT("), %d, %d))", (int)n->div_m, (int)n->div_s);
+  else OUT("), %lld, %d, %d))", (long long)n->b->ival, (int)n->div_m, (int)n->div_s);
   return true;
 }
 
@@ -599,6 +571,29 @@ void cg_expr(Gen *g, const Node *n, int lane) {
 
 static void stmts(Gen *g, const Node *s);
 
+/* Gen.chg_img: `if (x < W && y < H && (o[0] != old0 || ...)) *chg_ = 1u; `, old the
+ * image's pixel at (x, y) read as the variant reads it (its window contains (0, 0):
+ * gen_gpu_stage_test). Positions past the output's edges, which tiles compute and do not
+ * store, are not compared: their old values are what the border mode reads. The window
+ * variant (V_WIN) runs only inside the image (kernel_walk's unchecked rows): there
+ * `*chg_ |= o[0] != old0 | ...;`, no branch. */
+static void changed_test(Gen *g, int lanes) {
+  const Param *p = NULL;
+  for (int i = 0; i < g->D->nparams; i++)
+    if (g->D->params[i]->is_image && g->D->params[i]->img_index == g->chg_img) p = g->D->params[i];
+  if (!p) return;
+  Node zero = {.kind = ND_NUM, .type = {T_I32, 1}, .ival = 0};
+  Node rd = {.kind = ND_READ, .type = p->type, .param = (Param *)p, .a = &zero, .b = &zero};
+  bool win = g->variant & V_WIN;
+  OUT(win ? "*chg_ |= (uint32_t)(" : "if (x < W && y < H && (");
+  for (int k = 0; k < lanes; k++) {
+    OUT("%s(o[%d] != (%s)", k ? " | " : "", k, cg_ctype(g->D->type.s));
+    emit_read(g, &rd, k);
+    OUT(")");
+  }
+  OUT(win ? "); " : ")) *chg_ = 1u; ");
+}
+
 /* `T t_[lanes] = {e...}; v<slot><elem>[k] = t_[k]; ...`: a vector value stored lane by lane
  * through a temporary, since e may read the variable it is stored into (elem: "" for the
  * variable, "[i_]" for an array element). */
@@ -764,6 +759,7 @@ static void stmt(Gen *g, const Node *s) {
       cg_expr(g, s->a, lane_of(s->a, k));
       OUT("; ");
     }
+    if (g->chg_img >= 0) changed_test(g, lanes);
     OUT("return; }\n");
     return;
   case ND_BIN:
@@ -842,6 +838,7 @@ static void img_params(Gen *g) {
       cg_scalar_param(g, p);
   }
   for (int k = 0; k < g->nhoist; k++) OUT(", %s u%d", cg_ctype(g->hoist[k]->type.s), k);
+  if (g->chg_img >= 0) OUT(", uint32_t *PXR_RESTRICT chg_");
 }
 
 void cg_scalar_param(Gen *g, const Param *p) {
@@ -895,6 +892,7 @@ static void img_args(Gen *g) {
     else OUT("s%d%s", p->scalar_index, g->row_arrays && typed_array(g, p) ? "_r" : "");
   }
   for (int k = 0; k < g->nhoist; k++) OUT(", u%d", k);
+  if (g->chg_img >= 0) OUT(", chg_");
 }
 
 const char *cg_border_index_fn(BorderKind b) {
@@ -1217,12 +1215,12 @@ void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const ch
   g->direct = direct;
   g->tb_img = -1;
   g->virt = -1;
+  g->chg_img = -1;
   for (int i = 0; i < D->nimages; i++) {
     const Access *ac = &D->access[i];
     direct[i] = ac->read_rel && ac->window_known && !ac->gather;
   }
   if (D->kind == D_KERNEL && !D->scan && D->body) hoist_walk(g, D->body, false);
-  range_divisions(D, &g->divr);
 }
 
 void cg_combine_fn(Gen *g) {

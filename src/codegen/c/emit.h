@@ -57,7 +57,10 @@ typedef struct {
                       * by the entry into arrays of their element type (cg_prologue) */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
   bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */
-  DivRanges divr;    /* the dividends' ranges of D's divisions by constants (range.c) */
+  int chg_img;       /* an image whose pixel at (x, y) each kernel return compares with the value
+                      * returned, setting *chg_ where they differ (a parameter of the pixel
+                      * functions after the scalars), or -1 (codegen/gpu: a loop's until test
+                      * computed by the loop's kernel, gen_gpu_stage_test) */
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */

@@ -71,6 +71,21 @@ typedef struct {
 int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
                   GpuLaunch *launch, Err *err);
 
+/* A loop's until test computed by the loop's kernel (loops.c): the unit of
+ * gen_gpu_stage_test is gen_gpu_stage's (the same entry form and tile shape) with each
+ * pixel's value also compared with image `carried`'s pixel at (x, y), read as the kernel
+ * reads that image (registers, shared memory, L1). A thread that computed a differing
+ * pixel reports it on return: when a.res is set, a.aux is the address of a device word
+ * and a.n the test's number (never 0, each test's its own), the first such thread to
+ * swap a.n into the word writes 1u to the host word at a.res (the host zeroed it), so
+ * one write crosses to the host per launch, whatever changed. CUDA only (the report is a
+ * destructor: it runs on every return of the entry). gen_gpu_test_ok: whether D can so -
+ * integer pixels of the carried image's type, read relatively over a known window that
+ * holds (0, 0), no border `none`, not a fused, scan or non-sequential kernel. */
+bool gen_gpu_test_ok(const Decl *D, const Border *borders, int carried);
+int gen_gpu_stage_test(StrBuf *out, const Decl *D, const Border *borders, GpuDialect dialect, const GpuTile *tile,
+                       int carried, GpuLaunch *launch, Err *err);
+
 /* The prefix passes of a scan. Float sums keep the interpreter's order of additions, so
  * they run sequentially (a thread per row, then a thread per column), after the map (the
  * scan's kernel entry, which writes the mapped values). Integer sums (they wrap) and

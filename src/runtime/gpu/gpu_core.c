@@ -357,6 +357,71 @@ static int core_test_end(Backend *be, uint64_t *value, Err *err) {
   return rc;
 }
 
+/* ---- until tests computed by the loop's kernel (Backend.test_kernel_ok, kernel_test) ---- */
+
+/* The load and time callbacks' `be` for the kernels reporting a change of image carried. */
+typedef struct {
+  GpuCore *g;
+  int carried;
+} TestLoad;
+
+static int load_test_cb(void *be, const Decl *D, const Border *borders, const GpuTile *tile, GpuLoaded *out,
+                        Err *err) {
+  const TestLoad *t = be;
+  StrBuf src = {0};
+  GpuLaunch launch;
+  GpuModule *m = NULL;
+  int rc = gen_gpu_stage_test(&src, D, borders, t->g->drv->dialect, tile, t->carried, &launch, err);
+  if (rc) sb_free(&src);
+  else rc = load_source(t->g, D, src, launch, &m, err);
+  if (!rc) *out = (GpuLoaded){m, m->key, m->launch.tiled};
+  return rc;
+}
+
+static int time_test_cb(void *be, void *module, void *run, double *ms, Err *err) {
+  return time_cb(((TestLoad *)be)->g, module, run, ms, err);
+}
+
+static bool core_test_kernel_ok(Backend *be, const Decl *D, const ImgArg *imgs, int carried) {
+  (void)be;
+  if (carried < 0 || carried >= D->nimages || D->nimages > PXL_GPU_MAX_IMAGES) return false;
+  Border borders[PXL_GPU_MAX_IMAGES];
+  const struct pxl_image *c = imgs[carried].img;
+  stage_borders(D, imgs, c->width, c->height, borders);
+  return gen_gpu_test_ok(D, borders, carried);
+}
+
+/* Kernel D into out; with `test`, whether a pixel of out differs from imgs[carried]'s is
+ * then a test in flight (test_end gives 1 if so). Untested launches run D's own module. */
+static int core_kernel_test(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, int carried,
+                            bool test, struct pxl_image *out, Err *err) {
+  GpuCore *g = (GpuCore *)be;
+  if (!test) return core_kernel(be, D, imgs, scalars, out, err);
+  if (g->drv->enter) g->drv->enter(g);
+  if (carried < 0 || carried >= PXL_GPU_MAX_IMAGES)
+    return err_set(err, PXL_ERROR, "internal: %s has no image %d to test", D->name, carried);
+  TestLoad tl = {g, carried};
+  GpuInstance *in;
+  GpuArgs c;
+  int rc = gpu_instance_get(&g->tested[carried], &g->tuner, g->drv->name, D, imgs, out->width, out->height,
+                            load_test_cb, &tl, &in, err);
+  if (!rc) rc = pack(g, D, imgs, scalars, "tune", &c, err);
+  if (!rc) rc = need(g, &g->tres, 16, err);
+  if (!rc) rc = need(g, &g->tword, 8, err);
+  if (rc) return rc;
+  c.buf[GPU_ARG_OUT] = out->buffer;
+  c.a.out = kimage(out);
+  Run run = {&c, out->width, out->height}; /* timed without a.res: nothing reported */
+  if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_test_cb, time_test_cb, &tl, &run, err))) return rc;
+  c.kind = "kernel";
+  memset(g->tres.p, 0, 16); /* no test is in flight (one at a time): the host may write it */
+  c.a.res = (uint64_t)(uintptr_t)g->tres.p;
+  c.a.aux = (uint64_t)(uintptr_t)g->tword.p;
+  c.a.n = (int64_t)++g->ntests; /* never 0, the word's first value */
+  rc = gpu_core_launch(g, in->base.module, out->width, out->height, &c, err);
+  return rc ? rc : g->drv->mark(g, err);
+}
+
 /* ---- iterated stencils (Backend.steps_max, kernel_steps) ---- */
 
 typedef struct {
@@ -493,6 +558,8 @@ void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
     if (drv->dialect == GPU_CUDA) { /* gen_gpu_steps: the test writes host memory at a.res */
       g->base.steps_max = core_steps_max;
       g->base.kernel_steps = core_kernel_steps;
+      g->base.test_kernel_ok = core_test_kernel_ok; /* gen_gpu_stage_test: the same */
+      g->base.kernel_test = core_kernel_test;
     }
   }
   g->base.kernel = core_kernel;
@@ -515,10 +582,14 @@ void gpu_core_free(GpuCore *g) {
   g->instances = NULL;
   instance_list_free(g->steps);
   g->steps = NULL;
+  for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) {
+    instance_list_free(g->tested[i]);
+    g->tested[i] = NULL;
+  }
   instance_list_free(g->scans);
   g->scans = NULL;
   gpu_tuner_free(&g->tuner);
-  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan, &g->tres};
+  GpuBuf *bufs[] = {&g->red, &g->hist, &g->res, &g->prm, &g->scan, &g->tres, &g->tword};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]->p) g->drv->release(g, bufs[i]);
   for (int i = 0; i < PXL_GPU_KEPT; i++)

@@ -170,6 +170,9 @@ struct GpuCore {
   GpuBuf scan;           /* the band totals of scans' parallel column passes (gen_gpu_scan_aux) */
   GpuBuf tres;           /* the result of an until test in flight (test_queue), host memory */
   Instance *steps;       /* iterated stencils (GpuStepsInstance), keyed by the carried image as size class */
+  Instance *tested[PXL_GPU_MAX_IMAGES]; /* kernels reporting a change of image k (kernel_test) */
+  GpuBuf tword;          /* kernel_test: the device word the reporting threads swap the test's number into */
+  uint64_t ntests;       /* kernel_test: the tests run (each test's number) */
   Instance *scans;       /* scans' prefix passes (GpuScanInstance): their modules */
   GpuKept kept[PXL_GPU_KEPT]; /* histograms' bins the host has not seen (histogram_keep) */
 };
