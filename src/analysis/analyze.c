@@ -769,14 +769,33 @@ static void sep_decl(An *A, const Node *decl) {
     if (S->acc[i] == decl->var) A->sep_init[i] = decl->a ? interval_of(A, decl->a) : UNKNOWN;
 }
 
+/* Whether every term that sum i of S adds is at least 0: pixels of an unsigned type (or
+ * a signed one whose range starts at 0), weights at least 0. */
+static bool nonnegative_terms(const Separable *S, int i) {
+  Interval r = type_range(S->img->type.s);
+  if (!r.known || r.lo < 0) return false;
+  for (int dy = 0; S->wy[i] && dy <= S->y1 - S->y0; dy++)
+    if (S->wy[i][dy] < 0) return false;
+  for (int dx = 0; S->wx[i] && dx <= S->x1 - S->x0; dx++)
+    if (S->wx[i][dx] < 0) return false;
+  return true;
+}
+
 /* The mark_expr pass after a loop: a separable window's accumulators, assigned nowhere
  * else, are bounded from here on. */
 static void sep_loop_done(An *A, const Node *loop) {
   const Separable *S = A->D->sep;
   if (!S || loop != S->loop) return;
   for (int i = 0; i < S->nacc; i++)
-    if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0)
-      A->vars[S->acc[i]->slot] = sep_result(S, i, A->sep_init[i]);
+    if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0) {
+      Interval r = sep_result(S, i, A->sep_init[i]);
+      A->vars[S->acc[i]->slot] = r;
+      /* a sum of terms that are never negative grows from its start to the whole
+       * window's: every value it holds lies between the two */
+      ((Separable *)S)->narrow[i] = S->op[i] < 0 && r.known && A->sep_init[i].lo >= 0 && r.hi <= 65535 &&
+                                    S->acc[i]->type.lanes == 1 && !scalar_is_float(S->acc[i]->type.s) &&
+                                    nonnegative_terms(S, i);
+    }
 }
 
 static bool is_signed_perm(const Access *ac) {

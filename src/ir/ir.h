@@ -324,6 +324,9 @@ typedef struct {
   const Node *wy_node[PXL_MAX_SEP_ACC]; /* weighted sums: the factor WY (the row pass emits 1), else NULL */
   int64_t *wy[PXL_MAX_SEP_ACC];   /* its value for vy = y0 .. y1, else NULL */
   int64_t *wx[PXL_MAX_SEP_ACC];   /* WX's value for vx = x0 .. x1 (for bounds), else NULL */
+  bool narrow[PXL_MAX_SEP_ACC];   /* a sum whose every value, from its start to the whole window's,
+                                   * lies in [0, 65535] (analysis: value ranges): the C emitter
+                                   * holds it in 16 bits (16-bit vector lanes, twice as many) */
 } Separable;
 
 /* One call in a pipeline: img = kernel(args...). */

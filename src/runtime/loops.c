@@ -367,7 +367,7 @@ bool exec_loops_untested(const Backend *be, const Decl *P, const ImgArg *imgs, c
  *   has at least KERNEL_TEST_PIXELS pixels, 1 with *by_kernel: the kernel computes the
  *   test as it runs (Backend.kernel_test) - no comparison pass over two images, and
  *   tests close together while the loop is young (run_steps; canny's grow at 8192 x 8192
- *   ran 17 iterations where 10 change something, now 12-13). On smaller images the
+ *   ran 17 iterations where 9 change something, now 12). On smaller images the
  *   host's round trip per test and a launch per iteration cost more than they save, and
  *   recorded chunks (run_loop) are faster: canny on an H200, chunks against kernel
  *   tests, 0.351 against 0.380 ms at 4096 x 4096, 1.254 against 0.937 at 6144 x 6144,

@@ -608,6 +608,15 @@ static void store_lanes(Gen *g, const Var *v, const Node *e, const char *elem) {
   for (int k = 0; k < lanes; k++) OUT("v%d%s[%d] = t_[%d]; ", v->slot, elem, k, k);
 }
 
+/* Whether v is a separable sum the C emitter holds in 16 bits (Gen.narrow_accs): its
+ * every value fits, so each assignment stores what the i32 would. */
+static bool narrow_acc(const Gen *g, const Var *v) {
+  const Separable *S = g->D->sep;
+  for (int i = 0; g->narrow_accs && S && i < S->nacc; i++)
+    if (S->acc[i] == v && S->narrow[i]) return true;
+  return false;
+}
+
 static void stmt(Gen *g, const Node *s) {
   int lanes;
   switch (s->kind) {
@@ -649,7 +658,7 @@ static void stmt(Gen *g, const Node *s) {
       }
       OUT("};\n");
     } else {
-      OUT("%s v%d = ", cg_ctype(s->var->type.s), s->var->slot);
+      OUT("%s v%d = ", narrow_acc(g, s->var) ? "uint16_t" : cg_ctype(s->var->type.s), s->var->slot);
       if (s->a) cg_expr(g, s->a, 0);
       else OUT("0");
       OUT(";\n");

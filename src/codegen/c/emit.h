@@ -55,6 +55,7 @@ typedef struct {
   bool no_hoist;     /* printing a hoisted expression itself */
   bool typed_arrays; /* C: array parameters of up to PXL_CG_TYPED_ARRAY elements are copied
                       * by the entry into arrays of their element type (cg_prologue) */
+  bool narrow_accs;  /* C: a separable sum marked narrow (Separable.narrow) is declared uint16_t */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
   bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */
   int chg_img;       /* an image whose pixel at (x, y) each kernel return compares with the value
