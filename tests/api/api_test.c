@@ -1,7 +1,8 @@
 /*
  * api_test.c - the public API's device choice and fallbacks: device strings parsed by the
  * backend table, "auto" moving a run it cannot do to the next backend with a warning,
- * explicit devices reporting the failure instead, and absent versus failing devices.
+ * explicit devices reporting the failure instead, and absent versus failing devices;
+ * and the CPU's direct transpose of large images.
  *
  * Usage: api_test DIR (the examples folder). Runs everywhere; the CUDA cases need a CUDA
  * device and are left out (saying so) where there is none.
@@ -252,6 +253,49 @@ static void smaller_second_image(const char *cache) {
   pxl_context_free(ctx);
 }
 
+/* examples/transpose.pxl on the CPU over an image larger than the generated C's direct
+ * transpose threshold (gen_c.c pure_transpose: 2048 x 2048 pixels), odd sizes so that
+ * edge tiles take the buffered path beside the direct one, against a transpose written
+ * here. */
+static void large_transpose(const char *dir, const char *cache) {
+  const int w = 2113, h = 2003;
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_set_device(ctx, "cpu");
+  pxl_program *prog;
+  int rc = pxl_program_from_file(ctx, example(dir, "transpose"), &prog);
+  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
+  pxl_image *in = NULL;
+  CHECK(pxl_image_create(ctx, w, h, PXL_U8, 1, &in) == PXL_OK, "create %dx%d", w, h);
+  if (rc || !in) {
+    pxl_image_free(in);
+    pxl_program_free(prog);
+    pxl_context_free(ctx);
+    return;
+  }
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) ((uint8_t *)pxl_image_data(in) + (size_t)y * pxl_image_pitch(in))[x] = (uint8_t)random_u64();
+  pxl_args *args = pxl_args_new(ctx);
+  pxl_args_image(args, "in", in);
+  pxl_run_result *res = NULL;
+  rc = pxl_run(ctx, prog, "transpose", args, &res);
+  CHECK(rc == PXL_OK, "transpose %dx%d: %s", w, h, pxl_errmsg(ctx));
+  pxl_image *out = rc ? NULL : pxl_result_take_image(res);
+  CHECK(!out || (pxl_image_width(out) == h && pxl_image_height(out) == w), "transpose: output size");
+  long bad = 0;
+  for (int y = 0; out && y < w && pxl_image_width(out) == h; y++)
+    for (int x = 0; x < h; x++)
+      bad += ((const uint8_t *)pxl_image_data(out) + (size_t)y * pxl_image_pitch(out))[x] !=
+             ((const uint8_t *)pxl_image_data(in) + (size_t)x * pxl_image_pitch(in))[y];
+  CHECK(bad == 0, "transpose %dx%d on the CPU: %ld pixels differ from in(y, x)", w, h, bad);
+  pxl_image_free(out);
+  pxl_result_free(res);
+  pxl_args_free(args);
+  pxl_image_free(in);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+}
+
 /* Files in directory dir (the cache), to see whether a run compiled a new module. */
 static int count_files(const char *dir) {
   DIR *d = opendir(dir);
@@ -433,6 +477,7 @@ int main(int argc, char **argv) {
   smaller_second_image(argv[2]);
   array_params(argv[2]);
   generic_entries(argv[2]);
+  large_transpose(argv[1], argv[2]);
   printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
   return failed != 0;
 }
