@@ -447,16 +447,22 @@ PXR_FN void pxr_scan_add_u32(uint32_t *r, const uint32_t *p, ptrdiff_t n) {
 /* d[i] = t[s[i]] for i < n: a u8 -> u8 kernel made a table (gen_c.c, tabulated). With
  * AVX-512 VBMI, 64 pixels per step: two 128-byte halves of the table looked up by the
  * index's low 7 bits (vpermi2b), the high bit choosing between them. */
-PXR_FN void pxr_lut_u8(const uint8_t *s, uint8_t *d, ptrdiff_t n, const uint8_t *t) {
+PXR_FN void pxr_lut_u8(const uint8_t *s, uint8_t *d, ptrdiff_t n, const uint8_t *t, int stream) {
   ptrdiff_t i = 0;
+  (void)stream;
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__) && !defined(__CUDACC__) && !defined(PXR_OPENCL)
   const __m512i t0 = _mm512_loadu_si512((const void *)t), t1 = _mm512_loadu_si512((const void *)(t + 64));
   const __m512i t2 = _mm512_loadu_si512((const void *)(t + 128)), t3 = _mm512_loadu_si512((const void *)(t + 192));
+  if (stream) /* the output passes the caches by (streaming stores from 64-byte boundaries) */
+    for (; i < n && ((uintptr_t)(d + i) & 63); i++) d[i] = t[s[i]];
   for (; i + 64 <= n; i += 64) {
     const __m512i v = _mm512_loadu_si512((const void *)(s + i));
     const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
-    _mm512_storeu_si512((void *)(d + i), _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+    const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
+    if (stream) _mm512_stream_si512((void *)(d + i), r);
+    else _mm512_storeu_si512((void *)(d + i), r);
   }
+  if (stream) _mm_sfence();
 #endif
   for (; i < n; i++) d[i] = t[s[i]];
 }

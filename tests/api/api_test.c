@@ -2,7 +2,7 @@
  * api_test.c - the public API's device choice and fallbacks: device strings parsed by the
  * backend table, "auto" moving a run it cannot do to the next backend with a warning,
  * explicit devices reporting the failure instead, and absent versus failing devices;
- * and the CPU's direct transpose of large images.
+ * and the CPU's direct transpose and streamed tables on large images.
  *
  * Usage: api_test DIR (the examples folder). Runs everywhere; the CUDA cases need a CUDA
  * device and are left out (saying so) where there is none.
@@ -296,6 +296,51 @@ static void large_transpose(const char *dir, const char *cache) {
   pxl_context_free(ctx);
 }
 
+/* examples/binarize.pxl (a kernel the CPU runs as a table) on the CPU over an image
+ * larger than the threshold above which the generated C streams its rows out
+ * (LUT_STREAM_PIXELS: 4096 x 4096), 4099 pixels wide so that rows start at every
+ * alignment (the unaligned head of each row is written plainly), against the threshold
+ * computed here. */
+static void large_table(const char *dir, const char *cache) {
+  const int w = 4099, h = 4097, t = 77;
+  pxl_context *ctx = pxl_context_new();
+  pxl_set_cache_dir(ctx, cache);
+  pxl_set_device(ctx, "cpu");
+  pxl_program *prog;
+  int rc = pxl_program_from_file(ctx, example(dir, "binarize"), &prog);
+  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
+  pxl_image *in = NULL;
+  CHECK(pxl_image_create(ctx, w, h, PXL_U8, 1, &in) == PXL_OK, "create %dx%d", w, h);
+  if (rc || !in) {
+    pxl_image_free(in);
+    pxl_program_free(prog);
+    pxl_context_free(ctx);
+    return;
+  }
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) ((uint8_t *)pxl_image_data(in) + (size_t)y * pxl_image_pitch(in))[x] = (uint8_t)random_u64();
+  pxl_args *args = pxl_args_new(ctx);
+  pxl_args_image(args, "in", in);
+  pxl_args_scalar(args, "t", t);
+  pxl_run_result *res = NULL;
+  rc = pxl_run(ctx, prog, "binarize", args, &res);
+  CHECK(rc == PXL_OK, "binarize %dx%d: %s", w, h, pxl_errmsg(ctx));
+  pxl_image *out = rc ? NULL : pxl_result_take_image(res);
+  long bad = 0;
+  for (int y = 0; out && y < h; y++)
+    for (int x = 0; x < w; x++) {
+      uint8_t v = ((const uint8_t *)pxl_image_data(in) + (size_t)y * pxl_image_pitch(in))[x];
+      bad += ((const uint8_t *)pxl_image_data(out) + (size_t)y * pxl_image_pitch(out))[x] != (v > t ? 255 : 0);
+    }
+  CHECK(bad == 0, "binarize %dx%d on the CPU: %ld pixels differ", w, h, bad);
+  pxl_image_free(out);
+  pxl_result_free(res);
+  pxl_args_free(args);
+  pxl_image_free(in);
+  pxl_program_free(prog);
+  pxl_context_free(ctx);
+}
+
 /* Files in directory dir (the cache), to see whether a run compiled a new module. */
 static int count_files(const char *dir) {
   DIR *d = opendir(dir);
@@ -478,6 +523,7 @@ int main(int argc, char **argv) {
   array_params(argv[2]);
   generic_entries(argv[2]);
   large_transpose(argv[1], argv[2]);
+  large_table(argv[1], argv[2]);
   printf("%s\n", failed ? "api_test: FAILED" : "api_test: passed");
   return failed != 0;
 }

@@ -295,6 +295,10 @@ static bool pure_transpose(const Gen *g) {
  * (sums wrap; min, max): a band's first row keeps its mapped values rather than folding
  * them into the identity, which for float min and max differs (a NaN, where the
  * interpreter's fold skips it) - the GPU passes fold every partial from the identity. */
+/* A table kernel's output of more than this many pixels is written with streaming stores
+ * (pxr_lut_u8): it does not fit the caches, and a plain store reads each line first. */
+#define LUT_STREAM_PIXELS (4096 * 4096)
+
 static bool fused_scan(const Decl *D) {
   return (D->scan & SCAN_Y) && D->type.lanes == 1 && !scalar_is_float(D->type.s);
 }
@@ -411,7 +415,8 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("  {\n    const uint8_t *i0 = val_;\n    for (int x = 0; x < 256; x++) %s_%s(%s, x, 0, W, H, lut_ + x);\n  }\n",
         g->pfx, variant_name(V_DIRECT_REL), args.s ? args.s : "");
     OUT("  #pragma omp parallel for schedule(dynamic, 1 + 262144 / (W + 1)) num_threads(nt_) if ((int64_t)W * H > 65536)\n");
-    OUT("  for (int y = 0; y < H; y++) pxr_lut_u8(i0 + (ptrdiff_t)y * p0, o + (ptrdiff_t)y * op, W, lut_);\n}\n");
+    OUT("  for (int y = 0; y < H; y++) pxr_lut_u8(i0 + (ptrdiff_t)y * p0, o + (ptrdiff_t)y * op, W, lut_, "
+        "(int64_t)W * H > %d);\n}\n", LUT_STREAM_PIXELS);
     sb_free(&args);
     return;
   }
