@@ -253,6 +253,36 @@ static void smaller_second_image(const char *cache) {
   pxl_context_free(ctx);
 }
 
+/* A w x h u8 image of random bytes in *in, and example `name` run on it with ctx (on the
+ * CPU) with u8 scalar `scalar` (NULL: none) set to v: the result, or NULL after a failed
+ * check. */
+static pxl_image *cpu_example(pxl_context *ctx, const char *dir, const char *cache, const char *name, int w, int h,
+                              const char *scalar, int v, pxl_image **in) {
+  pxl_set_cache_dir(ctx, cache);
+  pxl_set_device(ctx, "cpu");
+  pxl_program *prog = NULL;
+  pxl_image *out = NULL;
+  int rc = pxl_program_from_file(ctx, example(dir, name), &prog);
+  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
+  *in = NULL;
+  CHECK(pxl_image_create(ctx, w, h, PXL_U8, 1, in) == PXL_OK, "create %dx%d", w, h);
+  if (!rc && *in) {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) ((uint8_t *)pxl_image_data(*in) + (size_t)y * pxl_image_pitch(*in))[x] = (uint8_t)random_u64();
+    pxl_args *args = pxl_args_new(ctx);
+    pxl_args_image(args, "in", *in);
+    if (scalar) pxl_args_scalar(args, scalar, v);
+    pxl_run_result *res = NULL;
+    rc = pxl_run(ctx, prog, name, args, &res);
+    CHECK(rc == PXL_OK, "%s %dx%d: %s", name, w, h, pxl_errmsg(ctx));
+    out = rc ? NULL : pxl_result_take_image(res);
+    pxl_result_free(res);
+    pxl_args_free(args);
+  }
+  pxl_program_free(prog);
+  return out;
+}
+
 /* examples/transpose.pxl on the CPU over an image larger than the generated C's direct
  * transpose threshold (gen_c.c pure_transpose: 2048 x 2048 pixels), odd sizes so that
  * edge tiles take the buffered path beside the direct one, against a transpose written
@@ -260,27 +290,7 @@ static void smaller_second_image(const char *cache) {
 static void large_transpose(const char *dir, const char *cache) {
   const int w = 2113, h = 2003;
   pxl_context *ctx = pxl_context_new();
-  pxl_set_cache_dir(ctx, cache);
-  pxl_set_device(ctx, "cpu");
-  pxl_program *prog;
-  int rc = pxl_program_from_file(ctx, example(dir, "transpose"), &prog);
-  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
-  pxl_image *in = NULL;
-  CHECK(pxl_image_create(ctx, w, h, PXL_U8, 1, &in) == PXL_OK, "create %dx%d", w, h);
-  if (rc || !in) {
-    pxl_image_free(in);
-    pxl_program_free(prog);
-    pxl_context_free(ctx);
-    return;
-  }
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) ((uint8_t *)pxl_image_data(in) + (size_t)y * pxl_image_pitch(in))[x] = (uint8_t)random_u64();
-  pxl_args *args = pxl_args_new(ctx);
-  pxl_args_image(args, "in", in);
-  pxl_run_result *res = NULL;
-  rc = pxl_run(ctx, prog, "transpose", args, &res);
-  CHECK(rc == PXL_OK, "transpose %dx%d: %s", w, h, pxl_errmsg(ctx));
-  pxl_image *out = rc ? NULL : pxl_result_take_image(res);
+  pxl_image *in, *out = cpu_example(ctx, dir, cache, "transpose", w, h, NULL, 0, &in);
   CHECK(!out || (pxl_image_width(out) == h && pxl_image_height(out) == w), "transpose: output size");
   long bad = 0;
   for (int y = 0; out && y < w && pxl_image_width(out) == h; y++)
@@ -289,10 +299,7 @@ static void large_transpose(const char *dir, const char *cache) {
              ((const uint8_t *)pxl_image_data(in) + (size_t)x * pxl_image_pitch(in))[y];
   CHECK(bad == 0, "transpose %dx%d on the CPU: %ld pixels differ from in(y, x)", w, h, bad);
   pxl_image_free(out);
-  pxl_result_free(res);
-  pxl_args_free(args);
   pxl_image_free(in);
-  pxl_program_free(prog);
   pxl_context_free(ctx);
 }
 
@@ -304,28 +311,7 @@ static void large_transpose(const char *dir, const char *cache) {
 static void large_table(const char *dir, const char *cache) {
   const int w = 4099, h = 4097, t = 77;
   pxl_context *ctx = pxl_context_new();
-  pxl_set_cache_dir(ctx, cache);
-  pxl_set_device(ctx, "cpu");
-  pxl_program *prog;
-  int rc = pxl_program_from_file(ctx, example(dir, "binarize"), &prog);
-  CHECK(rc == PXL_OK, "%s", pxl_errmsg(ctx));
-  pxl_image *in = NULL;
-  CHECK(pxl_image_create(ctx, w, h, PXL_U8, 1, &in) == PXL_OK, "create %dx%d", w, h);
-  if (rc || !in) {
-    pxl_image_free(in);
-    pxl_program_free(prog);
-    pxl_context_free(ctx);
-    return;
-  }
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) ((uint8_t *)pxl_image_data(in) + (size_t)y * pxl_image_pitch(in))[x] = (uint8_t)random_u64();
-  pxl_args *args = pxl_args_new(ctx);
-  pxl_args_image(args, "in", in);
-  pxl_args_scalar(args, "t", t);
-  pxl_run_result *res = NULL;
-  rc = pxl_run(ctx, prog, "binarize", args, &res);
-  CHECK(rc == PXL_OK, "binarize %dx%d: %s", w, h, pxl_errmsg(ctx));
-  pxl_image *out = rc ? NULL : pxl_result_take_image(res);
+  pxl_image *in, *out = cpu_example(ctx, dir, cache, "binarize", w, h, "t", t, &in);
   long bad = 0;
   for (int y = 0; out && y < h; y++)
     for (int x = 0; x < w; x++) {
@@ -334,10 +320,7 @@ static void large_table(const char *dir, const char *cache) {
     }
   CHECK(bad == 0, "binarize %dx%d on the CPU: %ld pixels differ", w, h, bad);
   pxl_image_free(out);
-  pxl_result_free(res);
-  pxl_args_free(args);
   pxl_image_free(in);
-  pxl_program_free(prog);
   pxl_context_free(ctx);
 }
 
