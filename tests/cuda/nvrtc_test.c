@@ -47,6 +47,14 @@ static int loop_body(const char *name) {
   return 0;
 }
 
+/* A dumped unit's tile shape: PXL_CUDA_TILE_ROWS (and _BYTES, default 4) where set with
+ * PXL_DUMP_CUDA, else t. */
+static GpuTile dumped_tile(GpuTile t) {
+  const char *rows = getenv("PXL_CUDA_TILE_ROWS"), *bytes = getenv("PXL_CUDA_TILE_BYTES");
+  if (!getenv("PXL_DUMP_CUDA") || !rows) return t;
+  return (GpuTile){atoi(rows), bytes ? atoi(bytes) : 4};
+}
+
 /* The units generated so far: passed and failed, of which compiled went through NVRTC. */
 typedef struct {
   const CudaApi *api;
@@ -155,8 +163,7 @@ int main(int argc, char **argv) {
         Err e = {0};
         GpuLaunch launch;
         GpuTile tile = {1 << (k % 4), 4 << (k % 2)}; /* the autotuner's candidates, in turn */
-        if (kinds[k] == B_CLAMP && getenv("PXL_DUMP_CUDA") && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
-          tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4};
+        if (kinds[k] == B_CLAMP) tile = dumped_tile(tile);
         int rc = gen_gpu_stage(&cu, D, b, GPU_CUDA, &tile, &launch, &e);
         snprintf(file, sizeof file, "%s.cu", D->name);
         snprintf(what, sizeof what, "%s %s border %s", name, D->name, border_name(kinds[k]));
@@ -191,9 +198,7 @@ int main(int argc, char **argv) {
         StrBuf cu = {0};
         Err e = {0};
         GpuLaunch launch;
-        GpuTile tile = {1 << (entries % 4), 4 << (entries % 2)};
-        if (getenv("PXL_DUMP_CUDA") && getenv("PXL_CUDA_TILE_ROWS")) /* the dumped unit's shape */
-          tile = (GpuTile){atoi(getenv("PXL_CUDA_TILE_ROWS")), getenv("PXL_CUDA_TILE_BYTES") ? atoi(getenv("PXL_CUDA_TILE_BYTES")) : 4};
+        GpuTile tile = dumped_tile((GpuTile){1 << (entries % 4), 4 << (entries % 2)});
         int rc = gen_gpu_stage_test(&cu, D, b, GPU_CUDA, &tile, j, &launch, &e);
         snprintf(file, sizeof file, "%s.test%d.cu", D->name, j);
         snprintf(what, sizeof what, "%s %s testing image %d", name, D->name, j);

@@ -578,10 +578,7 @@ static void stmts(Gen *g, const Node *s);
  * variant (V_WIN) runs only inside the image (kernel_walk's unchecked rows): there
  * `*chg_ |= o[0] != old0 | ...;`, no branch. */
 static void changed_test(Gen *g, int lanes) {
-  const Param *p = NULL;
-  for (int i = 0; i < g->D->nparams; i++)
-    if (g->D->params[i]->is_image && g->D->params[i]->img_index == g->chg_img) p = g->D->params[i];
-  if (!p) return;
+  const Param *p = cg_image_param(g->D, g->chg_img);
   Node zero = {.kind = ND_NUM, .type = {T_I32, 1}, .ival = 0};
   Node rd = {.kind = ND_READ, .type = p->type, .param = (Param *)p, .a = &zero, .b = &zero};
   bool win = g->variant & V_WIN;

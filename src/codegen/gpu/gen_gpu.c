@@ -2275,13 +2275,20 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   return stage_unit(out, D, borders, dialect, tile, -1, launch, err);
 }
 
-bool gen_gpu_test_ok(const Decl *D, const Border *borders, int carried) {
-  if (D->kind != D_KERNEL || D->scan || D->nouts || D->stage || D->skel == SK_P2P_NONSEQ || carried < 0 ||
-      carried >= D->nimages || D->nimages > PXL_GPU_MAX_IMAGES)
+/* What both loop forms below ask of a loop's body D and its carried image parameter:
+ * a plain kernel (no scan, outputs or fused producer) within the GPU's limits, whose
+ * integer result has the carried image's type. */
+static bool carries(const Decl *D, int carried) {
+  if (D->kind != D_KERNEL || D->scan || D->nouts || D->stage || D->nimages > PXL_GPU_MAX_IMAGES ||
+      D->nscalars > PXL_GPU_MAX_SCALARS || carried < 0 || carried >= D->nimages)
     return false;
   const Param *cp = image_param(D, carried);
+  return cp && type_eq(cp->type, D->type) && !scalar_is_float(D->type.s);
+}
+
+bool gen_gpu_test_ok(const Decl *D, const Border *borders, int carried) {
+  if (!carries(D, carried) || D->skel == SK_P2P_NONSEQ) return false;
   const Access *ac = &D->access[carried];
-  if (!cp || !type_eq(cp->type, D->type) || scalar_is_float(D->type.s)) return false;
   for (int i = 0; i < D->nimages; i++)
     if (borders[i].kind == B_NONE) return false; /* the output smaller than the image */
   /* the image is read relatively over a known window that holds (0, 0): every variant of
@@ -2318,11 +2325,7 @@ static int steps_smem(const Decl *D, const GpuSteps *p, int *ew, int *eh) {
 }
 
 bool gen_gpu_steps_plan(const Decl *D, const Border *borders, int carried, GpuSteps *plan) {
-  if (D->kind != D_KERNEL || D->scan || D->nouts || D->stage || D->nimages > PXL_GPU_MAX_IMAGES ||
-      D->nscalars > PXL_GPU_MAX_SCALARS || carried < 0 || carried >= D->nimages)
-    return false;
-  const Param *cp = image_param(D, carried);
-  if (!cp || !type_eq(cp->type, D->type) || scalar_is_float(D->type.s)) return false;
+  if (!carries(D, carried)) return false;
   if (borders[carried].kind != B_CLAMP && borders[carried].kind != B_CONSTANT) return false;
   for (int i = 0; i < D->nimages; i++) {
     const Access *a = &D->access[i];

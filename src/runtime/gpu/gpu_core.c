@@ -193,6 +193,16 @@ static void bind(const GpuCore *g, GpuArgs *c, const GpuBuf *aux) {
 }
 
 /* Buffer b of at least n bytes (aux buffers zero-filled when (re)allocated). */
+/* pack() for a kernel writing image out: its buffer and shape in c too. */
+static int pack_out(GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind,
+                    struct pxl_image *out, GpuArgs *c, Err *err) {
+  int rc = pack(g, D, imgs, scalars, kind, c, err);
+  if (rc) return rc;
+  c->buf[GPU_ARG_OUT] = out->buffer;
+  c->a.out = kimage(out);
+  return PXL_OK;
+}
+
 static int need(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
   return b->size >= n ? PXL_OK : g->drv->alloc(g, b, n, err);
 }
@@ -279,16 +289,12 @@ static int core_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
     if ((rc = gen_gpu_limits(D, g->drv->dialect, err))) return rc;
     Border borders[PXL_GPU_MAX_IMAGES];
     stage_borders(D, imgs, out->width, out->height, borders);
-    if ((rc = pack(g, D, imgs, scalars, "scan", &c, err))) return rc;
-    c.buf[GPU_ARG_OUT] = out->buffer;
-    c.a.out = kimage(out);
+    if ((rc = pack_out(g, D, imgs, scalars, "scan", out, &c, err))) return rc;
     return scan_passes(g, D, borders, &c, out, err);
   }
   rc = get_instance(g, D, imgs, out->width, out->height, &in, err);
-  if (!rc) rc = pack(g, D, imgs, scalars, "tune", &c, err);
+  if (!rc) rc = pack_out(g, D, imgs, scalars, "tune", out, &c, err);
   if (rc) return rc;
-  c.buf[GPU_ARG_OUT] = out->buffer;
-  c.a.out = kimage(out);
   Run run = {&c, out->width, out->height};
   if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_cb, time_cb, g, &run, err))) return rc;
   c.kind = "kernel";
@@ -405,12 +411,10 @@ static int core_kernel_test(Backend *be, const Decl *D, const ImgArg *imgs, cons
   GpuArgs c;
   int rc = gpu_instance_get(&g->tested[carried], &g->tuner, g->drv->name, D, imgs, out->width, out->height,
                             load_test_cb, &tl, &in, err);
-  if (!rc) rc = pack(g, D, imgs, scalars, "tune", &c, err);
+  if (!rc) rc = pack_out(g, D, imgs, scalars, "tune", out, &c, err);
   if (!rc) rc = need(g, &g->tres, 16, err);
   if (!rc) rc = need(g, &g->tword, 8, err);
   if (rc) return rc;
-  c.buf[GPU_ARG_OUT] = out->buffer;
-  c.a.out = kimage(out);
   Run run = {&c, out->width, out->height}; /* timed without a.res: nothing reported */
   if (in->tune && (rc = gpu_instance_tune(&g->tuner, in, D, load_test_cb, time_test_cb, &tl, &run, err))) return rc;
   c.kind = "kernel";
@@ -469,11 +473,9 @@ static int core_kernel_steps(Backend *be, const Decl *D, const ImgArg *imgs, con
     in->base.module = m;
   }
   GpuArgs c;
-  rc = pack(g, D, imgs, scalars, "kernel", &c, err);
+  rc = pack_out(g, D, imgs, scalars, "kernel", out, &c, err);
   if (!rc && test) rc = need(g, &g->tres, 16, err);
   if (rc) return rc;
-  c.buf[GPU_ARG_OUT] = out->buffer;
-  c.a.out = kimage(out);
   c.a.n = steps;
   if (test) { /* no test is in flight (one at a time): the host may write it */
     memset(g->tres.p, 0, 16);
