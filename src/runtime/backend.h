@@ -55,6 +55,9 @@ struct Backend {
   int (*copy)(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err);
   /* Waits for all queued work; reports its failure. */
   int (*sync)(Backend *be, Err *err);
+  /* Optional: an entry's run starts (exec_entry); what the backend varies between the
+   * launches of a run starts again, so a run's launches are the same every time. */
+  void (*run_begin)(Backend *be);
 
   /* Recorded runs (CUDA graphs), optional (NULL: none). Before a pipeline run whose
    * images are all device images, exec.c asks replay() with a key of the run (pipeline,

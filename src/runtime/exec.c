@@ -477,6 +477,7 @@ static int run_outputs(Backend *be, const Decl *D, const ImgArg *imgs, const Lan
 int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out,
                ExecResult *res, Err *err) {
   memset(res, 0, sizeof *res);
+  if (be->run_begin) be->run_begin(be);
   if (D->kind == D_KERNEL && D->nouts) return run_outputs(be, D, imgs, scalars, out, res, err);
   if (exec_channels(D, imgs) > 1) return exec_per_channel(be, D, imgs, scalars, out, res, err);
   int rc = check_memory(be, D, imgs, out, err);

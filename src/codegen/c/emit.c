@@ -56,8 +56,11 @@ bool cg_sliding_rows(const Separable *S) {
 const char *cg_unsigned_ctype(Scalar s) { return scalar_size(s) == 8 ? "uint64_t" : "uint32_t"; }
 
 /* Whether array parameter p (a scalar parameter with len > 0) is read from a copy in its
- * element type (C only: the entry makes it once per run). */
-static bool typed_array(const Gen *g, const Param *p) { return g->typed_arrays && p->len > 0 && p->len <= PXL_CG_TYPED_ARRAY; }
+ * element type (C: the entry makes it once per run; GPU: each block, in shared memory). */
+static bool typed_array(const Gen *g, const Param *p) {
+  if (g->shared_arrays) return p->len > 0 && p->len <= PXL_CG_SHARED_ARRAY;
+  return g->typed_arrays && p->len > 0 && p->len <= PXL_CG_TYPED_ARRAY;
+}
 
 static const char *sfx(Scalar s) { return scalar_name(s); }
 
@@ -787,7 +790,8 @@ static void stmt(Gen *g, const Node *s) {
       cg_expr(g, s->b, 0);
       OUT(")");
     } else {
-      OUT(g->counts32 ? "PXR_BIN_INC32(&bins[b_])" : "PXR_BIN_INC(&bins[b_])");
+      if (g->counts32 && g->bin_copies > 1) OUT("PXR_BIN_INC32(&bins[b_ * %d])", g->bin_copies);
+      else OUT(g->counts32 ? "PXR_BIN_INC32(&bins[b_])" : "PXR_BIN_INC(&bins[b_])");
     }
     OUT("; }\n");
     return;
@@ -848,7 +852,8 @@ static void img_params(Gen *g) {
 }
 
 void cg_scalar_param(Gen *g, const Param *p) {
-  if (typed_array(g, p)) OUT("const %s *PXR_RESTRICT s%d", cg_ctype(p->type.s), p->scalar_index);
+  if (typed_array(g, p))
+    OUT("const %s%s *PXR_RESTRICT s%d", g->shared_arrays ? "PXR_LOCAL " : "", cg_ctype(p->type.s), p->scalar_index);
   else if (p->len) OUT("const PXR_GLOBAL pxlc_scalar *s%d", p->scalar_index);
   else OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
 }
@@ -1031,10 +1036,21 @@ static Margins none_margins(const Gen *g) {
 /* Emits the unpacking of arguments and the region/interior bounds shared by all loops. */
 void cg_prologue(Gen *g, bool has_out) {
   const Decl *D = g->D;
+  bool shared = false;
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     int k = p->img_index;
-    if (p->is_image)
+    if (!p->is_image && g->shared_arrays && typed_array(g, p)) {
+      /* every thread of the block reads every element, often in a loop: a shared copy
+       * in the element type (equalize's table: 9.3 -> 5.1 us on an H100) */
+      int si = p->scalar_index;
+      const char *T = cg_ctype(p->type.s);
+      OUT("  PXG_SHARED %s s%d_[%d];\n", T, si, p->len + 1);
+      OUT("  for (int i_ = PXG_TY * PXG_NTX + PXG_TX; i_ <= %d; i_ += PXG_NTX * PXG_NTY) s%d_[i_] = (%s)PXR_ARRAY_ARG(sc, %d)[i_].%c;\n",
+          p->len, si, T, si, scalar_is_float(p->type.s) ? 'f' : 'i');
+      OUT("  const PXR_LOCAL %s *s%d = s%d_;\n", T, si, si);
+      shared = true;
+    } else if (p->is_image)
       OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
           " const int w%d = in[%d].width, h%d = in[%d].height;\n",
           cg_ctype(p->type.s), k, cg_ctype(p->type.s), k, k, k, cg_ctype(p->type.s), k, k, k, k);
@@ -1049,6 +1065,7 @@ void cg_prologue(Gen *g, bool has_out) {
       OUT("  const %s s%d = (%s)sc[%d].%c;\n", cg_ctype(p->type.s), p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
           scalar_is_float(p->type.s) ? 'f' : 'i');
   }
+  if (shared) OUT("  PXG_SYNC();\n");
   /* what the kernel computes from its scalar parameters alone, once */
   int variant = g->variant;
   g->variant = V_EDGE;

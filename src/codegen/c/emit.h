@@ -31,6 +31,9 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
 
 #define PXL_CG_MAX_HOIST 16
 #define PXL_CG_TYPED_ARRAY 4096
+/* Elements of an array parameter a GPU block copies into shared memory (Gen.shared_arrays):
+ * 8 KiB of int64 */
+#define PXL_CG_SHARED_ARRAY 1024
 #define PXL_CG_ROW_ARRAY_BYTES 4096
 
 typedef struct {
@@ -44,6 +47,7 @@ typedef struct {
   bool tb_t;         /* the buffer holds the footprint transposed: [ex][ey] */
   int depth;         /* indentation */
   bool counts32;     /* the pixel function being emitted counts into 32-bit bins */
+  int bin_copies;    /* counts32: bin b of the caller's copy at bins[b * bin_copies] (0 or 1: one copy) */
   int dialect;       /* codegen/gpu: GpuDialect of the entry points */
   int line;          /* the .pxl line of the last line marker in this function, or 0 */
   bool in_func;      /* emitting a user function: return gives its value */
@@ -55,6 +59,8 @@ typedef struct {
   bool no_hoist;     /* printing a hoisted expression itself */
   bool typed_arrays; /* C: array parameters of up to PXL_CG_TYPED_ARRAY elements are copied
                       * by the entry into arrays of their element type (cg_prologue) */
+  bool shared_arrays; /* GPU: array parameters of up to PXL_CG_SHARED_ARRAY elements are copied
+                       * by each block into shared memory in their element type (cg_prologue) */
   bool narrow_accs;  /* C: a separable sum marked narrow (Separable.narrow) is declared uint16_t */
   bool row_arrays;   /* cg_args_text passes those arrays' row copies s<k>_r (cg_row_arrays) */
   bool no_read0;     /* cg_read_fns leaves out image 0's (gen_c.c: a tabulated kernel reads it directly) */

@@ -36,6 +36,7 @@
 #define PXL_GPU_CHUNKS 1024  /* reduction row chunks (at most): fixed per height, so results are deterministic */
 #define PXL_GPU_BLOCK 256    /* threads per reduction and histogram block */
 #define PXL_GPU_HIST_BLOCKS 512 /* blocks of a counting histogram (at most) */
+#define PXL_GPU_HIST_THREADS 512 /* threads per counting histogram block */
 #define PXL_GPU_AUX_REDUCE (PXL_GPU_CHUNKS * 16 + 16)
 
 typedef enum {

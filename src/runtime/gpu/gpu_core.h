@@ -62,6 +62,7 @@ typedef struct {
   uint64_t aux; /* pointer dialects: the aux buffer's address (else 0) */
   uint64_t res; /* pointer dialects: the result buffer's address (else 0) */
   int64_t n;
+  int64_t flip; /* tile grids: the blocks cover the tiles in reverse order (gpu_core_launch) */
 } GpuKArgs;
 
 /* Argument numbers of the buffers of a buffer dialect (gen_gpu.h); pxl_kargs follows. */
@@ -173,6 +174,8 @@ struct GpuCore {
   Instance *tested[PXL_GPU_MAX_IMAGES]; /* kernels reporting a change of image k (kernel_test) */
   GpuBuf tword;          /* kernel_test: the device word the reporting threads swap the test's number into */
   uint64_t ntests;       /* kernel_test: the tests run (each test's number) */
+  bool flip;             /* the next tile-grid launch runs its tiles in reverse order */
+  bool no_flip;          /* PXL_GPU_ALTERNATE=0: every launch in order */
   Instance *scans;       /* scans' prefix passes (GpuScanInstance): their modules */
   GpuKept kept[PXL_GPU_KEPT]; /* histograms' bins the host has not seen (histogram_keep) */
 };
