@@ -221,7 +221,7 @@ int gpu_core_launch(GpuCore *g, const GpuModule *m, int w, int h, const GpuArgs 
      * (a 64 MiB image overflows the 50 MiB L2 of an H100 or H200). Every tile is
      * computed alone, so the order never changes a result. */
     GpuArgs c = *a;
-    c.a.flip = g->flip && !g->no_flip;
+    c.a.flip = g->flip_mode == 2 || (g->flip_mode == 1 && g->flip);
     g->flip = !g->flip;
     return g->drv->launch(g, m, gx, gy, &c, err);
   } else if (L->grid == GPU_GRID_ROWS) {
@@ -565,7 +565,7 @@ static void core_run_begin(Backend *be) { ((GpuCore *)be)->flip = false; }
 void gpu_core_init(GpuCore *g, const GpuDriver *drv) {
   g->drv = drv;
   const char *alt = getenv("PXL_GPU_ALTERNATE");
-  g->no_flip = alt && !strcmp(alt, "0");
+  g->flip_mode = !alt ? 1 : !strcmp(alt, "0") ? 0 : !strcmp(alt, "reverse") ? 2 : 1;
   g->base.run_begin = core_run_begin;
   g->res.result = true;
   g->tres.result = true;

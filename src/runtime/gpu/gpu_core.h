@@ -175,7 +175,8 @@ struct GpuCore {
   GpuBuf tword;          /* kernel_test: the device word the reporting threads swap the test's number into */
   uint64_t ntests;       /* kernel_test: the tests run (each test's number) */
   bool flip;             /* the next tile-grid launch runs its tiles in reverse order */
-  bool no_flip;          /* PXL_GPU_ALTERNATE=0: every launch in order */
+  int flip_mode;         /* PXL_GPU_ALTERNATE: 0 every launch in order, 2 ("reverse") every
+                          * launch reversed (for tests), else 1: alternating */
   Instance *scans;       /* scans' prefix passes (GpuScanInstance): their modules */
   GpuKept kept[PXL_GPU_KEPT]; /* histograms' bins the host has not seen (histogram_keep) */
 };
