@@ -21,9 +21,10 @@
  * the first border mode go through NVRTC: the sanitizers watch the generator, and NVRTC
  * under them takes minutes.
  *
- * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu, for
- * reading or for nvcc -Xptxas -v (registers, spills); PXL_CUDA_TILE_ROWS and _BYTES
- * choose the dumped units' tile shape.
+ * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu and
+ * each scan pass to DIR/NAME.scanP.cu (P: its GpuScanPass), for reading or for nvcc
+ * -Xptxas -v (registers, spills); PXL_CUDA_TILE_ROWS and _BYTES choose the dumped units'
+ * tile shape.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +222,9 @@ int main(int argc, char **argv) {
         for (int j = 0; j < PXL_GPU_MAX_IMAGES; j++) b[j] = (Border){pass % 2 ? B_CONSTANT : B_CLAMP, 3};
         int rc = gen_gpu_scan(&cu, D, b, GPU_CUDA, (GpuScanPass)pass, &launch, &e);
         snprintf(what, sizeof what, "%s %s scan pass %d", name, D->name, pass);
-        unit_done(&u, &cu, rc, &e, NULL, !quick || uses, what);
+        char sfile[300];
+        snprintf(sfile, sizeof sfile, "%s.scan%d.cu", D->name, pass);
+        unit_done(&u, &cu, rc, &e, sfile, !quick || uses, what);
       }
     }
     pxl_program_free(prog);
