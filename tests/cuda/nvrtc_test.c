@@ -22,7 +22,8 @@
  * under them takes minutes.
  *
  * With PXL_DUMP_CUDA=DIR set, also writes each unit (clamp border) to DIR/NAME.cu and
- * each scan pass to DIR/NAME.scanP.cu (P: its GpuScanPass), for reading or for nvcc
+ * each scan pass to DIR/NAME.scanP.cu (P: its GpuScanPass; clamp for even P, constant for
+ * odd, as generated here), for reading or for nvcc
  * -Xptxas -v (registers, spills); PXL_CUDA_TILE_ROWS and _BYTES choose the dumped units'
  * tile shape.
  */

@@ -1040,30 +1040,34 @@ void cg_prologue(Gen *g, bool has_out) {
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     int k = p->img_index;
-    if (!p->is_image && g->shared_arrays && typed_array(g, p)) {
-      /* every thread of the block reads every element, often in a loop: a shared copy
-       * in the element type (equalize's table: 9.3 -> 5.1 us on an H100) */
-      int si = p->scalar_index;
-      const char *T = cg_ctype(p->type.s);
-      OUT("  PXG_SHARED %s s%d_[%d];\n", T, si, p->len + 1);
-      OUT("  for (int i_ = PXG_TY * PXG_NTX + PXG_TX; i_ <= %d; i_ += PXG_NTX * PXG_NTY) s%d_[i_] = (%s)PXR_ARRAY_ARG(sc, %d)[i_].%c;\n",
-          p->len, si, T, si, scalar_is_float(p->type.s) ? 'f' : 'i');
-      OUT("  const PXR_LOCAL %s *s%d = s%d_;\n", T, si, si);
-      shared = true;
-    } else if (p->is_image)
+    if (p->is_image) {
       OUT("  const PXR_GLOBAL %s *i%d = (const PXR_GLOBAL %s *)PXR_IMAGE_DATA(in, %d); const ptrdiff_t p%d = (ptrdiff_t)(in[%d].pitch / (int64_t)sizeof(%s));"
           " const int w%d = in[%d].width, h%d = in[%d].height;\n",
           cg_ctype(p->type.s), k, cg_ctype(p->type.s), k, k, k, cg_ctype(p->type.s), k, k, k, k);
-    else if (typed_array(g, p)) /* the elements in their type (and the 0 after them), once */
-      OUT("  %s s%d_[%d];\n  for (int i = 0; i <= %d; i++) s%d_[i] = (%s)PXR_ARRAY_ARG(sc, %d)[i].%c;\n"
-          "  const %s *s%d = s%d_;\n",
-          cg_ctype(p->type.s), p->scalar_index, p->len + 1, p->len, p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
-          scalar_is_float(p->type.s) ? 'f' : 'i', cg_ctype(p->type.s), p->scalar_index, p->scalar_index);
-    else if (p->len)
+    } else if (typed_array(g, p)) {
+      /* the elements in their type (and the 0 after them): once per run (C), or by each
+       * GPU block into shared memory, every thread of which reads every element, often in
+       * a loop (equalize's table: 9.3 -> 5.1 us on an H100) */
+      int si = p->scalar_index;
+      const char *T = cg_ctype(p->type.s);
+      char f = scalar_is_float(p->type.s) ? 'f' : 'i';
+      if (g->shared_arrays) {
+        OUT("  PXG_SHARED %s s%d_[%d];\n", T, si, p->len + 1);
+        OUT("  for (int i_ = PXG_TY * PXG_NTX + PXG_TX; i_ <= %d; i_ += PXG_NTX * PXG_NTY) s%d_[i_] = (%s)PXR_ARRAY_ARG(sc, %d)[i_].%c;\n",
+            p->len, si, T, si, f);
+        OUT("  const PXR_LOCAL %s *s%d = s%d_;\n", T, si, si);
+        shared = true;
+      } else {
+        OUT("  %s s%d_[%d];\n  for (int i = 0; i <= %d; i++) s%d_[i] = (%s)PXR_ARRAY_ARG(sc, %d)[i].%c;\n"
+            "  const %s *s%d = s%d_;\n",
+            T, si, p->len + 1, p->len, si, T, si, f, T, si, si);
+      }
+    } else if (p->len) {
       OUT("  const PXR_GLOBAL pxlc_scalar *s%d = PXR_ARRAY_ARG(sc, %d);\n", p->scalar_index, p->scalar_index);
-    else
+    } else {
       OUT("  const %s s%d = (%s)sc[%d].%c;\n", cg_ctype(p->type.s), p->scalar_index, cg_ctype(p->type.s), p->scalar_index,
           scalar_is_float(p->type.s) ? 'f' : 'i');
+    }
   }
   if (shared) OUT("  PXG_SYNC();\n");
   /* what the kernel computes from its scalar parameters alone, once */

@@ -289,16 +289,16 @@ static bool pure_transpose(const Gen *g) {
          ac->ay.cx == 1 && ac->ay.cy == 0 && ac->ay.cw == 0 && ac->ay.ch == 0;
 }
 
+/* A table kernel's output of more than this many pixels is written with streaming stores
+ * (pxr_lut_u8): it does not fit the caches, and a plain store reads each line first. */
+#define LUT_STREAM_PIXELS (4096 * 4096)
+
 /* Whether scan D's column prefixes are computed in bands of rows as the map makes them
  * (kernel_entry), then each band combined with the last row of the one above
  * (scan_entry): a pass over the image less than map, then columns. Integer types only
  * (sums wrap; min, max): a band's first row keeps its mapped values rather than folding
  * them into the identity, which for float min and max differs (a NaN, where the
  * interpreter's fold skips it) - the GPU passes fold every partial from the identity. */
-/* A table kernel's output of more than this many pixels is written with streaming stores
- * (pxr_lut_u8): it does not fit the caches, and a plain store reads each line first. */
-#define LUT_STREAM_PIXELS (4096 * 4096)
-
 static bool fused_scan(const Decl *D) {
   return (D->scan & SCAN_Y) && D->type.lanes == 1 && !scalar_is_float(D->type.s);
 }

@@ -193,7 +193,6 @@ static void bind(const GpuCore *g, GpuArgs *c, const GpuBuf *aux) {
   }
 }
 
-/* Buffer b of at least n bytes (aux buffers zero-filled when (re)allocated). */
 /* pack() for a kernel writing image out: its buffer and shape in c too. */
 static int pack_out(GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *scalars, const char *kind,
                     struct pxl_image *out, GpuArgs *c, Err *err) {
@@ -204,6 +203,7 @@ static int pack_out(GpuCore *g, const Decl *D, const ImgArg *imgs, const Lane *s
   return PXL_OK;
 }
 
+/* Buffer b of at least n bytes (aux buffers zero-filled when (re)allocated). */
 static int need(GpuCore *g, GpuBuf *b, size_t n, Err *err) {
   return b->size >= n ? PXL_OK : g->drv->alloc(g, b, n, err);
 }
