@@ -713,12 +713,16 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("}\n");
     return;
   case ND_FOR:
-    if ((g->variant & V_ROWSUM) && s == g->D->sep->loop) { /* the window's sums, given */
+    if ((g->variant & V_ROWSUM) && s == g->D->sep->loop) { /* the window's values, given */
       const Separable *S = g->D->sep;
       for (int i = 0; i < S->nacc; i++) {
         Scalar as = S->acc[i]->type.s;
         const char *AT = cg_ctype(as), *UT = scalar_size(as) == 8 ? "uint64_t" : "uint32_t";
-        ind(g), OUT("v%d = (%s)((%s)v%d + (%s)r%d);\n", S->acc[i]->slot, AT, UT, S->acc[i]->slot, UT, i);
+        int v = S->acc[i]->slot;
+        if (S->op[i] >= 0) /* a minimum or maximum: of the start and the window's */
+          ind(g), OUT("v%d = pxr_%s_%s(v%d, r%d);\n", v, S->op[i] == BI_MIN ? "min" : "max", scalar_name(as), v, i);
+        else
+          ind(g), OUT("v%d = (%s)((%s)v%d + (%s)r%d);\n", v, AT, UT, v, UT, i);
       }
       return;
     }

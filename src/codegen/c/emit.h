@@ -22,7 +22,7 @@
  * (0, 0) is pixel (ox<k>, oy<k>), rows tp<k> elements apart) or, with V_WIN, held in a
  * thread's private array. */
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
-       V_ROWSUM = 64 /* with V_SEP: integer sums whose row pass the caller slides, given as r<i> */,
+       V_ROWSUM = 64 /* with V_SEP: the window's values given as r<i> (sums the caller slides; GPU packed min/max) */,
        V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */ };
 
 /* The marker before the generated statements of each .pxl line: a comment

@@ -61,6 +61,7 @@
 
 #include "codegen/c/emit.h"
 #include "codegen/c/gen_c.h"
+#include "codegen/gpu/packed.h"
 #include "pxl/pxl.h"
 
 #define PXL_STR_(x) #x
@@ -68,7 +69,8 @@
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
 /* The dialect's words for what the skeletons below use, as macros: thread and block
- * indices, barriers, shared (local) memory, atomics, byte permutes, vector types. */
+ * indices, barriers, shared (local) memory, atomics, byte permutes, min/max of two 16-bit
+ * halves at once, vector types. */
 static const char cuda_words[] =
     "#define PXG_TX ((int)threadIdx.x)\n#define PXG_TY ((int)threadIdx.y)\n"
     "#define PXG_BX ((int)(a.flip ? gridDim.x - 1u - blockIdx.x : blockIdx.x))\n"
@@ -82,6 +84,10 @@ static const char cuda_words[] =
     "#define PXG_BYTE(w, k) __byte_perm((w), 0u, 0x4440u + (k))\n"
     "#define PXG_HALF(w, k) __byte_perm((w), 0u, (k) ? 0x4432u : 0x4410u)\n"
     "#define PXG_SHALF(w, k) ((int32_t)(int16_t)((w) >> (16 * (k))))\n"
+    "#define PXG_MIN2(a, b) __vminu2((a), (b))\n#define PXG_MAX2(a, b) __vmaxu2((a), (b))\n"
+    "#define PXG_MAXS2(a, b) __vmaxs2((a), (b))\n#define PXG_ADD2(a, b) __vadd2((a), (b))\n"
+    "#define PXG_SUB2(a, b) __vsub2((a), (b))\n#define PXG_PAIR(a, b) __byte_perm((a), (b), 0x5410u)\n"
+    "#define PXG_EVEN_BYTES(w) __byte_perm((w), 0u, 0x4240u)\n#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
     "#define PXG_FN_CALLED static __device__ __noinline__\n"
     "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
     "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
@@ -107,6 +113,13 @@ static const char opencl_words[] =
     "#define PXG_BYTE(w, k) (((w) >> (8 * (k))) & 255u)\n"
     "#define PXG_HALF(w, k) (((w) >> (16 * (k))) & 65535u)\n"
     "#define PXG_SHALF(w, k) ((int)as_short((ushort)((w) >> (16 * (k)))))\n"
+    "#define PXG_MIN2(a, b) as_uint(min(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
+    "#define PXG_MAX2(a, b) as_uint(max(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
+    "#define PXG_EVEN_BYTES(w) ((w) & 0x00ff00ffu)\n#define PXG_ODD_BYTES(w) (((w) >> 8) & 0x00ff00ffu)\n"
+    "#define PXG_MAXS2(a, b) as_uint(max(as_short2((uint)(a)), as_short2((uint)(b))))\n"
+    "#define PXG_ADD2(a, b) as_uint(as_short2((uint)(a)) + as_short2((uint)(b)))\n"
+    "#define PXG_SUB2(a, b) as_uint(as_short2((uint)(a)) - as_short2((uint)(b)))\n"
+    "#define PXG_PAIR(a, b) ((uint)(a) | ((uint)(b) << 16))\n"
     "#define PXG_FN_CALLED static\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
     "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x (NVIDIA:\n"
@@ -1056,7 +1069,29 @@ typedef struct {
   int VB[PXL_GPU_MAX_IMAGES];        /* bytes of an image's vector of PX pixels */
   int LE[PXL_GPU_MAX_IMAGES], RE[PXL_GPU_MAX_IMAGES]; /* halo pixels (whole words) left, right */
   int NR[PXL_GPU_MAX_IMAGES], Y0[PXL_GPU_MAX_IMAGES]; /* window rows, the first relative to the pixel's */
+  bool packed; /* a min/max window of bytes computed on packed halves (walk_packed) */
+  bool pk;     /* the pixel's own computation on pairs of pixels too (packed.h: "pk") */
 } Walk;
+
+/* Whether the separable min/max window of a walking kernel is computed on packed 16-bit
+ * halves: bytes of the image and of every column value, PX a multiple of 4. The bytes of
+ * a 4-byte word go into two words of two 16-bit halves each (its bytes 0 and 2, 1 and 3),
+ * and one __vminu2 / __vmaxu2 (one instruction on Hopper) takes the minimum or maximum of
+ * two pixels. Walking a byte window pixel by pixel spent as many instructions unpacking
+ * bytes as computing (dilate5: 80 byte extractions and 80 maxima per 8 pixels). */
+static bool walk_packed(const Gen *g, const Walk *w) {
+  const Separable *S = g->D->sep;
+  if (!use_sep(g) || S->img->type.s != T_U8 || w->PX % 4) return false;
+  for (int i = 0; i < g->D->nimages; i++)
+    if (w->on[i] != (i == S->img->img_index)) return false; /* the window's image alone */
+  for (int i = 0; i < S->nacc; i++)
+    if (S->op[i] < 0 || S->col[i].s != T_U8) return false;
+  return true;
+}
+
+/* The variant of a walking kernel's pixel function: the window's values given (packed
+ * separable windows) or its reads from the thread's registers. */
+static int walk_pk_variant(const Walk *w) { return w->packed ? V_SEP | V_ROWSUM : V_SMEM | V_WIN | V_DIRECT_REL; }
 
 /* Whether kernel D runs as register windows: a one-channel kernel whose images are read
  * only at known relative windows (at most WALK_MAX_ROWS rows, WALK_MAX_HALO bytes beside
@@ -1106,6 +1141,8 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
     w->NR[i] = ac->y1 - ac->y0 + 1;
     w->Y0[i] = ac->y0;
   }
+  w->packed = walk_packed(g, w);
+  w->pk = !(w->PX % 4) && (w->packed || !use_sep(g)) && gp_packable(g, walk_pk_variant(w));
   return true;
 }
 
@@ -1173,6 +1210,163 @@ static void walk_row(Gen *g, const Walk *w, int k, const char *row, const char *
   }
 }
 
+/* Row y's PX bytes from the packed pixel function (packed.h): one call per pair of pixels
+ * p, p + 2 (p % 4 < 2), whose further arguments are `args` (a format taking p, up to 4
+ * times), then the words of the row's vector, pixels p .. p + 3 from the pairs of p and
+ * p + 1 (byte permutes). */
+static void pk_store(Gen *g, const char *A, int PX, const char *args) {
+  for (int p = 0; p < PX; p++) {
+    if (p % 4 >= 2) continue;
+    OUT("      uint32_t k_%d;\n      %s_pk(%s", p, g->pfx, A);
+    sb_printf(g->o, args, p, p, p, p);
+    OUT(", xs + %d, y, &k_%d);\n", p, p);
+  }
+  OUT("      union { PXG_VEC(%d) v; uint32_t w[%d]; } v_;\n", PX, PX / 4);
+  for (int q = 0; q < PX / 4; q++) OUT("      v_.w[%d] = PXG_BYTE_PERM(k_%d, k_%d, 0x6240u);\n", q, 4 * q, 4 * q + 1);
+  OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n", PX);
+}
+
+/* The half-word of packed column values (walk_pack) of row set `r` whose halves are the
+ * columns c and c + 2 of the thread's pixels (u = c + the left halo; accumulator i): word
+ * u / 4's even or odd bytes, or the upper half of one and the lower of the next. */
+static void pack_half(Gen *g, int i, char r, int u) {
+  int q = u / 4;
+  switch (u % 4) {
+  case 0: OUT("ce%d%c[%d]", i, r, q); break;
+  case 1: OUT("co%d%c[%d]", i, r, q); break;
+  case 2: OUT("PXG_BYTE_PERM(ce%d%c[%d], ce%d%c[%d], 0x5432u)", i, r, q, i, r, q + 1); break;
+  default: OUT("PXG_BYTE_PERM(co%d%c[%d], co%d%c[%d], 0x5432u)", i, r, q, i, r, q + 1); break;
+  }
+}
+
+static const char *pack_op(const Separable *S, int i) { return S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2"; }
+
+/* walk_pack's column pass for output row j (and j + 1 when `two`): per word q of the
+ * rows, the accumulators over the window's rows of its even and odd bytes, into
+ * ce<i>a / co<i>a (row j) and ce<i>b / co<i>b (row j + 1). Two rows share the window's
+ * rows but their first and last: those are computed once (c<i>), then each row's own. */
+static void pack_cols(Gen *g, const Walk *w, int j, bool two, int NW) {
+  const Separable *S = g->D->sep;
+  int k = S->img->img_index;
+  for (int i = 0; i < S->nacc; i++) {
+    OUT("      uint32_t ce%da[%d], co%da[%d];\n", i, NW, i, NW);
+    if (two) OUT("      uint32_t ce%db[%d], co%db[%d];\n", i, NW, i, NW);
+  }
+  OUT("      #pragma unroll\n      for (int q = 0; q < %d; q++) {\n", NW);
+  for (int i = 0; i < S->nacc; i++) OUT("        uint32_t ce%d = 0, co%d = 0;\n", i, i);
+  /* rows: the shared ones (all for one output row), then the first row's and the second's */
+  int first = two ? S->y0 + 1 : S->y0;
+  for (int dy = first; dy <= S->y1 + (two ? 2 : 0); dy++) {
+    int row = dy <= S->y1 ? j + dy : dy == S->y1 + 1 ? j + S->y0 : j + 1 + S->y1; /* image row - ys */
+    char set = dy <= S->y1 ? 0 : dy == S->y1 + 1 ? 'a' : 'b';
+    OUT("        {\n          const uint32_t w_ = wd_[%d][q], e_ = PXG_EVEN_BYTES(w_), o_ = PXG_ODD_BYTES(w_);\n",
+        row - w->Y0[k]);
+    for (int i = 0; i < S->nacc; i++) {
+      const char *op = pack_op(S, i);
+      bool core_empty = first > S->y1;
+      if (!set && dy == first) OUT("          ce%d = e_; co%d = o_;\n", i, i);
+      else if (!set) OUT("          ce%d = %s(ce%d, e_); co%d = %s(co%d, o_);\n", i, op, i, i, op, i);
+      else if (core_empty) OUT("          ce%d%c[q] = e_; co%d%c[q] = o_;\n", i, set, i, set);
+      else OUT("          ce%d%c[q] = %s(ce%d, e_); co%d%c[q] = %s(co%d, o_);\n", i, set, op, i, i, set, op, i);
+    }
+    OUT("        }\n");
+  }
+  if (!two)
+    for (int i = 0; i < S->nacc; i++) OUT("        ce%da[q] = ce%d; co%da[q] = co%d;\n", i, i, i, i);
+  for (int i = 0; i < S->nacc; i++) OUT("        (void)ce%d; (void)co%d;\n", i, i);
+  OUT("      }\n");
+}
+
+/* walk_pack's row pass and stores for output row j from row set r ('a' or 'b'): the
+ * window's accumulators on pairs of pixels p and p + 2 (p % 4 < 2) in 16-bit halves;
+ * pixels p and p + 1 share their windows but the first column of p's and the last of
+ * p + 1's (computed once: s<i>_p). Each pixel's values go through "pr". */
+static void pack_rows(Gen *g, const char *A, const Walk *w, int j, char r) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  int k = S->img->img_index, PX = w->PX, LE = w->LE[k], rb = PX * scalar_size(D->type.s);
+  OUT("      {\n      const int y = ys + %d;\n", j);
+  for (int p = 0; p < PX; p += 4)
+    for (int i = 0; i < S->nacc; i++) {
+      const char *op = pack_op(S, i);
+      bool core = S->x1 > S->x0;
+      if (core) {
+        OUT("      uint32_t s%d_%d = ", i, p);
+        pack_half(g, i, r, p + S->x0 + 1 + LE);
+        OUT(";\n");
+        for (int dx = S->x0 + 2; dx <= S->x1; dx++) {
+          OUT("      s%d_%d = %s(s%d_%d, ", i, p, op, i, p);
+          pack_half(g, i, r, p + dx + LE);
+          OUT(");\n");
+        }
+      }
+      for (int e = 0; e < 2; e++) { /* pixel p: the window's first column; p + 1: the last */
+        int u = e ? p + S->x1 + 1 + LE : p + S->x0 + LE;
+        OUT("      const uint32_t p%d_%d = ", i, p + e);
+        if (core) OUT("%s(s%d_%d, ", op, i, p);
+        pack_half(g, i, r, u);
+        OUT("%s;\n", core ? ")" : "");
+      }
+    }
+  if (w->pk) {
+    char args[64] = "";
+    for (int i = 0; i < S->nacc; i++) snprintf(args + strlen(args), sizeof args - strlen(args), ", p%d_%%d", i);
+    pk_store(g, A, PX, args);
+    OUT("      }\n");
+    return;
+  }
+  OUT("      union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", rb, cg_ctype(D->type.s), PX);
+  for (int p = 0; p < PX; p++) {
+    OUT("      %s_pr(%s", g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", (uint8_t)(p%d_%d >> %d)", i, p % 4 < 2 ? p : p - 2, p % 4 < 2 ? 0 : 16);
+    OUT(", xs + %d, y, W, H, v_.e + %d);\n", p, p);
+  }
+  OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n      }\n", rb);
+}
+
+/* walk_packed's interior: the fetched rows as words wd_ (a side crossing the image's edge
+ * built from the border function's bytes); per pair of output rows the column pass on the
+ * words' even and odd bytes (16-bit halves: pack_cols), then each row's row pass
+ * (pack_rows). */
+static void walk_pack(Gen *g, const char *A, const Walk *w) {
+  const Decl *D = g->D;
+  const Separable *S = D->sep;
+  int k = S->img->img_index, PX = w->PX, SH = w->SH;
+  int NROW = SH + w->NR[k] - 1, LW = w->LE[k] / 4, VW = w->VB[k] / 4, RW = w->RE[k] / 4, NW = LW + VW + RW;
+  static const char *lane[] = {"x", "y", "z", "w"};
+  (void)PX;
+  OUT("    uint32_t wd_[%d][%d];\n    #pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", NROW, NW, NROW);
+  OUT("      const int yr_ = ys + %d + r_;\n      (void)yr_;\n", w->Y0[k]);
+  for (int side = 0; side < 2; side++) {
+    int n = side ? RW : LW, first = side ? LW + VW : 0;
+    if (!n) continue;
+    OUT("      if (%c%d_) {\n", side ? 'r' : 'l', k);
+    for (int q = 0; q < n; q++) OUT("        wd_[r_][%d] = h%d%c_[r_][%d];\n", first + q, k, side ? 'r' : 'l', q);
+    OUT("      } else {\n");
+    for (int q = 0; q < n; q++) {
+      int c = 4 * (first + q) - w->LE[k]; /* the word's first column, relative to xs */
+      OUT("        wd_[r_][%d] = ", first + q);
+      for (int b = 0; b < 4; b++)
+        OUT("%s((uint32_t)%s_rd%d(i%d, p%d, w%d, h%d, xs + %d, yr_, 0) << %d)", b ? " | " : "", g->pfx, k, k, k, k, k,
+            c + b, 8 * b);
+      OUT(";\n");
+    }
+    OUT("      }\n");
+  }
+  for (int q = 0; q < VW; q++)
+    OUT("      wd_[r_][%d] = m%d_[r_]%s%s;\n", LW + q, k, VW > 1 ? "." : "", VW > 1 ? lane[q] : "");
+  OUT("    }\n");
+  (void)S;
+  for (int j = 0; j < SH; j += 2) {
+    bool two = j + 1 < SH;
+    OUT("    {\n");
+    pack_cols(g, w, j, two, NW);
+    pack_rows(g, A, w, j, 'a');
+    if (two) pack_rows(g, A, w, j + 1, 'b');
+    OUT("    }\n");
+  }
+}
+
 /* The register-window entry (walk_plan): grid W / (32 PX) x H / (WALK_BY SH) blocks of
  * 32 x WALK_BY threads. */
 static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
@@ -1198,6 +1392,12 @@ static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
     OUT("    const bool l%d_ = xs >= %d, r%d_ = xs + %d <= w%d;\n    (void)l%d_; (void)r%d_;\n", k, w->LE[k], k,
         PX + w->RE[k], k, k, k);
     walk_fetch(g, w, k);
+    if (w->packed) { /* the window's image is the only one (walk_packed) */
+      walk_pack(g, A, w);
+      OUT("    return;\n  }\n");
+      block_checked(g, A, PX, SH, 1, true);
+      return;
+    }
     OUT("    %s wn%d[%d][%d];\n", cg_window_ctype(image_param(D, k)->type.s), k, w->NR[k], w->LE[k] + PX + w->RE[k]);
     if (w->NR[k] > 1) {
       char yy[48];
@@ -1221,6 +1421,13 @@ static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
     snprintf(last, sizeof last, "%d", NR - 1);
     snprintf(r, sizeof r, "j + %d", NR - 1);
     walk_row(g, w, k, last, r, yy, "      ");
+  }
+  if (w->pk) {
+    pk_store(g, A, PX, wa.s);
+    sb_free(&wa);
+    OUT("    }\n    return;\n  }\n");
+    block_checked(g, A, PX, SH, 1, true);
+    return;
   }
   OUT("      union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", rb, OT, PX);
   if (use_sep(g)) {
@@ -2266,8 +2473,11 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
   Strip sp;
   Walk wk;
   EntryForm form = D->kind == D_KERNEL ? entry_form(g, tile, &wk, &sp) : ENTRY_REG; /* others: none of these */
-  if (form == ENTRY_WALK) {
-    if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
+  if (form == ENTRY_WALK && wk.pk) {
+    gp_pixel_fn(g, walk_pk_variant(&wk), "pk");
+  } else if (form == ENTRY_WALK) {
+    if (wk.packed) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
+    else if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
     else cg_pixel_fn(g, V_SMEM | V_WIN | V_DIRECT_REL, "pw", false);
   } else if (form == ENTRY_STRIPS) {
     cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);

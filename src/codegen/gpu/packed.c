@@ -1,0 +1,226 @@
+/*
+ * packed.c - pixel functions that compute two pixels at once, in the 16-bit halves of a
+ * 32-bit word (the GPU generators' "pk" functions).
+ *
+ * A byte kernel whose pixel is computed from bytes by minima, maxima and sums or
+ * differences of two bytes (a median network, a dilation's start value, a morphological
+ * gradient's max - min) runs on pairs of pixels x and x + 2 of a thread's row: each value
+ * is a word whose low half is pixel x's and whose high half pixel x + 2's, and one
+ * PXG_MIN2 / PXG_MAX2 / PXG_SUB2 (on Hopper one instruction: VIMNMX on 16-bit halves,
+ * the same rate as a 32-bit minimum) does the work of two. Pairs x, x + 2 rather than
+ * x, x + 1: the even and odd bytes of a 4-byte word are two such pairs, one byte
+ * permute or mask each.
+ *
+ * Every value is in one of two classes, each half of a word holding the value of one
+ * pixel exactly:
+ *   BYTE   0..255: reads of u8 pixels, u8 variables, literals 0..255, the minimum or
+ *          maximum of two BYTEs, a BYTE converted to any integer type that holds 0..255;
+ *   SHORT  -255..510 as a signed 16-bit half: the sum or difference of two BYTEs in a
+ *          signed type (what the checker makes of `u8 - u8`: i32), kept by conversions
+ *          to signed types of 16 bits or more, made BYTE again by a conversion to u8
+ *          (saturation: a signed maximum with 0, then an unsigned minimum with 255).
+ * Anything else (coordinates, scalar parameters, other operators, control flow) is not
+ * packed: the generator then calls the one-pixel functions as before. The halves never
+ * carry into each other: BYTE operations stay within 0..255 and SHORT within
+ * -255..510, so every operation is exact lane by lane.
+ */
+#include "codegen/gpu/packed.h"
+
+#include <stdint.h>
+
+#include "codegen/c/emit.h"
+
+#define OUT(...) sb_printf(g->o, __VA_ARGS__)
+
+typedef enum { PK_NO, PK_BYTE, PK_SHORT } PkClass;
+
+/* An integer type that holds every value 0..255 / -255..510. */
+static bool holds_byte(Scalar s) { return !scalar_is_float(s) && scalar_size(s) >= (scalar_is_signed(s) ? 2 : 1); }
+static bool holds_short(Scalar s) { return !scalar_is_float(s) && scalar_is_signed(s) && scalar_size(s) >= 2; }
+
+/* The value of an integer constant expression (a literal, negated or converted). */
+static bool const_int(const Node *n, int64_t *v) {
+  if (!n) return false;
+  if (n->kind == ND_NUM && !scalar_is_float(n->type.s)) return *v = n->ival, true;
+  if (n->kind == ND_CAST && !scalar_is_float(n->type.s)) return const_int(n->a, v);
+  if (n->kind == ND_NEG && const_int(n->a, v)) return *v = -*v, true;
+  return false;
+}
+
+/* A local u8 scalar variable (not a parameter, not an array). */
+static bool byte_var(const Var *v) { return v && !v->param && !v->len && !v->is_const && v->type.s == T_U8 && v->type.lanes == 1; }
+
+static PkClass expr_class(const Decl *D, int variant, const Node *n) {
+  if (!n || n->type.lanes != 1) return PK_NO;
+  int64_t c = 0;
+  switch (n->kind) {
+  case ND_NUM: return const_int(n, &c) && c >= 0 && c <= 255 ? PK_BYTE : PK_NO;
+  case ND_VAR: return byte_var(n->var) ? PK_BYTE : PK_NO;
+  case ND_READ: {
+    int64_t dx, dy;
+    const Param *p = n->param;
+    return (variant & V_WIN) && p->type.s == T_U8 && p->type.lanes == 1 && const_int(n->a, &dx) && const_int(n->b, &dy)
+               ? PK_BYTE
+               : PK_NO;
+  }
+  case ND_CALL:
+    if ((n->builtin != BI_MIN && n->builtin != BI_MAX) || n->nargs != 2 || !holds_byte(n->type.s)) return PK_NO;
+    return expr_class(D, variant, n->args[0]) == PK_BYTE && expr_class(D, variant, n->args[1]) == PK_BYTE ? PK_BYTE
+                                                                                                        : PK_NO;
+  case ND_CAST: {
+    PkClass a = expr_class(D, variant, n->a);
+    if (a == PK_BYTE) return holds_byte(n->type.s) ? PK_BYTE : PK_NO;
+    if (a == PK_SHORT) return n->type.s == T_U8 ? PK_BYTE : holds_short(n->type.s) ? PK_SHORT : PK_NO;
+    return PK_NO;
+  }
+  case ND_ADD:
+  case ND_SUB:
+    return holds_short(n->type.s) && expr_class(D, variant, n->a) == PK_BYTE &&
+                   expr_class(D, variant, n->b) == PK_BYTE
+               ? PK_SHORT
+               : PK_NO;
+  default: return PK_NO;
+  }
+}
+
+static bool stmt_ok(const Decl *D, int variant, const Node *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case ND_BLOCK:
+      if (!stmt_ok(D, variant, s->body)) return false;
+      break;
+    case ND_DECL:
+      if (!byte_var(s->var) || (s->a && expr_class(D, variant, s->a) != PK_BYTE)) return false;
+      break;
+    case ND_ASSIGN:
+      if (!byte_var(s->var) || expr_class(D, variant, s->a) != PK_BYTE) return false;
+      break;
+    case ND_FOR: { /* the window loop of a separable kernel, whose values are given */
+      const Separable *S = D->sep;
+      if (!(variant & V_ROWSUM) || s != S->loop) return false;
+      for (int i = 0; i < S->nacc; i++)
+        if (S->op[i] < 0 || !byte_var(S->acc[i])) return false;
+      break;
+    }
+    case ND_RETURN:
+      if (s->args || expr_class(D, variant, s->a) != PK_BYTE) return false;
+      break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+bool gp_packable(const Gen *g, int variant) {
+  const Decl *D = g->D;
+  if (D->kind != D_KERNEL || D->nouts || D->type.s != T_U8 || D->type.lanes != 1 || g->chg_img >= 0 || g->virt >= 0 ||
+      g->nhoist)
+    return false;
+  for (int i = 0; i < D->nimages; i++) /* reads from the thread's window only */
+    if ((variant & V_WIN) && D->access[i].read_rel && !g->direct[i]) return false;
+  return stmt_ok(D, variant, D->body);
+}
+
+static void expr(Gen *g, const Node *n) {
+  int64_t c = 0;
+  switch (n->kind) {
+  case ND_NUM:
+    const_int(n, &c);
+    OUT("0x%08xu", (unsigned)(c * 0x10001));
+    return;
+  case ND_VAR: OUT("v%d", n->var->slot); return;
+  case ND_READ: { /* pixels x + dx and x + 2 + dx of the thread's window (zero-extended bytes) */
+    int64_t dx, dy;
+    const_int(n->a, &dx);
+    const_int(n->b, &dy);
+    int k = n->param->img_index;
+    OUT("PXG_PAIR(t%d[(ptrdiff_t)(y + %lld - oy%d) * tp%d + (x + %lld - ox%d)], t%d[(ptrdiff_t)(y + %lld - oy%d) * "
+        "tp%d + (x + %lld - ox%d)])",
+        k, (long long)dy, k, k, (long long)dx, k, k, (long long)dy, k, k, (long long)dx + 2, k);
+    return;
+  }
+  case ND_CALL:
+    OUT("%s(", n->builtin == BI_MIN ? "PXG_MIN2" : "PXG_MAX2");
+    expr(g, n->args[0]);
+    OUT(", ");
+    expr(g, n->args[1]);
+    OUT(")");
+    return;
+  case ND_CAST:
+    if (expr_class(g->D, g->variant, n->a) == PK_SHORT && n->type.s == T_U8) { /* saturate to 0..255 */
+      OUT("PXG_MIN2(PXG_MAXS2(");
+      expr(g, n->a);
+      OUT(", 0u), 0x00ff00ffu)");
+    } else {
+      expr(g, n->a);
+    }
+    return;
+  case ND_ADD:
+  case ND_SUB:
+    OUT("%s(", n->kind == ND_ADD ? "PXG_ADD2" : "PXG_SUB2");
+    expr(g, n->a); /* a BYTE word is a SHORT one: halves 0..255 */
+    OUT(", ");
+    expr(g, n->b);
+    OUT(")");
+    return;
+  default: OUT("0u /* not packed */"); return;
+  }
+}
+
+static void ind(Gen *g) {
+  for (int i = 0; i < g->depth; i++) OUT("  ");
+}
+
+static void stmts(Gen *g, const Node *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case ND_BLOCK: stmts(g, s->body); break;
+    case ND_DECL:
+      ind(g), OUT("uint32_t v%d = ", s->var->slot);
+      if (s->a) expr(g, s->a);
+      else OUT("0u");
+      OUT(";\n");
+      break;
+    case ND_ASSIGN:
+      ind(g), OUT("v%d = ", s->var->slot);
+      expr(g, s->a);
+      OUT(";\n");
+      break;
+    case ND_FOR: {
+      const Separable *S = g->D->sep;
+      for (int i = 0; i < S->nacc; i++)
+        ind(g), OUT("v%d = %s(v%d, r%d);\n", S->acc[i]->slot, S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2",
+                    S->acc[i]->slot, i);
+      break;
+    }
+    case ND_RETURN:
+      ind(g), OUT("{ *o = ");
+      expr(g, s->a);
+      OUT("; return; }\n");
+      break;
+    default: break; /* gp_packable admits no other statement */
+    }
+  }
+}
+
+void gp_pixel_fn(Gen *g, int variant, const char *name) {
+  const Decl *D = g->D;
+  g->variant = variant;
+  StrBuf params = {0};
+  cg_params_text(g, &params);
+  OUT("PXR_FN_ALWAYS void %s_%s(%s", g->pfx, name, params.s ? params.s : "");
+  sb_free(&params);
+  if (variant & V_WIN)
+    for (int i = 0; i < D->nparams; i++) {
+      const Param *p = D->params[i];
+      if (p->is_image && g->direct[p->img_index])
+        OUT(", const uint32_t *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", p->img_index, p->img_index,
+            p->img_index, p->img_index);
+    }
+  if (variant & V_ROWSUM)
+    for (int i = 0; i < D->sep->nacc; i++) OUT(", uint32_t r%d", i);
+  OUT(", int x, int y, uint32_t *PXR_RESTRICT o) {\n  (void)x; (void)y;\n");
+  g->depth = 1;
+  stmts(g, D->body);
+  OUT("}\n");
+}

@@ -1,0 +1,24 @@
+/*
+ * packed.h - pixel functions on pairs of pixels in the 16-bit halves of a word (GPU).
+ *
+ * gp_pixel_fn emits <pfx>_<name>(images and scalars..., [windows], [r<i>], x, y, o):
+ * pixels x and x + 2 of row y at once, *o their u8 values in its low and high halves.
+ * Variants: V_SMEM | V_WIN | V_DIRECT_REL (relative reads from the thread's window
+ * t<k>, as the "pw" functions) and V_SEP | V_ROWSUM (a separable min/max window's values
+ * for both pixels given as words r<i>, as "pr"). The dialect defines PXG_PAIR, PXG_MIN2,
+ * PXG_MAX2, PXG_MAXS2, PXG_ADD2 and PXG_SUB2 (gen_gpu.c). packed.c says which kernels
+ * qualify and why the halves stay exact.
+ */
+#ifndef PXL_CODEGEN_GPU_PACKED_H
+#define PXL_CODEGEN_GPU_PACKED_H
+
+#include <stdbool.h>
+
+#include "codegen/c/emit.h"
+
+/* Whether kernel g->D's pixel computes in pairs in the given variant. */
+bool gp_packable(const Gen *g, int variant);
+/* Emits the packed pixel function <pfx>_<name> (gp_packable must hold). */
+void gp_pixel_fn(Gen *g, int variant, const char *name);
+
+#endif
