@@ -936,6 +936,13 @@ static void stage_fns(Gen *g, const Border *borders) {
   OUT(", x, y, w%d, h%d, o);\n  return o[c];\n}\n", v, v);
 }
 
+/* Whether a staged tile's pixels are computed in pairs (packed.h: "pk", reads from the
+ * tile), PX a multiple of 4 one-channel pixels. median5 on an H200 at 8192^2: see
+ * docs/PERFORMANCE.md. */
+static bool tiles_pk(const Gen *g, int PX) {
+  return !(PX % 4) && g->D->type.lanes == 1 && !use_sep(g) && gp_packable(g, V_SMEM | V_DIRECT_REL);
+}
+
 /* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
  * loads them with 16-byte vectors; a tile at the image's edges (when the output region is
  * the whole image, i.e. no border mode shrinks it) loads them pixel by pixel through the
@@ -1005,8 +1012,16 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
       if (g->direct[i])
         sb_printf(&sa, ", t%d, tx0 - %d, ty0 + %d, %d", i, st[i].L, st[i].y0, st[i].TWP * image_param(D, i)->type.lanes);
     OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++)\n", PY);
-    OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ps(%s%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n",
-        PX, g->pfx, A, sa.s, C);
+    if (tiles_pk(g, PX)) { /* pairs of pixels i, i + 2 (packed.h) */
+      OUT("      #pragma unroll\n      for (int i = 0; i < %d; i += 4) {\n        uint32_t k0, k1;\n", PX);
+      OUT("        %s_pk(%s%s, xs + i, ys + j, &k0);\n        %s_pk(%s%s, xs + i + 1, ys + j, &k1);\n", g->pfx, A,
+          sa.s, g->pfx, A, sa.s);
+      OUT("        v_[j].e[i] = (uint8_t)k0; v_[j].e[i + 1] = (uint8_t)k1;\n");
+      OUT("        v_[j].e[i + 2] = (uint8_t)(k0 >> 16); v_[j].e[i + 3] = (uint8_t)(k1 >> 16);\n      }\n");
+    } else {
+      OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ps(%s%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n",
+          PX, g->pfx, A, sa.s, C);
+    }
     sb_free(&sa);
   }
   OUT("    if (staged) {\n");
@@ -2485,6 +2500,7 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
     /* (a CUDA table kernel calls none of these: emitted unused, as before) */
     if (slide_bands(g, st, 32 * PX, 8 * PY)) cg_pixel_fn(g, V_SEP | V_ROWSUM, "pr", false);
     else if (use_sep(g)) cg_pixel_fn(g, V_SEP, "ph", false);
+    else if (tiles_pk(g, PX)) gp_pixel_fn(g, V_SMEM | V_DIRECT_REL, "pk");
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   }
   if (form == ENTRY_NONSEQ) {

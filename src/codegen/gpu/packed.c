@@ -59,7 +59,7 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   case ND_READ: {
     int64_t dx, dy;
     const Param *p = n->param;
-    return (variant & V_WIN) && p->type.s == T_U8 && p->type.lanes == 1 && const_int(n->a, &dx) && const_int(n->b, &dy)
+    return (variant & V_SMEM) && p->type.s == T_U8 && p->type.lanes == 1 && const_int(n->a, &dx) && const_int(n->b, &dy)
                ? PK_BYTE
                : PK_NO;
   }
@@ -116,8 +116,8 @@ bool gp_packable(const Gen *g, int variant) {
   if (D->kind != D_KERNEL || D->nouts || D->type.s != T_U8 || D->type.lanes != 1 || g->chg_img >= 0 || g->virt >= 0 ||
       g->nhoist)
     return false;
-  for (int i = 0; i < D->nimages; i++) /* reads from the thread's window only */
-    if ((variant & V_WIN) && D->access[i].read_rel && !g->direct[i]) return false;
+  for (int i = 0; i < D->nimages; i++) /* reads from the staged tile or the thread's window only */
+    if ((variant & V_SMEM) && D->access[i].read_rel && !g->direct[i]) return false;
   return stmt_ok(D, variant, D->body);
 }
 
@@ -129,7 +129,7 @@ static void expr(Gen *g, const Node *n) {
     OUT("0x%08xu", (unsigned)(c * 0x10001));
     return;
   case ND_VAR: OUT("v%d", n->var->slot); return;
-  case ND_READ: { /* pixels x + dx and x + 2 + dx of the thread's window (zero-extended bytes) */
+  case ND_READ: { /* pixels x + dx and x + 2 + dx of the staged tile or the thread's window */
     int64_t dx, dy;
     const_int(n->a, &dx);
     const_int(n->b, &dy);
@@ -210,12 +210,13 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
   cg_params_text(g, &params);
   OUT("PXR_FN_ALWAYS void %s_%s(%s", g->pfx, name, params.s ? params.s : "");
   sb_free(&params);
-  if (variant & V_WIN)
+  if (variant & V_SMEM) /* the staged tile (bytes in shared memory) or the thread's window (words) */
     for (int i = 0; i < D->nparams; i++) {
       const Param *p = D->params[i];
       if (p->is_image && g->direct[p->img_index])
-        OUT(", const uint32_t *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", p->img_index, p->img_index,
-            p->img_index, p->img_index);
+        OUT(", const %s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d",
+            (variant & V_WIN) ? "uint32_t" : "PXR_LOCAL uint8_t", p->img_index, p->img_index, p->img_index,
+            p->img_index);
     }
   if (variant & V_ROWSUM)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", uint32_t r%d", i);

@@ -3,8 +3,9 @@
  *
  * gp_pixel_fn emits <pfx>_<name>(images and scalars..., [windows], [r<i>], x, y, o):
  * pixels x and x + 2 of row y at once, *o their u8 values in its low and high halves.
- * Variants: V_SMEM | V_WIN | V_DIRECT_REL (relative reads from the thread's window
- * t<k>, as the "pw" functions) and V_SEP | V_ROWSUM (a separable min/max window's values
+ * Variants: V_SMEM | V_DIRECT_REL and V_SMEM | V_WIN | V_DIRECT_REL (relative reads
+ * from the block's staged tile or the thread's window t<k>, as the "ps" and "pw"
+ * functions) and V_SEP | V_ROWSUM (a separable min/max window's values
  * for both pixels given as words r<i>, as "pr"). The dialect defines PXG_PAIR, PXG_MIN2,
  * PXG_MAX2, PXG_MAXS2, PXG_ADD2 and PXG_SUB2 (gen_gpu.c). packed.c says which kernels
  * qualify and why the halves stay exact.
