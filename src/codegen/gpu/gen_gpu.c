@@ -87,7 +87,7 @@ static const char cuda_words[] =
     "#define PXG_MIN2(a, b) __vminu2((a), (b))\n#define PXG_MAX2(a, b) __vmaxu2((a), (b))\n"
     "#define PXG_MAXS2(a, b) __vmaxs2((a), (b))\n#define PXG_ADD2(a, b) __vadd2((a), (b))\n"
     "#define PXG_SUB2(a, b) __vsub2((a), (b))\n#define PXG_PAIR(a, b) __byte_perm((a), (b), 0x5410u)\n"
-    "#define PXG_EVEN_BYTES(w) __byte_perm((w), 0u, 0x4240u)\n#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
+    "#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
     "#define PXG_FN_CALLED static __device__ __noinline__\n"
     "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
     "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
@@ -115,7 +115,7 @@ static const char opencl_words[] =
     "#define PXG_SHALF(w, k) ((int)as_short((ushort)((w) >> (16 * (k)))))\n"
     "#define PXG_MIN2(a, b) as_uint(min(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
     "#define PXG_MAX2(a, b) as_uint(max(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
-    "#define PXG_EVEN_BYTES(w) ((w) & 0x00ff00ffu)\n#define PXG_ODD_BYTES(w) (((w) >> 8) & 0x00ff00ffu)\n"
+    "#define PXG_ODD_BYTES(w) (((w) >> 8) & 0x00ff00ffu)\n"
     "#define PXG_MAXS2(a, b) as_uint(max(as_short2((uint)(a)), as_short2((uint)(b))))\n"
     "#define PXG_ADD2(a, b) as_uint(as_short2((uint)(a)) + as_short2((uint)(b)))\n"
     "#define PXG_SUB2(a, b) as_uint(as_short2((uint)(a)) - as_short2((uint)(b)))\n"
@@ -1257,7 +1257,9 @@ static void pack_half(Gen *g, int i, char r, int u) {
 static const char *pack_op(const Separable *S, int i) { return S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2"; }
 
 /* walk_pack's column pass for output row j (and j + 1 when `two`): per word q of the
- * rows, the accumulators over the window's rows of its even and odd bytes, into
+ * rows, the accumulators over the window's rows of its even and odd bytes (the odd ones
+ * a byte permute, the even ones the word less 256 times those: a multiply-add, which
+ * runs beside the minima and maxima rather than with them), into
  * ce<i>a / co<i>a (row j) and ce<i>b / co<i>b (row j + 1). Two rows share the window's
  * rows but their first and last: those are computed once (c<i>), then each row's own. */
 static void pack_cols(Gen *g, const Walk *w, int j, bool two, int NW) {
@@ -1274,7 +1276,7 @@ static void pack_cols(Gen *g, const Walk *w, int j, bool two, int NW) {
   for (int dy = first; dy <= S->y1 + (two ? 2 : 0); dy++) {
     int row = dy <= S->y1 ? j + dy : dy == S->y1 + 1 ? j + S->y0 : j + 1 + S->y1; /* image row - ys */
     char set = dy <= S->y1 ? 0 : dy == S->y1 + 1 ? 'a' : 'b';
-    OUT("        {\n          const uint32_t w_ = wd_[%d][q], e_ = PXG_EVEN_BYTES(w_), o_ = PXG_ODD_BYTES(w_);\n",
+    OUT("        {\n          const uint32_t w_ = wd_[%d][q], o_ = PXG_ODD_BYTES(w_), e_ = w_ - o_ * 256u;\n",
         row - w->Y0[k]);
     for (int i = 0; i < S->nacc; i++) {
       const char *op = pack_op(S, i);

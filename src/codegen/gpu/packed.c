@@ -83,6 +83,28 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   }
 }
 
+/* The values a SHORT (or BYTE) expression takes, from its operands' (a literal's own, a
+ * BYTE's 0..255): where they stay within 0..255 a conversion to u8 needs no clamp on
+ * that side (max - min of bytes is never above 255, 255 - a byte never below 0). */
+static void value_range(const Node *n, int *lo, int *hi) {
+  int64_t c;
+  int alo, ahi, blo, bhi;
+  switch (n->kind) {
+  case ND_ADD:
+  case ND_SUB:
+    value_range(n->a, &alo, &ahi);
+    value_range(n->b, &blo, &bhi);
+    *lo = n->kind == ND_ADD ? alo + blo : alo - bhi;
+    *hi = n->kind == ND_ADD ? ahi + bhi : ahi - blo;
+    return;
+  case ND_CAST: value_range(n->a, lo, hi); return;
+  default:
+    if (const_int(n, &c)) *lo = *hi = (int)c;
+    else *lo = 0, *hi = 255;
+    return;
+  }
+}
+
 static bool stmt_ok(const Decl *D, int variant, const Node *s) {
   for (; s; s = s->next) {
     switch (s->kind) {
@@ -148,9 +170,13 @@ static void expr(Gen *g, const Node *n) {
     return;
   case ND_CAST:
     if (expr_class(g->D, g->variant, n->a) == PK_SHORT && n->type.s == T_U8) { /* saturate to 0..255 */
-      OUT("PXG_MIN2(PXG_MAXS2(");
+      int lo, hi;
+      value_range(n->a, &lo, &hi);
+      if (hi > 255) OUT("PXG_MIN2(");
+      if (lo < 0) OUT("PXG_MAXS2(");
       expr(g, n->a);
-      OUT(", 0u), 0x00ff00ffu)");
+      if (lo < 0) OUT(", 0u)");
+      if (hi > 255) OUT(", 0x00ff00ffu)");
     } else {
       expr(g, n->a);
     }
@@ -171,26 +197,64 @@ static void ind(Gen *g) {
   for (int i = 0; i < g->depth; i++) OUT("  ");
 }
 
-static void stmts(Gen *g, const Node *s) {
+/* The variables holding a known literal at this point of the (straight-line) pixel code. */
+#define PK_KNOWN 32
+typedef struct {
+  const Var *var[PK_KNOWN];
+  int64_t val[PK_KNOWN];
+} Known;
+
+static void forget(Known *k, const Var *v) {
+  for (int i = 0; i < PK_KNOWN; i++)
+    if (k->var[i] == v) k->var[i] = NULL;
+}
+
+/* v = e (NULL: a declaration's zero) */
+static void know(Known *k, const Var *v, const Node *e) {
+  int64_t c = 0;
+  bool is = !e || const_int(e, &c);
+  forget(k, v);
+  for (int i = 0; is && i < PK_KNOWN; i++)
+    if (!k->var[i]) {
+      k->var[i] = v, k->val[i] = c;
+      return;
+    }
+}
+
+static bool known(const Known *k, const Var *v, int64_t *c) {
+  for (int i = 0; i < PK_KNOWN; i++)
+    if (k->var[i] == v) return *c = k->val[i], true;
+  return false;
+}
+
+static void stmts(Gen *g, const Node *s, Known *k) {
   for (; s; s = s->next) {
     switch (s->kind) {
-    case ND_BLOCK: stmts(g, s->body); break;
+    case ND_BLOCK: stmts(g, s->body, k); break;
     case ND_DECL:
       ind(g), OUT("uint32_t v%d = ", s->var->slot);
       if (s->a) expr(g, s->a);
       else OUT("0u");
       OUT(";\n");
+      know(k, s->var, s->a);
       break;
     case ND_ASSIGN:
       ind(g), OUT("v%d = ", s->var->slot);
       expr(g, s->a);
       OUT(";\n");
+      know(k, s->var, s->a);
       break;
-    case ND_FOR: {
+    case ND_FOR: { /* OP(start, window): the window's value itself where the start is OP's identity */
       const Separable *S = g->D->sep;
-      for (int i = 0; i < S->nacc; i++)
-        ind(g), OUT("v%d = %s(v%d, r%d);\n", S->acc[i]->slot, S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2",
-                    S->acc[i]->slot, i);
+      for (int i = 0; i < S->nacc; i++) {
+        int v = S->acc[i]->slot;
+        int64_t c;
+        if (known(k, S->acc[i], &c) && (S->op[i] == BI_MIN ? c >= 255 : c <= 0))
+          ind(g), OUT("v%d = r%d;\n", v, i);
+        else
+          ind(g), OUT("v%d = %s(v%d, r%d);\n", v, S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2", v, i);
+        forget(k, S->acc[i]);
+      }
       break;
     }
     case ND_RETURN:
@@ -222,6 +286,7 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
     for (int i = 0; i < D->sep->nacc; i++) OUT(", uint32_t r%d", i);
   OUT(", int x, int y, uint32_t *PXR_RESTRICT o) {\n  (void)x; (void)y;\n");
   g->depth = 1;
-  stmts(g, D->body);
+  Known k = {0};
+  stmts(g, D->body, &k);
   OUT("}\n");
 }
