@@ -937,10 +937,14 @@ static void stage_fns(Gen *g, const Border *borders) {
 }
 
 /* Whether a staged tile's pixels are computed in pairs (packed.h: "pk", reads from the
- * tile), PX a multiple of 4 one-channel pixels. median5 on an H200 at 8192^2: see
- * docs/PERFORMANCE.md. */
+ * tile), PX a multiple of 4 one-channel pixels: median5 on an H200 at 8192^2 0.865 ->
+ * 0.449 ms. CUDA only: built by PoCL 3.1 with its optimiser on, these kernels returned
+ * zeros (median5; tests/diff/packed.pxl's pk_wide; diff_opencl_optimised), the same
+ * source unoptimised and on NVIDIA's OpenCL gave the interpreter's results; not
+ * root-caused (the packed walking kernels, without a barrier, are right there). */
 static bool tiles_pk(const Gen *g, int PX) {
-  return !(PX % 4) && g->D->type.lanes == 1 && !use_sep(g) && gp_packable(g, V_SMEM | V_DIRECT_REL);
+  return g->dialect == GPU_CUDA && !(PX % 4) && PX <= 16 && g->D->type.lanes == 1 && !use_sep(g) &&
+         gp_packable(g, V_SMEM | V_DIRECT_REL);
 }
 
 /* The staged path of kernel_tiles. An interior tile whose windows lie inside the images
@@ -1012,12 +1016,16 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
       if (g->direct[i])
         sb_printf(&sa, ", t%d, tx0 - %d, ty0 + %d, %d", i, st[i].L, st[i].y0, st[i].TWP * image_param(D, i)->type.lanes);
     OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++)\n", PY);
-    if (tiles_pk(g, PX)) { /* pairs of pixels i, i + 2 (packed.h) */
-      OUT("      #pragma unroll\n      for (int i = 0; i < %d; i += 4) {\n        uint32_t k0, k1;\n", PX);
-      OUT("        %s_pk(%s%s, xs + i, ys + j, &k0);\n        %s_pk(%s%s, xs + i + 1, ys + j, &k1);\n", g->pfx, A,
-          sa.s, g->pfx, A, sa.s);
-      OUT("        v_[j].e[i] = (uint8_t)k0; v_[j].e[i + 1] = (uint8_t)k1;\n");
-      OUT("        v_[j].e[i + 2] = (uint8_t)(k0 >> 16); v_[j].e[i + 3] = (uint8_t)(k1 >> 16);\n      }\n");
+    if (tiles_pk(g, PX)) { /* pairs of pixels p, p + 2 (packed.h), into the row's vector a word at a
+                            * time (PoCL 3.1's optimiser got the row wrong from byte stores into it) */
+      static const char *lane[] = {".x", ".y", ".z", ".w"};
+      OUT("    {\n");
+      for (int q = 0; q < PX / 4; q++) {
+        OUT("      const uint32_t k%d_ = %s_pk(%s%s, xs + %d, ys + j), k%d_ = %s_pk(%s%s, xs + %d, ys + j);\n", 2 * q,
+            g->pfx, A, sa.s, 4 * q, 2 * q + 1, g->pfx, A, sa.s, 4 * q + 1);
+        OUT("      v_[j].v%s = PXG_BYTE_PERM(k%d_, k%d_, 0x6240u);\n", PX == 4 ? "" : lane[q], 2 * q, 2 * q + 1);
+      }
+      OUT("    }\n");
     } else {
       OUT("      #pragma unroll\n      for (int i = 0; i < %d; i++) %s_ps(%s%s, xs + i, ys + j, W, H, v_[j].e + i * %d);\n",
           PX, g->pfx, A, sa.s, C);
@@ -1232,9 +1240,9 @@ static void walk_row(Gen *g, const Walk *w, int k, const char *row, const char *
 static void pk_store(Gen *g, const char *A, int PX, const char *args) {
   for (int p = 0; p < PX; p++) {
     if (p % 4 >= 2) continue;
-    OUT("      uint32_t k_%d;\n      %s_pk(%s", p, g->pfx, A);
+    OUT("      const uint32_t k_%d = %s_pk(%s", p, g->pfx, A);
     sb_printf(g->o, args, p, p, p, p);
-    OUT(", xs + %d, y, &k_%d);\n", p, p);
+    OUT(", xs + %d, y);\n", p);
   }
   OUT("      union { PXG_VEC(%d) v; uint32_t w[%d]; } v_;\n", PX, PX / 4);
   for (int q = 0; q < PX / 4; q++) OUT("      v_.w[%d] = PXG_BYTE_PERM(k_%d, k_%d, 0x6240u);\n", q, 4 * q, 4 * q + 1);

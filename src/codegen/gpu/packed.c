@@ -258,9 +258,9 @@ static void stmts(Gen *g, const Node *s, Known *k) {
       break;
     }
     case ND_RETURN:
-      ind(g), OUT("{ *o = ");
+      ind(g), OUT("return ");
       expr(g, s->a);
-      OUT("; return; }\n");
+      OUT(";\n");
       break;
     default: break; /* gp_packable admits no other statement */
     }
@@ -272,7 +272,7 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
   g->variant = variant;
   StrBuf params = {0};
   cg_params_text(g, &params);
-  OUT("PXR_FN_ALWAYS void %s_%s(%s", g->pfx, name, params.s ? params.s : "");
+  OUT("PXR_FN_ALWAYS uint32_t %s_%s(%s", g->pfx, name, params.s ? params.s : "");
   sb_free(&params);
   if (variant & V_SMEM) /* the staged tile (bytes in shared memory) or the thread's window (words) */
     for (int i = 0; i < D->nparams; i++) {
@@ -284,7 +284,7 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
     }
   if (variant & V_ROWSUM)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", uint32_t r%d", i);
-  OUT(", int x, int y, uint32_t *PXR_RESTRICT o) {\n  (void)x; (void)y;\n");
+  OUT(", int x, int y) {\n  (void)x; (void)y;\n");
   g->depth = 1;
   Known k = {0};
   stmts(g, D->body, &k);

@@ -1,8 +1,9 @@
 /*
  * packed.h - pixel functions on pairs of pixels in the 16-bit halves of a word (GPU).
  *
- * gp_pixel_fn emits <pfx>_<name>(images and scalars..., [windows], [r<i>], x, y, o):
- * pixels x and x + 2 of row y at once, *o their u8 values in its low and high halves.
+ * gp_pixel_fn emits uint32_t <pfx>_<name>(images and scalars..., [windows], [r<i>], x, y):
+ * pixels x and x + 2 of row y at once, their u8 values in the low and high halves of
+ * the word it returns.
  * Variants: V_SMEM | V_DIRECT_REL and V_SMEM | V_WIN | V_DIRECT_REL (relative reads
  * from the block's staged tile or the thread's window t<k>, as the "ps" and "pw"
  * functions) and V_SEP | V_ROWSUM (a separable min/max window's values
