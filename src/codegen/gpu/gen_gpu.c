@@ -88,6 +88,7 @@ static const char cuda_words[] =
     "#define PXG_MAXS2(a, b) __vmaxs2((a), (b))\n#define PXG_ADD2(a, b) __vadd2((a), (b))\n"
     "#define PXG_SUB2(a, b) __vsub2((a), (b))\n#define PXG_PAIR(a, b) __byte_perm((a), (b), 0x5410u)\n"
     "#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
+    "#define PXG_FUNNEL16(a, b) __byte_perm((a), (b), 0x5432u)\n#define PXG_ZIP_BYTES(a, b) __byte_perm((a), (b), 0x6240u)\n"
     "#define PXG_FN_CALLED static __device__ __noinline__\n"
     "#define PXG_AUX a.aux\n#define PXG_RES a.res\n#define PXG_OUT_DATA out->data\n"
     "typedef struct { void *data; int32_t width, height; int64_t pitch; } pxlc_image;\n";
@@ -116,6 +117,8 @@ static const char opencl_words[] =
     "#define PXG_MIN2(a, b) as_uint(min(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
     "#define PXG_MAX2(a, b) as_uint(max(as_ushort2((uint)(a)), as_ushort2((uint)(b))))\n"
     "#define PXG_ODD_BYTES(w) (((w) >> 8) & 0x00ff00ffu)\n"
+    "#define PXG_FUNNEL16(a, b) (((uint)(a) >> 16) | ((uint)(b) << 16))\n"
+    "#define PXG_ZIP_BYTES(a, b) (((uint)(a) & 0x00ff00ffu) | (((uint)(b) & 0x00ff00ffu) << 8))\n"
     "#define PXG_MAXS2(a, b) as_uint(max(as_short2((uint)(a)), as_short2((uint)(b))))\n"
     "#define PXG_ADD2(a, b) as_uint(as_short2((uint)(a)) + as_short2((uint)(b)))\n"
     "#define PXG_SUB2(a, b) as_uint(as_short2((uint)(a)) - as_short2((uint)(b)))\n"
@@ -1023,7 +1026,7 @@ static void stage_tiles(Gen *g, const char *A, const Stage *st, int TWO, int THO
       for (int q = 0; q < PX / 4; q++) {
         OUT("      const uint32_t k%d_ = %s_pk(%s%s, xs + %d, ys + j), k%d_ = %s_pk(%s%s, xs + %d, ys + j);\n", 2 * q,
             g->pfx, A, sa.s, 4 * q, 2 * q + 1, g->pfx, A, sa.s, 4 * q + 1);
-        OUT("      v_[j].v%s = PXG_BYTE_PERM(k%d_, k%d_, 0x6240u);\n", PX == 4 ? "" : lane[q], 2 * q, 2 * q + 1);
+        OUT("      v_[j].v%s = PXG_ZIP_BYTES(k%d_, k%d_);\n", PX == 4 ? "" : lane[q], 2 * q, 2 * q + 1);
       }
       OUT("    }\n");
     } else {
@@ -1245,7 +1248,7 @@ static void pk_store(Gen *g, const char *A, int PX, const char *args) {
     OUT(", xs + %d, y);\n", p);
   }
   OUT("      union { PXG_VEC(%d) v; uint32_t w[%d]; } v_;\n", PX, PX / 4);
-  for (int q = 0; q < PX / 4; q++) OUT("      v_.w[%d] = PXG_BYTE_PERM(k_%d, k_%d, 0x6240u);\n", q, 4 * q, 4 * q + 1);
+  for (int q = 0; q < PX / 4; q++) OUT("      v_.w[%d] = PXG_ZIP_BYTES(k_%d, k_%d);\n", q, 4 * q, 4 * q + 1);
   OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n", PX);
 }
 
@@ -1257,8 +1260,8 @@ static void pack_half(Gen *g, int i, char r, int u) {
   switch (u % 4) {
   case 0: OUT("ce%d%c[%d]", i, r, q); break;
   case 1: OUT("co%d%c[%d]", i, r, q); break;
-  case 2: OUT("PXG_BYTE_PERM(ce%d%c[%d], ce%d%c[%d], 0x5432u)", i, r, q, i, r, q + 1); break;
-  default: OUT("PXG_BYTE_PERM(co%d%c[%d], co%d%c[%d], 0x5432u)", i, r, q, i, r, q + 1); break;
+  case 2: OUT("PXG_FUNNEL16(ce%d%c[%d], ce%d%c[%d])", i, r, q, i, r, q + 1); break;
+  default: OUT("PXG_FUNNEL16(co%d%c[%d], co%d%c[%d])", i, r, q, i, r, q + 1); break;
   }
 }
 
