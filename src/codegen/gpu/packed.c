@@ -38,11 +38,20 @@ typedef enum { PK_NO, PK_BYTE, PK_SHORT } PkClass;
 static bool holds_byte(Scalar s) { return !scalar_is_float(s) && scalar_size(s) >= (scalar_is_signed(s) ? 2 : 1); }
 static bool holds_short(Scalar s) { return !scalar_is_float(s) && scalar_is_signed(s) && scalar_size(s) >= 2; }
 
+/* Whether integer type s holds v (a conversion keeps it; one that would saturate is
+ * not followed by const_int). */
+static bool fits(Scalar s, int64_t v) {
+  int bits = 8 * scalar_size(s);
+  if (bits >= 64) return scalar_is_signed(s) || v >= 0;
+  return scalar_is_signed(s) ? v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1))
+                             : v >= 0 && v < (INT64_C(1) << bits);
+}
+
 /* The value of an integer constant expression (a literal, negated or converted). */
 static bool const_int(const Node *n, int64_t *v) {
   if (!n) return false;
   if (n->kind == ND_NUM && !scalar_is_float(n->type.s)) return *v = n->ival, true;
-  if (n->kind == ND_CAST && !scalar_is_float(n->type.s)) return const_int(n->a, v);
+  if (n->kind == ND_CAST && !scalar_is_float(n->type.s)) return const_int(n->a, v) && fits(n->type.s, *v);
   if (n->kind == ND_NEG && const_int(n->a, v)) return *v = -*v, true;
   return false;
 }
