@@ -1265,8 +1265,6 @@ static void pack_half(Gen *g, int i, char r, int u) {
   }
 }
 
-static const char *pack_op(const Separable *S, int i) { return S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2"; }
-
 /* walk_pack's column pass for output row j (and j + 1 when `two`): per word q of the
  * rows, the accumulators over the window's rows of its even and odd bytes (the odd ones
  * a byte permute, the even ones the word less 256 times those: a multiply-add, which
@@ -1290,7 +1288,7 @@ static void pack_cols(Gen *g, const Walk *w, int j, bool two, int NW) {
     OUT("        {\n          const uint32_t w_ = wd_[%d][q], o_ = PXG_ODD_BYTES(w_), e_ = w_ - o_ * 256u;\n",
         row - w->Y0[k]);
     for (int i = 0; i < S->nacc; i++) {
-      const char *op = pack_op(S, i);
+      const char *op = gp_op2(S->op[i]);
       bool core_empty = first > S->y1;
       if (!set && dy == first) OUT("          ce%d = e_; co%d = o_;\n", i, i);
       else if (!set) OUT("          ce%d = %s(ce%d, e_); co%d = %s(co%d, o_);\n", i, op, i, i, op, i);
@@ -1316,7 +1314,7 @@ static void pack_rows(Gen *g, const char *A, const Walk *w, int j, char r) {
   OUT("      {\n      const int y = ys + %d;\n", j);
   for (int p = 0; p < PX; p += 4)
     for (int i = 0; i < S->nacc; i++) {
-      const char *op = pack_op(S, i);
+      const char *op = gp_op2(S->op[i]);
       bool core = S->x1 > S->x0;
       if (core) {
         OUT("      uint32_t s%d_%d = ", i, p);
@@ -1359,10 +1357,9 @@ static void pack_rows(Gen *g, const char *A, const Walk *w, int j, char r) {
 static void walk_pack(Gen *g, const char *A, const Walk *w) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
-  int k = S->img->img_index, PX = w->PX, SH = w->SH;
+  int k = S->img->img_index, SH = w->SH;
   int NROW = SH + w->NR[k] - 1, LW = w->LE[k] / 4, VW = w->VB[k] / 4, RW = w->RE[k] / 4, NW = LW + VW + RW;
   static const char *lane[] = {"x", "y", "z", "w"};
-  (void)PX;
   OUT("    uint32_t wd_[%d][%d];\n    #pragma unroll\n    for (int r_ = 0; r_ < %d; r_++) {\n", NROW, NW, NROW);
   OUT("      const int yr_ = ys + %d + r_;\n      (void)yr_;\n", w->Y0[k]);
   for (int side = 0; side < 2; side++) {
@@ -1384,7 +1381,6 @@ static void walk_pack(Gen *g, const char *A, const Walk *w) {
   for (int q = 0; q < VW; q++)
     OUT("      wd_[r_][%d] = m%d_[r_]%s%s;\n", LW + q, k, VW > 1 ? "." : "", VW > 1 ? lane[q] : "");
   OUT("    }\n");
-  (void)S;
   for (int j = 0; j < SH; j += 2) {
     bool two = j + 1 < SH;
     OUT("    {\n");

@@ -171,7 +171,7 @@ static void expr(Gen *g, const Node *n) {
     return;
   }
   case ND_CALL:
-    OUT("%s(", n->builtin == BI_MIN ? "PXG_MIN2" : "PXG_MAX2");
+    OUT("%s(", gp_op2(n->builtin));
     expr(g, n->args[0]);
     OUT(", ");
     expr(g, n->args[1]);
@@ -201,6 +201,8 @@ static void expr(Gen *g, const Node *n) {
   default: OUT("0u /* not packed */"); return;
   }
 }
+
+const char *gp_op2(int op) { return op == BI_MIN ? "PXG_MIN2" : "PXG_MAX2"; }
 
 static void ind(Gen *g) {
   for (int i = 0; i < g->depth; i++) OUT("  ");
@@ -261,7 +263,7 @@ static void stmts(Gen *g, const Node *s, Known *k) {
         if (known(k, S->acc[i], &c) && (S->op[i] == BI_MIN ? c >= 255 : c <= 0))
           ind(g), OUT("v%d = r%d;\n", v, i);
         else
-          ind(g), OUT("v%d = %s(v%d, r%d);\n", v, S->op[i] == BI_MIN ? "PXG_MIN2" : "PXG_MAX2", v, i);
+          ind(g), OUT("v%d = %s(v%d, r%d);\n", v, gp_op2(S->op[i]), v, i);
         forget(k, S->acc[i]);
       }
       break;

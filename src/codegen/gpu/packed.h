@@ -20,6 +20,8 @@
 
 /* Whether kernel g->D's pixel computes in pairs in the given variant. */
 bool gp_packable(const Gen *g, int variant);
+/* The dialect's word for BI_MIN or BI_MAX on two pairs of halves: PXG_MIN2 or PXG_MAX2. */
+const char *gp_op2(int op);
 /* Emits the packed pixel function <pfx>_<name> (gp_packable must hold). */
 void gp_pixel_fn(Gen *g, int variant, const char *name);
 
