@@ -68,6 +68,15 @@
 #define PXL_STR(x) PXL_STR_(x)
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
+/* Unsigned 16-bit halves of one word (packed.c's WIDE values, 0..65535 each), in both
+ * dialects: the sum of two (no carry crosses from the low half: each half's sum is at
+ * most 65535) and each divided by a literal with the analysis' multiplier m and shift s
+ * ((v * m) >> s, exact for v up to 65535; the argument is pure, the compiler computes it
+ * once). */
+#define PXG_WIDE_WORDS                                                                                                \
+  "#define PXG_ADDW(a, b) ((a) + (b))\n"                                                                            \
+  "#define PXG_DIVC2(a, m, s) (((((a) & 0xffffu) * (m)) >> (s)) | (((((a) >> 16) * (m)) >> (s)) << 16))\n"
+
 /* The dialect's words for what the skeletons below use, as macros: thread and block
  * indices, barriers, shared (local) memory, atomics, byte permutes, min/max of two 16-bit
  * halves at once, vector types. */
@@ -87,6 +96,7 @@ static const char cuda_words[] =
     "#define PXG_MIN2(a, b) __vminu2((a), (b))\n#define PXG_MAX2(a, b) __vmaxu2((a), (b))\n"
     "#define PXG_MAXS2(a, b) __vmaxs2((a), (b))\n#define PXG_ADD2(a, b) __vadd2((a), (b))\n"
     "#define PXG_SUB2(a, b) __vsub2((a), (b))\n#define PXG_PAIR(a, b) __byte_perm((a), (b), 0x5410u)\n"
+    PXG_WIDE_WORDS
     "#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
     "#define PXG_FUNNEL16(a, b) __byte_perm((a), (b), 0x5432u)\n#define PXG_ZIP_BYTES(a, b) __byte_perm((a), (b), 0x6240u)\n"
     "#define PXG_FN_CALLED static __device__ __noinline__\n"
@@ -123,6 +133,7 @@ static const char opencl_words[] =
     "#define PXG_ADD2(a, b) as_uint(as_short2((uint)(a)) + as_short2((uint)(b)))\n"
     "#define PXG_SUB2(a, b) as_uint(as_short2((uint)(a)) - as_short2((uint)(b)))\n"
     "#define PXG_PAIR(a, b) ((uint)(a) | ((uint)(b) << 16))\n"
+    PXG_WIDE_WORDS
     "#define PXG_FN_CALLED static\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
     "/* CUDA's __byte_perm: byte i of the result is byte (s >> 4i) & 7 of y:x (NVIDIA:\n"
@@ -1110,9 +1121,16 @@ static bool walk_packed(const Gen *g, const Walk *w) {
   if (!use_sep(g) || S->img->type.s != T_U8 || w->PX % 4) return false;
   for (int i = 0; i < g->D->nimages; i++)
     if (w->on[i] != (i == S->img->img_index)) return false; /* the window's image alone */
-  for (int i = 0; i < S->nacc; i++)
-    if (S->op[i] < 0 || S->col[i].s != T_U8) return false;
+  for (int i = 0; i < S->nacc; i++) /* min/max of bytes; sums only as packed.c's WIDE values (walk_plan) */
+    if (S->op[i] >= 0 && S->col[i].s != T_U8) return false;
   return true;
+}
+
+/* Whether a separable window has a sum among its accumulators. */
+static bool sep_sums(const Separable *S) {
+  for (int i = 0; S && i < S->nacc; i++)
+    if (S->op[i] < 0) return true;
+  return false;
 }
 
 /* The variant of a walking kernel's pixel function: the window's values given (packed
@@ -1132,10 +1150,12 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   const Decl *D = g->D;
   if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || D->skel == SK_P2P_NONSEQ || D->type.lanes != 1) return false;
   if (D->metrics.flops > 0) return false; /* edges' fused kernel (5 float ops): 0.0251 ms in tiles, 0.0381 walking */
-  const Separable *S = D->sep;
   bool sep = use_sep(g);
-  for (int i = 0; sep && i < S->nacc; i++)
-    if (S->op[i] < 0) return false; /* sums: tiles or strips (blur3 0.0628 ms in tiles, 0.0683 walking) */
+  /* sums: only on pairs of pixels (walk_packed with "pk": blur3 at 8192^2 on an H200
+   * 0.0676 ms in tiles, ... walking); else tiles or strips (unpacked, blur3 walked slower
+   * than in tiles on an H100: 0.0683 against 0.0628 ms) */
+  bool sums = sep && sep_sums(D->sep);
+  if (sums && !gp_packable(g, V_SEP | V_ROWSUM)) return false;
   *w = (Walk){0};
   int ib = 0, ob = scalar_size(D->type.s), reads = 0;
   for (int i = 0; i < D->nimages; i++) {
@@ -1169,7 +1189,7 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   }
   w->packed = walk_packed(g, w);
   w->pk = !(w->PX % 4) && (w->packed || !use_sep(g)) && gp_packable(g, walk_pk_variant(w));
-  return true;
+  return !sums || (w->packed && w->pk);
 }
 
 /* Element e of the row in wn<k>[row] from `word` (4 bytes): its byte or half `part`,

@@ -11,14 +11,20 @@
  * x, x + 1: the even and odd bytes of a 4-byte word are two such pairs, one byte
  * permute or mask each.
  *
- * Every value is in one of two classes, each half of a word holding the value of one
+ * Every value is in one of three classes, each half of a word holding the value of one
  * pixel exactly:
  *   BYTE   0..255: reads of u8 pixels, u8 variables, literals 0..255, the minimum or
  *          maximum of two BYTEs, a BYTE converted to any integer type that holds 0..255;
  *   SHORT  -255..510 as a signed 16-bit half: the sum or difference of two BYTEs in a
  *          signed type (what the checker makes of `u8 - u8`: i32), kept by conversions
  *          to signed types of 16 bits or more, made BYTE again by a conversion to u8
- *          (saturation: a signed maximum with 0, then an unsigned minimum with 255).
+ *          (saturation: a signed maximum with 0, then an unsigned minimum with 255);
+ *   WIDE   0..65535 as an unsigned 16-bit half: the sum of a separable window of u8
+ *          pixels (blur3's s, given as the row pass's value), that plus a BYTE, a WIDE or
+ *          a literal, that or a BYTE divided by a literal (the analysis' 16-bit multiplier: two
+ *          multiplies and shifts a pair), converted to an integer type that holds it,
+ *          made BYTE by a conversion to u8 (an unsigned minimum with 255 where it can
+ *          pass 255) - wherever value_range bounds it within 0..65535.
  * Anything else (coordinates, scalar parameters, other operators, control flow) is not
  * packed: the generator then calls the one-pixel functions as before. The halves never
  * carry into each other: BYTE operations stay within 0..255 and SHORT within
@@ -32,7 +38,7 @@
 
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
-typedef enum { PK_NO, PK_BYTE, PK_SHORT } PkClass;
+typedef enum { PK_NO, PK_BYTE, PK_SHORT, PK_WIDE } PkClass;
 
 /* An integer type that holds every value 0..255 / -255..510. */
 static bool holds_byte(Scalar s) { return !scalar_is_float(s) && scalar_size(s) >= (scalar_is_signed(s) ? 2 : 1); }
@@ -59,12 +65,52 @@ static bool const_int(const Node *n, int64_t *v) {
 /* A local u8 scalar variable (not a parameter, not an array). */
 static bool byte_var(const Var *v) { return v && !v->param && !v->len && !v->is_const && v->type.s == T_U8 && v->type.lanes == 1; }
 
+/* Integer type s holds every value of lo..hi. */
+static bool holds(Scalar s, int64_t lo, int64_t hi) { return !scalar_is_float(s) && fits(s, lo) && fits(s, hi); }
+
+/* The separable window's accumulator that v is, when it is a sum whose values are given
+ * to the pixel function (V_ROWSUM): an unweighted sum of the u8 image's pixels, held in
+ * an integer scalar. -1 otherwise. */
+static int sum_acc(const Decl *D, int variant, const Var *v) {
+  const Separable *S = D->sep;
+  if (!(variant & V_ROWSUM) || !S || !v || S->img->type.s != T_U8) return -1;
+  for (int i = 0; i < S->nacc; i++)
+    if (S->acc[i] == v && S->op[i] < 0 && !S->wy[i] && !S->wx[i] && !S->wy_node[i] && v->type.lanes == 1 &&
+        !v->len && !v->param && !scalar_is_float(v->type.s))
+      return i;
+  return -1;
+}
+
+/* The constant start value of sum accumulator v: its declaration's (0 when it has none),
+ * found among the body's statements before the window loop; false if it has none or is
+ * assigned. */
+static bool sum_start(const Node *s, const Var *v, int64_t *c) {
+  for (; s; s = s->next) {
+    if (s->kind == ND_BLOCK && sum_start(s->body, v, c)) return true;
+    if (s->kind == ND_DECL && s->var == v) {
+      *c = 0;
+      return !s->a || const_int(s->a, c);
+    }
+  }
+  return false;
+}
+
+static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, int64_t *hi);
+
+/* WIDE when every value of n lies in 0..65535 and its type holds them */
+static PkClass wide_if_bounded(const Decl *D, int variant, const Node *n) {
+  int64_t lo, hi;
+  return value_range(D, variant, n, &lo, &hi) && lo >= 0 && hi <= 65535 && holds(n->type.s, lo, hi) ? PK_WIDE : PK_NO;
+}
+
 static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   if (!n || n->type.lanes != 1) return PK_NO;
   int64_t c = 0;
   switch (n->kind) {
   case ND_NUM: return const_int(n, &c) && c >= 0 && c <= 255 ? PK_BYTE : PK_NO;
-  case ND_VAR: return byte_var(n->var) ? PK_BYTE : PK_NO;
+  case ND_VAR:
+    if (byte_var(n->var)) return PK_BYTE;
+    return sum_acc(D, variant, n->var) >= 0 ? wide_if_bounded(D, variant, n) : PK_NO;
   case ND_READ: {
     int64_t dx, dy;
     const Param *p = n->param;
@@ -80,37 +126,75 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
     PkClass a = expr_class(D, variant, n->a);
     if (a == PK_BYTE) return holds_byte(n->type.s) ? PK_BYTE : PK_NO;
     if (a == PK_SHORT) return n->type.s == T_U8 ? PK_BYTE : holds_short(n->type.s) ? PK_SHORT : PK_NO;
+    if (a == PK_WIDE) return n->type.s == T_U8 ? PK_BYTE : wide_if_bounded(D, variant, n);
     return PK_NO;
   }
-  case ND_ADD:
+  case ND_ADD: {
+    PkClass a = expr_class(D, variant, n->a), b = expr_class(D, variant, n->b);
+    if ((a == PK_WIDE && (b == PK_WIDE || b == PK_BYTE || const_int(n->b, &c))) ||
+        (b == PK_WIDE && (a == PK_BYTE || const_int(n->a, &c))))
+      return wide_if_bounded(D, variant, n);
+  }
+    /* fall through */
   case ND_SUB:
     return holds_short(n->type.s) && expr_class(D, variant, n->a) == PK_BYTE &&
                    expr_class(D, variant, n->b) == PK_BYTE
                ? PK_SHORT
                : PK_NO;
+  case ND_DIV: /* a WIDE or BYTE by a literal: the analysis' 16-bit multiplier */
+    return (n->flags & NF_DIV16) && const_int(n->b, &c) && c > 1 &&
+                   (expr_class(D, variant, n->a) == PK_WIDE || expr_class(D, variant, n->a) == PK_BYTE)
+               ? wide_if_bounded(D, variant, n)
+               : PK_NO;
   default: return PK_NO;
   }
 }
 
-/* The values a SHORT (or BYTE) expression takes, from its operands' (a literal's own, a
- * BYTE's 0..255): where they stay within 0..255 a conversion to u8 needs no clamp on
- * that side (max - min of bytes is never above 255, 255 - a byte never below 0). */
-static void value_range(const Node *n, int *lo, int *hi) {
-  int64_t c;
-  int alo, ahi, blo, bhi;
+/* The values expression n takes, from its operands' (a literal's own, a BYTE's 0..255, a
+ * window sum's from its start to its start plus 255 times the window's pixels): where
+ * they stay within 0..255 a conversion to u8 needs no clamp on that side (max - min of
+ * bytes is never above 255, 255 - a byte never below 0, blur3's (s + 4) / 9 never above
+ * 255). False where it cannot bound them (an operator of no class). */
+static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, int64_t *hi) {
+  int64_t c, alo, ahi, blo, bhi;
   switch (n->kind) {
   case ND_ADD:
   case ND_SUB:
-    value_range(n->a, &alo, &ahi);
-    value_range(n->b, &blo, &bhi);
+    if (!value_range(D, variant, n->a, &alo, &ahi) || !value_range(D, variant, n->b, &blo, &bhi)) return false;
     *lo = n->kind == ND_ADD ? alo + blo : alo - bhi;
     *hi = n->kind == ND_ADD ? ahi + bhi : ahi - blo;
-    return;
-  case ND_CAST: value_range(n->a, lo, hi); return;
+    return true;
+  case ND_DIV: /* by a literal above 1: C's division of values >= 0 rounds down */
+    if (!const_int(n->b, &c) || c <= 1 || !value_range(D, variant, n->a, &alo, &ahi) || alo < 0) return false;
+    *lo = alo / c, *hi = ahi / c;
+    return true;
+  case ND_CAST:
+    if (!value_range(D, variant, n->a, lo, hi)) return false;
+    if (n->type.s == T_U8) { /* saturates */
+      if (*lo < 0) *lo = 0;
+      if (*hi > 255) *hi = 255;
+      if (*lo > 255) *lo = 255;
+      if (*hi < 0) *hi = 0;
+    }
+    return true;
+  case ND_VAR: {
+    int i = sum_acc(D, variant, n->var);
+    if (i >= 0) {
+      const Separable *S = D->sep;
+      int64_t start;
+      if (!sum_start(D->body, n->var, &start) || start < 0) return false;
+      *lo = start;
+      *hi = start + INT64_C(255) * (S->x1 - S->x0 + 1) * (S->y1 - S->y0 + 1);
+      return true;
+    }
+    if (!byte_var(n->var)) return false;
+    *lo = 0, *hi = 255;
+    return true;
+  }
   default:
-    if (const_int(n, &c)) *lo = *hi = (int)c;
-    else *lo = 0, *hi = 255;
-    return;
+    if (const_int(n, &c)) *lo = *hi = c;
+    else *lo = 0, *hi = 255; /* a BYTE: a read, a minimum or maximum (expr_class) */
+    return true;
   }
 }
 
@@ -120,9 +204,15 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
     case ND_BLOCK:
       if (!stmt_ok(D, variant, s->body)) return false;
       break;
-    case ND_DECL:
+    case ND_DECL: {
+      int64_t c = 0;
+      if (sum_acc(D, variant, s->var) >= 0) { /* a window sum's start: a literal (its range: value_range) */
+        if (s->a && !const_int(s->a, &c)) return false;
+        break;
+      }
       if (!byte_var(s->var) || (s->a && expr_class(D, variant, s->a) != PK_BYTE)) return false;
       break;
+    }
     case ND_ASSIGN:
       if (!byte_var(s->var) || expr_class(D, variant, s->a) != PK_BYTE) return false;
       break;
@@ -130,7 +220,10 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
       const Separable *S = D->sep;
       if (!(variant & V_ROWSUM) || s != S->loop) return false;
       for (int i = 0; i < S->nacc; i++)
-        if (S->op[i] < 0 || !byte_var(S->acc[i])) return false;
+        if (S->op[i] < 0 ? expr_class(D, variant, &(Node){.kind = ND_VAR, .var = S->acc[i], .type = S->acc[i]->type}) !=
+                               PK_WIDE
+                         : !byte_var(S->acc[i]))
+          return false;
       break;
     }
     case ND_RETURN:
@@ -177,10 +270,11 @@ static void expr(Gen *g, const Node *n) {
     expr(g, n->args[1]);
     OUT(")");
     return;
-  case ND_CAST:
-    if (expr_class(g->D, g->variant, n->a) == PK_SHORT && n->type.s == T_U8) { /* saturate to 0..255 */
-      int lo, hi;
-      value_range(n->a, &lo, &hi);
+  case ND_CAST: {
+    PkClass a = expr_class(g->D, g->variant, n->a);
+    if ((a == PK_SHORT || a == PK_WIDE) && n->type.s == T_U8) { /* saturate to 0..255 */
+      int64_t lo = 0, hi = 0;
+      value_range(g->D, g->variant, n->a, &lo, &hi);
       if (hi > 255) OUT("PXG_MIN2(");
       if (lo < 0) OUT("PXG_MAXS2(");
       expr(g, n->a);
@@ -190,9 +284,16 @@ static void expr(Gen *g, const Node *n) {
       expr(g, n->a);
     }
     return;
+  }
+  case ND_DIV: /* WIDE halves by a literal: (v * m) >> (16 + s) on each half (NF_DIV16) */
+    OUT("PXG_DIVC2(");
+    expr(g, n->a);
+    OUT(", %du, %d)", (int)n->div_m, 16 + (int)n->div_s);
+    return;
   case ND_ADD:
   case ND_SUB:
-    OUT("%s(", n->kind == ND_ADD ? "PXG_ADD2" : "PXG_SUB2");
+    /* WIDE: a word's add (the halves are 0..65535 and so is their sum: no carry) */
+    OUT("%s(", n->kind == ND_SUB ? "PXG_SUB2" : expr_class(g->D, g->variant, n) == PK_WIDE ? "PXG_ADDW" : "PXG_ADD2");
     expr(g, n->a); /* a BYTE word is a SHORT one: halves 0..255 */
     OUT(", ");
     expr(g, n->b);
@@ -202,7 +303,7 @@ static void expr(Gen *g, const Node *n) {
   }
 }
 
-const char *gp_op2(int op) { return op == BI_MIN ? "PXG_MIN2" : "PXG_MAX2"; }
+const char *gp_op2(int op) { return op == BI_MIN ? "PXG_MIN2" : op == BI_MAX ? "PXG_MAX2" : "PXG_ADDW"; }
 
 static void ind(Gen *g) {
   for (int i = 0; i < g->depth; i++) OUT("  ");
