@@ -129,23 +129,19 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
     if (a == PK_WIDE) return n->type.s == T_U8 ? PK_BYTE : wide_if_bounded(D, variant, n);
     return PK_NO;
   }
-  case ND_ADD: {
+  case ND_ADD:
+  case ND_SUB: { /* (each operand classed once: a chain of sums stays linear) */
     PkClass a = expr_class(D, variant, n->a), b = expr_class(D, variant, n->b);
-    if ((a == PK_WIDE && (b == PK_WIDE || b == PK_BYTE || const_int(n->b, &c))) ||
-        (b == PK_WIDE && (a == PK_BYTE || const_int(n->a, &c))))
+    if (n->kind == ND_ADD && ((a == PK_WIDE && (b == PK_WIDE || b == PK_BYTE || const_int(n->b, &c))) ||
+                              (b == PK_WIDE && (a == PK_BYTE || const_int(n->a, &c)))))
       return wide_if_bounded(D, variant, n);
+    return holds_short(n->type.s) && a == PK_BYTE && b == PK_BYTE ? PK_SHORT : PK_NO;
   }
-    /* fall through */
-  case ND_SUB:
-    return holds_short(n->type.s) && expr_class(D, variant, n->a) == PK_BYTE &&
-                   expr_class(D, variant, n->b) == PK_BYTE
-               ? PK_SHORT
-               : PK_NO;
-  case ND_DIV: /* a WIDE or BYTE by a literal: the analysis' 16-bit multiplier */
-    return (n->flags & NF_DIV16) && const_int(n->b, &c) && c > 1 &&
-                   (expr_class(D, variant, n->a) == PK_WIDE || expr_class(D, variant, n->a) == PK_BYTE)
-               ? wide_if_bounded(D, variant, n)
-               : PK_NO;
+  case ND_DIV: { /* a WIDE or BYTE by a literal: the analysis' 16-bit multiplier */
+    if (!(n->flags & NF_DIV16) || !const_int(n->b, &c) || c <= 1) return PK_NO;
+    PkClass a = expr_class(D, variant, n->a);
+    return a == PK_WIDE || a == PK_BYTE ? wide_if_bounded(D, variant, n) : PK_NO;
+  }
   default: return PK_NO;
   }
 }
