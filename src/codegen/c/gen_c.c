@@ -739,11 +739,18 @@ int gen_c_stage(StrBuf *out, const Decl *D, const Border *borders, const char *f
   if (D->skel == SK_N2P)
     sb_printf(out, "#if defined(__AVX512BW__) && defined(__GNUC__) && !defined(__clang__)\n"
                    "#pragma GCC target(\"prefer-vector-width=512\")\n#endif\n");
+  StrBuf body = {0}; /* the instance, first: whether it calls the prelude's AVX-512 helpers */
+  int rc = emit_instance(&body, D, borders, "st", fname, true, err);
+  if (!rc && (strstr(body.s ? body.s : "", "pxr_scan_add_u32(") || strstr(body.s ? body.s : "", "pxr_lut_u8(")))
+    sb_printf(out, "#define PXR_AVX512_HELPERS 1\n");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   sb_append(out, abi_text, sizeof abi_text - 1);
   sb_append(out, threads_text, sizeof threads_text - 1);
   sb_printf(out, "const int pxl_stage_abi = %d;\n", PXLC_ABI_VERSION);
-  return emit_instance(out, D, borders, "st", fname, true, err);
+  if (body.s) sb_append(out, body.s, body.len);
+  if (!rc && (body.oom || out->oom)) rc = err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
+  sb_free(&body);
+  return rc;
 }
 
 /* ---- ahead-of-time: a whole program ----
@@ -1102,6 +1109,7 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
   sb_printf(c, "; do not edit; see the header for how to compile it */\n");
   sb_printf(c, "#if !defined(_OPENMP) && defined(__GNUC__)\n#pragma GCC diagnostic ignored \"-Wunknown-pragmas\"\n#endif\n");
   sb_append(c, quiet_on, sizeof quiet_on - 1);
+  sb_printf(c, "#define PXR_AVX512_HELPERS 1\n");
   sb_append(c, pxl_prelude_text, strlen(pxl_prelude_text));
   sb_append(c, decls.s, decls.len);
   sb_append(c, threads_text, sizeof threads_text - 1);
