@@ -1152,8 +1152,8 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   if (D->metrics.flops > 0) return false; /* edges' fused kernel (5 float ops): 0.0251 ms in tiles, 0.0381 walking */
   bool sep = use_sep(g);
   /* sums: only on pairs of pixels (walk_packed with "pk": blur3 at 8192^2 on an H200
-   * 0.0676 ms in tiles, ... walking); else tiles or strips (unpacked, blur3 walked slower
-   * than in tiles on an H100: 0.0683 against 0.0628 ms) */
+   * 0.0662 ms in tiles, 0.0445 walking); else tiles or strips (unpacked, blur3 walked
+   * slower than in tiles on an H100: 0.0683 against 0.0628 ms) */
   bool sums = sep && sep_sums(D->sep);
   if (sums && !gp_packable(g, V_SEP | V_ROWSUM)) return false;
   *w = (Walk){0};

@@ -81,9 +81,9 @@ static int sum_acc(const Decl *D, int variant, const Var *v) {
   return -1;
 }
 
-/* The constant start value of sum accumulator v: its declaration's (0 when it has none),
- * found among the body's statements before the window loop; false if it has none or is
- * assigned. */
+/* The constant start value of sum accumulator v: its declaration's literal (0 when it
+ * has no initialiser), found among the body's statements; false without a declaration
+ * there or with another initialiser (stmt_ok refuses any other assignment to it). */
 static bool sum_start(const Node *s, const Var *v, int64_t *c) {
   for (; s; s = s->next) {
     if (s->kind == ND_BLOCK && sum_start(s->body, v, c)) return true;
