@@ -1155,7 +1155,6 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
    * 0.0662 ms in tiles, 0.0445 walking); else tiles or strips (unpacked, blur3 walked
    * slower than in tiles on an H100: 0.0683 against 0.0628 ms) */
   bool sums = sep && sep_sums(D->sep);
-  if (sums && !gp_packable(g, V_SEP | V_ROWSUM)) return false;
   *w = (Walk){0};
   int ib = 0, ob = scalar_size(D->type.s), reads = 0;
   for (int i = 0; i < D->nimages; i++) {

@@ -40,10 +40,6 @@
 
 typedef enum { PK_NO, PK_BYTE, PK_SHORT, PK_WIDE } PkClass;
 
-/* An integer type that holds every value 0..255 / -255..510. */
-static bool holds_byte(Scalar s) { return !scalar_is_float(s) && scalar_size(s) >= (scalar_is_signed(s) ? 2 : 1); }
-static bool holds_short(Scalar s) { return !scalar_is_float(s) && scalar_is_signed(s) && scalar_size(s) >= 2; }
-
 /* Whether integer type s holds v (a conversion keeps it; one that would saturate is
  * not followed by const_int). */
 static bool fits(Scalar s, int64_t v) {
@@ -65,8 +61,10 @@ static bool const_int(const Node *n, int64_t *v) {
 /* A local u8 scalar variable (not a parameter, not an array). */
 static bool byte_var(const Var *v) { return v && !v->param && !v->len && !v->is_const && v->type.s == T_U8 && v->type.lanes == 1; }
 
-/* Integer type s holds every value of lo..hi. */
+/* Integer type s holds every value of lo..hi: of a BYTE (0..255), a SHORT (-255..510). */
 static bool holds(Scalar s, int64_t lo, int64_t hi) { return !scalar_is_float(s) && fits(s, lo) && fits(s, hi); }
+static bool holds_byte(Scalar s) { return holds(s, 0, 255); }
+static bool holds_short(Scalar s) { return holds(s, -255, 510); }
 
 /* The separable window's accumulator that v is, when it is a sum whose values are given
  * to the pixel function (V_ROWSUM): an unweighted sum of the u8 image's pixels, held in
@@ -95,12 +93,26 @@ static bool sum_start(const Node *s, const Var *v, int64_t *c) {
   return false;
 }
 
+/* The values of sum accumulator v (sum_acc) after the window: from its start to its
+ * start plus 255 times the window's pixels. */
+static bool sum_range(const Decl *D, const Var *v, int64_t *lo, int64_t *hi) {
+  const Separable *S = D->sep;
+  int64_t start;
+  if (!sum_start(D->body, v, &start) || start < 0) return false;
+  *lo = start;
+  *hi = start + INT64_C(255) * (S->x1 - S->x0 + 1) * (S->y1 - S->y0 + 1);
+  return true;
+}
+
+/* Values lo..hi are WIDE in integer type s: within 0..65535 and held by s. */
+static bool wide(Scalar s, int64_t lo, int64_t hi) { return lo >= 0 && hi <= 65535 && holds(s, lo, hi); }
+
 static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, int64_t *hi);
 
 /* WIDE when every value of n lies in 0..65535 and its type holds them */
 static PkClass wide_if_bounded(const Decl *D, int variant, const Node *n) {
   int64_t lo, hi;
-  return value_range(D, variant, n, &lo, &hi) && lo >= 0 && hi <= 65535 && holds(n->type.s, lo, hi) ? PK_WIDE : PK_NO;
+  return value_range(D, variant, n, &lo, &hi) && wide(n->type.s, lo, hi) ? PK_WIDE : PK_NO;
 }
 
 static PkClass expr_class(const Decl *D, int variant, const Node *n) {
@@ -174,15 +186,7 @@ static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, 
     }
     return true;
   case ND_VAR: {
-    int i = sum_acc(D, variant, n->var);
-    if (i >= 0) {
-      const Separable *S = D->sep;
-      int64_t start;
-      if (!sum_start(D->body, n->var, &start) || start < 0) return false;
-      *lo = start;
-      *hi = start + INT64_C(255) * (S->x1 - S->x0 + 1) * (S->y1 - S->y0 + 1);
-      return true;
-    }
+    if (sum_acc(D, variant, n->var) >= 0) return sum_range(D, n->var, lo, hi);
     if (!byte_var(n->var)) return false;
     *lo = 0, *hi = 255;
     return true;
@@ -215,11 +219,13 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
     case ND_FOR: { /* the window loop of a separable kernel, whose values are given */
       const Separable *S = D->sep;
       if (!(variant & V_ROWSUM) || s != S->loop) return false;
-      for (int i = 0; i < S->nacc; i++)
-        if (S->op[i] < 0 ? expr_class(D, variant, &(Node){.kind = ND_VAR, .var = S->acc[i], .type = S->acc[i]->type}) !=
-                               PK_WIDE
+      for (int i = 0; i < S->nacc; i++) {
+        int64_t lo, hi;
+        if (S->op[i] < 0 ? sum_acc(D, variant, S->acc[i]) < 0 || !sum_range(D, S->acc[i], &lo, &hi) ||
+                               !wide(S->acc[i]->type.s, lo, hi)
                          : !byte_var(S->acc[i]))
           return false;
+      }
       break;
     }
     case ND_RETURN:
