@@ -172,6 +172,10 @@ static const char HELP_RUN[] =
     "  --roi X,Y,W,H        run on the W x H rectangle at (X, Y) of every input (a\n"
     "                       region of interest); the entry sees it as a whole image, so\n"
     "                       an image result is W x H\n"
+    "  --planes MODE        for a YUV4MPEG2 --in: all (the default: the entry runs on\n"
+    "                       the Y, Cb and Cr planes of each frame, --out gets all three)\n"
+    "                       or y (the Y plane only: --out is a mono stream, or one\n"
+    "                       image per frame)\n"
     "  --time               print the wall time of the run to standard error as\n"
     "                       \"pxl: time: MS ms\" and the device that ran it as \"pxl:\n"
     "                       device: NAME\" (loading, compiling FILE.pxl and saving are\n"
@@ -203,6 +207,19 @@ static const char HELP_RUN[] =
     "             each bin from 0 (integer counts exactly, weighted ones with %.9g).\n"
     "             With --out FILE.csv the CSV goes to that file, written atomically.\n"
     "\n"
+    "Frames: an --in that is a YUV4MPEG2 file (.y4m, found by its content: 8-bit 4:2:0,\n"
+    "4:2:2, 4:4:4 or mono, as ffmpeg writes it) or a numbered file pattern (a name with\n"
+    "one %d or %0Nd: frame_%04d.png, numbers from the first of 0..4 that exists to the\n"
+    "last in a row) is a stream: the entry runs on every frame, one frame in memory at a\n"
+    "time, the other --in images the same for all. A y4m frame runs plane by plane (see\n"
+    "--planes); a numbered file is one image. An image result goes to --out NAME.y4m\n"
+    "(u8 planes; rate, interlacing, aspect and colour space copied; written under a\n"
+    "temporary name and renamed when every frame is done) or --out NAME_%04d.EXT (one\n"
+    "file per frame, each atomic, numbered as the input: 1, 2, ... for y4m); a reduction\n"
+    "prints a line per frame and plane (\"frame 3 Cb: total = 123\"). A truncated or\n"
+    "malformed stream stops with the frame named (exit 3) and no --out written. On a\n"
+    "terminal, standard error shows the frames done, frames per second and the time left.\n"
+    "\n"
     "Safety: pxl refuses (exit 2) an --out that names the same file as an --in image or\n"
     "FILE.pxl: when the output exists, by device and inode (so links are caught); when\n"
     "it does not, by its resolved directory and file name.\n"
@@ -216,7 +233,9 @@ static const char HELP_RUN[] =
     "  pxl run blend.pxl blend --in a=left.png --in b=right.png -o out.png\n"
     "  pxl run stats.pxl total --in photo.png --roi 0,0,64,64\n"
     "  pxl run stats.pxl hist --in photo.png --out hist.csv\n"
-    "  pxl run sobel_xy.pxl sobel_xy --in photo.png --out gx.tiff --out gy.tiff\n";
+    "  pxl run sobel_xy.pxl sobel_xy --in photo.png --out gx.tiff --out gy.tiff\n"
+    "  pxl run blur3.pxl --in clip.y4m --out blurred.y4m\n"
+    "  pxl run edges.pxl --in clip.y4m --planes y --out edges_%04d.png --param t=40\n";
 
 static const char HELP_CHECK[] =
     "Usage: pxl check FILE.pxl [--explain]\n"
@@ -658,14 +677,14 @@ static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) 
 
 /* ---- pxl run ---- */
 
-enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_HELP };
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_PLANES, O_HELP };
 
 static const Opt RUN_OPTS[] = {
     {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 1},         {"param", 0, 1, O_PARAM, 1},
     {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
     {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
     {"fuse", 0, 1, O_FUSE, 0},     {"no-fuse", 0, 0, O_NO_FUSE, 0},  {"unfused", 0, 1, O_UNFUSED, 0},
-    {"help", 'h', 0, O_HELP, 1},
+    {"planes", 0, 1, O_PLANES, 0}, {"help", 'h', 0, O_HELP, 1},
     {NULL, 0, 0, 0, 0}};
 
 typedef struct {
@@ -685,6 +704,7 @@ typedef struct {
   int fusion;       /* PXL_FUSE_AUTO, _OFF, _ALL */
   const char *unfused; /* --unfused: stage names, or NULL */
   int roi[4], has_roi, time;
+  int luma_only;    /* --planes y: of a y4m stream, the Y plane only */
   double time_limit;           /* seconds; 0: none */
   const char *time_limit_text; /* as given, for the message */
   Binding *ins, *params, *borders;
@@ -877,6 +897,11 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
         return usage_error("run", "--roi needs X,Y,W,H (X, Y >= 0; W, H >= 1), got '%s'", v);
       o->has_roi = 1;
       break;
+    case O_PLANES:
+      if (!strcmp(v, "all")) o->luma_only = 0;
+      else if (!strcmp(v, "y")) o->luma_only = 1;
+      else return usage_error("run", "--planes needs all or y, got '%s'", v);
+      break;
     case O_TIME: o->time = 1; break;
     case O_TIME_LIMIT:
     {
@@ -901,10 +926,11 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
   if (o->has_roi && o->nin == 0) return usage_error("run", "--roi needs an --in image");
   for (int j = 0; j < o->nout; j++) {
     const char *out = o->outs[j];
-    if (strcasecmp(extension(out), "csv") != 0 && !pxl_image_save_format(out))
+    if (strcasecmp(extension(out), "csv") != 0 && !pxl_image_save_format(out) && !pxl_frames_is_output(out))
       return usage_error("run",
                          "--out '%s': unknown file type; use .png, .jpg, .jpeg, .pgm, .ppm, "
-                         ".pnm, .tif, .tiff or .npy for an image, .csv for a histogram",
+                         ".pnm, .tif, .tiff or .npy for an image, .csv for a histogram, .y4m "
+                         "or a %%d pattern (frame_%%04d.png) for a stream of frames",
                          out);
     /* Refuse to overwrite an input, or an output with another, before anything is
      * loaded or run. */
@@ -1022,12 +1048,227 @@ static int check_output_file(pxl_context *ctx, pxl_program *prog, int entry, con
   return RC_OK;
 }
 
+/* Binds the scalar parameters and border modes of o to args; returns the exit code. */
+static int bind_params(pxl_context *ctx, const RunOpts *o, pxl_args *args) {
+  char what[256];
+  int st;
+  for (int k = 0; k < o->nparam; k++) {
+    const Binding *b = &o->params[k];
+    st = b->is_list ? pxl_args_array_text(args, b->name, b->list ? b->list : b->path)
+                    : pxl_args_scalar_text(args, b->name, b->path);
+    if (st) {
+      snprintf(what, sizeof what, "--param %s=%s", o->params[k].name, o->params[k].path);
+      return fail(ctx, st, what);
+    }
+  }
+  for (int k = 0; k < o->nborder; k++) {
+    if ((st = pxl_args_border(args, o->borders[k].name, o->borders[k].path))) {
+      snprintf(what, sizeof what, "--border %s=%s", o->borders[k].name, o->borders[k].path);
+      return fail(ctx, st, what);
+    }
+  }
+  return RC_OK;
+}
+
+/* Binds the images of o (loaded; their --roi views) to args, --in number `sk` bound to
+ * `frame` instead (a stream's plane; -1: none), then the parameters; returns the exit
+ * code. */
+static int bind_args(pxl_context *ctx, const RunOpts *o, pxl_args *args, int sk, pxl_image *frame) {
+  char what[256];
+  for (int k = 0; k < o->nin; k++) {
+    const Binding *b = &o->ins[k];
+    pxl_image *img = k == sk ? frame : b->view ? b->view : b->img;
+    int st = pxl_args_image(args, b->name, img);
+    if (st) {
+      snprintf(what, sizeof what, "--in %s%s%s", b->name, *b->name ? "=" : "", b->path);
+      return fail(ctx, st, what);
+    }
+  }
+  return bind_params(ctx, o, args);
+}
+
+/* Loads the --in images (all but number sk, a stream) and their --roi views; returns the
+ * exit code. */
+static int load_inputs(pxl_context *ctx, RunOpts *o, int sk) {
+  char what[256];
+  for (int k = 0; k < o->nin; k++) {
+    Binding *b = &o->ins[k];
+    if (k == sk) continue;
+    int st = pxl_image_load(ctx, b->path, &b->img);
+    if (st) return fail(ctx, st, NULL);
+    if (o->has_roi &&
+        (st = pxl_image_view(ctx, b->img, o->roi[0], o->roi[1], o->roi[2], o->roi[3], &b->view))) {
+      snprintf(what, sizeof what, "--roi %d,%d,%d,%d of '%s' (%dx%d)", o->roi[0], o->roi[1], o->roi[2], o->roi[3],
+               b->path, pxl_image_width(b->img), pxl_image_height(b->img));
+      return fail(ctx, st, what);
+    }
+  }
+  return RC_OK;
+}
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The progress line of a stream on a terminal: frames done (of the count when known),
+ * frames per second, the time left; redrawn in place at most 10 times a second. */
+typedef struct {
+  int on;
+  double t0, shown;
+  int64_t count;
+} Progress;
+
+static void progress_show(Progress *p, int64_t done, int last) {
+  if (!p->on) return;
+  double t = now_seconds();
+  if (!last && t - p->shown < 0.1) return;
+  p->shown = t;
+  double fps = t > p->t0 ? (double)done / (t - p->t0) : 0;
+  fprintf(stderr, "\rpxl: frame %" PRId64, done);
+  if (p->count > 0) fprintf(stderr, "/%" PRId64, p->count);
+  fprintf(stderr, "  %.1f fps", fps);
+  if (p->count > 0 && fps > 0 && done < p->count) {
+    long left = lround((double)(p->count - done) / fps);
+    fprintf(stderr, "  ETA %ld:%02ld", left / 60, left % 60);
+  }
+  fputs(last ? "          \n" : "          ", stderr);
+}
+
+/* Runs the entry on every frame of the stream --in number sk: per frame, on each of its
+ * planes (--planes y: a y4m stream's Y plane only), the results written as a frame of
+ * --out (a stream too) or, for a reduction, printed per plane. One frame in memory at a
+ * time; --out appears only when every frame is done. Returns the exit code. */
+static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry0, int sk) {
+  const char *sname = o->ins[sk].path;
+  pxl_frames *in = NULL, *out = NULL;
+  pxl_image *planes[3] = {NULL, NULL, NULL}, *results[3] = {NULL, NULL, NULL};
+  pxl_args *args = NULL;
+  pxl_run_result *res = NULL;
+  int rc = RC_OK, st;
+  for (int k = 0; k < o->nin; k++)
+    if (k != sk && pxl_frames_is_stream(o->ins[k].path))
+      return usage_error("run", "--in '%s' and '%s' are both streams of frames; give one (the others still images)",
+                         sname, o->ins[k].path);
+  if (o->has_roi) return usage_error("run", "--roi is not available with a stream of frames ('%s')", sname);
+  if (pxl_program_entry_output_count(prog, entry0) > 1)
+    return usage_error("run", "'%s' produces several images; a stream of frames takes one", pxl_program_entry_name(prog, entry0));
+  int makes_image = pxl_program_entry_makes_image(prog, entry0);
+  if (makes_image && (!o->out || !pxl_frames_is_output(o->out)))
+    return usage_error("run", "'%s' over the frames of '%s' makes frames: give --out NAME.y4m or --out NAME_%%04d.EXT",
+                       pxl_program_entry_name(prog, entry0), sname);
+  if (!makes_image && o->out)
+    return usage_error("run", "'%s' gives a value per frame, printed: --out '%s' has nothing to take",
+                       pxl_program_entry_name(prog, entry0), o->out);
+  if ((rc = load_inputs(ctx, o, sk))) return rc;
+  if ((st = pxl_frames_open(ctx, sname, &in))) return fail(ctx, st, NULL);
+  int nplanes = pxl_frames_planes(in), nrun = o->luma_only ? 1 : nplanes;
+  if (makes_image && nrun > 1 && pxl_frames_is_output(o->out) == 2) {
+    rc = usage_error("run", "--out '%s' takes one image per frame and '%s' has %d planes: add --planes y for the "
+                     "Y plane only, or write a .y4m", o->out, sname, nplanes);
+    goto done;
+  }
+  if (makes_image) {
+    pxl_type type;
+    int channels;
+    if (!pxl_program_entry_is_generic(prog, entry0) && pxl_program_entry_output(prog, entry0, &type, &channels) &&
+        (st = pxl_frames_check_output(ctx, o->out, type, channels))) {
+      error("--out: %s; '%s' produces %s with %d channel%s", pxl_errmsg(ctx), pxl_program_entry_name(prog, entry0),
+            pxl_type_name(type), channels, channels == 1 ? "" : "s");
+      rc = RC_USAGE;
+      goto done;
+    }
+    if ((st = pxl_frames_create(ctx, o->out, in, &out))) {
+      rc = fail(ctx, st, NULL);
+      goto done;
+    }
+  }
+  Progress pg = {isatty(STDERR_FILENO), now_seconds(), 0, pxl_frames_count(in)};
+  double t_run = 0;
+  int64_t done_frames = 0;
+  static const char *const plane_names[3] = {"Y", "Cb", "Cr"};
+  for (;;) {
+    int got = 0;
+    if ((st = pxl_frames_read(ctx, in, planes, &got))) {
+      rc = fail(ctx, st, NULL);
+      goto done;
+    }
+    if (!got) break;
+    int64_t num = pxl_frames_number(in);
+    for (int p = 0; p < nrun; p++) {
+      if (!(args = pxl_args_new(ctx))) {
+        rc = fail(ctx, PXL_ENOMEM, NULL);
+        goto done;
+      }
+      if ((rc = bind_args(ctx, o, args, sk, planes[p]))) goto done;
+      double t0 = now_seconds();
+      st = pxl_run(ctx, prog, o->entry, args, &res);
+      t_run += now_seconds() - t0;
+      print_warnings(ctx);
+      if (st) {
+        char what[64];
+        snprintf(what, sizeof what, "frame %" PRId64 "%s%s", num, nplanes > 1 ? " plane " : "",
+                 nplanes > 1 ? plane_names[p] : "");
+        rc = fail(ctx, st, what);
+        goto done;
+      }
+      if (makes_image) {
+        results[p] = pxl_result_take_image(res);
+      } else {
+        pxl_scalar_result sv;
+        if ((st = pxl_result_scalar(res, &sv))) {
+          rc = fail(ctx, st, NULL);
+          goto done;
+        }
+        const char *name = pxl_result_name(res) ? pxl_result_name(res) : pxl_program_entry_name(prog, entry0);
+        printf("frame %" PRId64 "%s%s: %s = ", num, nplanes > 1 ? " " : "", nplanes > 1 ? plane_names[p] : "", name);
+        if (sv.is_float) printf("%.9g", sv.value);
+        else printf("%" PRId64, sv.ivalue);
+        if (sv.has_pos) printf(" at (%d, %d)", sv.x, sv.y);
+        putchar('\n');
+      }
+      pxl_result_free(res);
+      res = NULL;
+      pxl_args_free(args);
+      args = NULL;
+    }
+    if (makes_image && (st = pxl_frames_write(ctx, out, num, results, nrun))) {
+      rc = fail(ctx, st, NULL);
+      goto done;
+    }
+    for (int p = 0; p < 3; p++) {
+      pxl_image_free(results[p]), results[p] = NULL;
+      pxl_image_free(planes[p]), planes[p] = NULL;
+    }
+    progress_show(&pg, ++done_frames, 0);
+  }
+  progress_show(&pg, done_frames, 1);
+  if (out && (st = pxl_frames_finish(ctx, out))) {
+    rc = fail(ctx, st, NULL);
+    goto done;
+  }
+  fflush(stdout);
+  if (o->time)
+    fprintf(stderr, "pxl: time: %.3f ms (%" PRId64 " frames, %.3f ms a frame)\npxl: device: %s\n", t_run * 1e3,
+            done_frames, done_frames ? t_run * 1e3 / (double)done_frames : 0.0, pxl_device_name(ctx));
+done:
+  for (int p = 0; p < 3; p++) {
+    pxl_image_free(results[p]);
+    pxl_image_free(planes[p]);
+  }
+  pxl_result_free(res);
+  pxl_args_free(args);
+  pxl_frames_free(out);
+  pxl_frames_free(in);
+  return rc;
+}
+
 /* Loads the inputs, binds the arguments, runs and emits; returns the exit code. */
 static int do_run(pxl_context *ctx, RunOpts *o) {
   pxl_program *prog = NULL;
   pxl_args *args = NULL;
   pxl_run_result *res = NULL;
-  char what[256];
   int rc, st;
 
   if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
@@ -1037,50 +1278,29 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   if ((rc = load_program(ctx, o->file, &prog))) return rc;
   const int entry0 = pxl_program_entry_find(prog, o->entry);
   const int generic = pxl_program_entry_is_generic(prog, entry0);
+  int sk = -1; /* the --in that is a stream of frames */
+  for (int k = 0; k < o->nin && sk < 0; k++)
+    if (pxl_frames_is_stream(o->ins[k].path)) sk = k;
+  if (sk >= 0) {
+    rc = run_stream(ctx, o, prog, entry0, sk);
+    goto done;
+  }
+  if (o->luma_only) {
+    rc = usage_error("run", "--planes is for a stream of frames (a .y4m --in)");
+    goto done;
+  }
+  for (int j = 0; j < o->nout; j++)
+    if (pxl_frames_is_output(o->outs[j])) {
+      rc = usage_error("run", "--out '%s' is a stream of frames; the --in images are single images (give a .y4m "
+                       "or a %%d pattern as --in)", o->outs[j]);
+      goto done;
+    }
   if (!generic && (rc = check_output_file(ctx, prog, entry0, o))) goto done;
   if (!(args = pxl_args_new(ctx))) {
     rc = fail(ctx, PXL_ENOMEM, NULL);
     goto done;
   }
-  for (int k = 0; k < o->nin; k++) {
-    Binding *b = &o->ins[k];
-    if ((st = pxl_image_load(ctx, b->path, &b->img))) {
-      rc = fail(ctx, st, NULL);
-      goto done;
-    }
-    pxl_image *img = b->img;
-    if (o->has_roi) {
-      if ((st = pxl_image_view(ctx, b->img, o->roi[0], o->roi[1], o->roi[2], o->roi[3], &b->view))) {
-        snprintf(what, sizeof what, "--roi %d,%d,%d,%d of '%s' (%dx%d)", o->roi[0], o->roi[1],
-                 o->roi[2], o->roi[3], b->path, pxl_image_width(b->img), pxl_image_height(b->img));
-        rc = fail(ctx, st, what);
-        goto done;
-      }
-      img = b->view;
-    }
-    if ((st = pxl_args_image(args, b->name, img))) {
-      snprintf(what, sizeof what, "--in %s%s%s", b->name, *b->name ? "=" : "", b->path);
-      rc = fail(ctx, st, what);
-      goto done;
-    }
-  }
-  for (int k = 0; k < o->nparam; k++) {
-    const Binding *b = &o->params[k];
-    st = b->is_list ? pxl_args_array_text(args, b->name, b->list ? b->list : b->path)
-                    : pxl_args_scalar_text(args, b->name, b->path);
-    if (st) {
-      snprintf(what, sizeof what, "--param %s=%s", o->params[k].name, o->params[k].path);
-      rc = fail(ctx, st, what);
-      goto done;
-    }
-  }
-  for (int k = 0; k < o->nborder; k++) {
-    if ((st = pxl_args_border(args, o->borders[k].name, o->borders[k].path))) {
-      snprintf(what, sizeof what, "--border %s=%s", o->borders[k].name, o->borders[k].path);
-      rc = fail(ctx, st, what);
-      goto done;
-    }
-  }
+  if ((rc = load_inputs(ctx, o, -1)) || (rc = bind_args(ctx, o, args, -1, NULL))) goto done;
 
   int entry = pxl_program_entry_for_args(prog, entry0, args);
   if (generic && (rc = check_output_file(ctx, prog, entry, o))) goto done;
@@ -1088,14 +1308,12 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     rc = usage_error("run", "'%s' produces an image: give --out PATH", pxl_program_entry_name(prog, entry));
     goto done;
   }
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = now_seconds();
   st = pxl_run(ctx, prog, o->entry, args, &res);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double t1 = now_seconds();
   print_warnings(ctx);
   if (o->time) {
-    fprintf(stderr, "pxl: time: %.3f ms\n",
-            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    fprintf(stderr, "pxl: time: %.3f ms\n", (t1 - t0) * 1e3);
     /* the device that ran it: after a fallback of "auto", not the one first picked */
     fprintf(stderr, "pxl: device: %s\n", st == PXL_OK ? pxl_result_device(res) : pxl_device_name(ctx));
   }

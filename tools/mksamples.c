@@ -11,6 +11,9 @@
  * samples/scene.jpg    scene.png as JPEG (quality 95).
  * samples/depth16.png  320x240 gray u16 depth map in millimetres: a receding floor, two
  *                      spheres and a box.
+ * samples/clip.y4m     a YUV4MPEG2 video: 8 frames of 160x120, 4:2:0 (420jpeg, BT.601
+ *                      full range), a window panning across scene.png - for `pxl run`
+ *                      over a stream of frames.
  * The seeds are tiny PNG/JPEG/PGM/PPM files of every layout the decoders accept, and
  * TIFF and .npy files of every pixel type.
  *
@@ -23,6 +26,7 @@
 #include <string.h>
 
 #include "image/image.h"
+#include "io/frames.h"
 #include "io/imageio.h"
 
 #define W 640
@@ -247,6 +251,47 @@ static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image
   return bad;
 }
 
+/* samples/clip.y4m: frame k is the 160x120 window of rgb at (40 + 48k, 60 + 24k) in
+ * Y'CbCr (BT.601, full range), Cb and Cr averaged over 2x2 blocks. */
+static int write_clip(const char *dir, const struct pxl_image *rgb) {
+  enum { CW = 160, CH = 120, FRAMES = 8 };
+  char path[1024];
+  snprintf(path, sizeof path, "%s/clip.y4m", dir);
+  FrameInfo like = {.kind = FR_Y4M, .chroma = CH_420, .cspace = "420jpeg", .extra = " F12:1 Ip A1:1"};
+  FrameWriter *fw = NULL;
+  struct pxl_image *p[3] = {NULL, NULL, NULL};
+  Err err = {0};
+  int rc = frames_create(path, &like, &fw, &err);
+  for (int i = 0; i < 3 && !rc; i++) rc = image_new(i ? CW / 2 : CW, i ? CH / 2 : CH, PXL_U8, 1, &p[i], &err);
+  for (int k = 0; k < FRAMES && !rc; k++) {
+    int x0 = 40 + 48 * k, y0 = 60 + 24 * k;
+    float cb[CH][CW], cr[CH][CW];
+    for (int y = 0; y < CH; y++) {
+      const uint8_t *s = (const uint8_t *)image_row(rgb, y0 + y) + 3 * x0;
+      uint8_t *yr = image_row(p[0], y);
+      for (int x = 0; x < CW; x++) {
+        float r = s[3 * x], g = s[3 * x + 1], b = s[3 * x + 2];
+        yr[x] = clamp8(0.299f * r + 0.587f * g + 0.114f * b);
+        cb[y][x] = 128 - 0.168736f * r - 0.331264f * g + 0.5f * b;
+        cr[y][x] = 128 + 0.5f * r - 0.418688f * g - 0.081312f * b;
+      }
+    }
+    for (int y = 0; y < CH / 2; y++)
+      for (int x = 0; x < CW / 2; x++) {
+        ((uint8_t *)image_row(p[1], y))[x] =
+            clamp8((cb[2 * y][2 * x] + cb[2 * y][2 * x + 1] + cb[2 * y + 1][2 * x] + cb[2 * y + 1][2 * x + 1]) / 4);
+        ((uint8_t *)image_row(p[2], y))[x] =
+            clamp8((cr[2 * y][2 * x] + cr[2 * y][2 * x + 1] + cr[2 * y + 1][2 * x] + cr[2 * y + 1][2 * x + 1]) / 4);
+      }
+    rc = frames_write(fw, k + 1, (const struct pxl_image *const *)p, 3, &err);
+  }
+  if (!rc) rc = frames_commit(fw, &err);
+  else frames_abort(fw);
+  for (int i = 0; i < 3; i++) image_free(p[i]);
+  if (rc) fprintf(stderr, "mksamples: %s\n", err.msg);
+  return rc != 0;
+}
+
 int main(int argc, char **argv) {
   const char *out = argc > 1 ? argv[1] : "samples";
   const char *seeds = argc > 2 ? argv[2] : "tests/fuzz/seeds";
@@ -260,7 +305,7 @@ int main(int argc, char **argv) {
   render_scene(gray, rgb);
   render_depth(depth);
   int bad = save(out, "shapes.png", gray) | save(out, "scene.png", rgb) |
-            save(out, "scene.jpg", rgb) | save(out, "depth16.png", depth);
+            save(out, "scene.jpg", rgb) | save(out, "depth16.png", depth) | write_clip(out, rgb);
   bad |= write_seeds(seeds, gray, rgb, depth);
   image_free(gray);
   image_free(rgb);

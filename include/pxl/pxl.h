@@ -221,6 +221,74 @@ int pxl_image_save_check(pxl_context *ctx, const char *path, pxl_type type, int 
  * ".npy"; a static string), or NULL when the extension names none. */
 const char *pxl_image_save_format(const char *path);
 
+/* ---- frame streams ----
+ *
+ * Video and image sequences, read and written one frame at a time so that memory stays
+ * bounded however long the stream: YUV4MPEG2 files (.y4m, the format ffmpeg and x264
+ * read and write: 8-bit 4:2:0, 4:2:2, 4:4:4 or mono) and numbered image files (a name
+ * with one %d or %0Nd, e.g. "frame_%04d.png"; %% for a '%'). A frame is a list of
+ * planes, each an image: a y4m frame's Y, Cb and Cr planes (u8, one channel; Cb and Cr
+ * subsampled as its colour space says), or its Y plane alone for mono; a numbered
+ * file's frame is its one image, as pxl_image_load reads it. Messages name the stream
+ * and the frame ("in.y4m: frame 12: truncated: 1000 of 3110400 bytes").
+ *
+ *   pxl_frames *in, *out;
+ *   pxl_frames_open(ctx, "in.y4m", &in);
+ *   pxl_frames_create(ctx, "out.y4m", in, &out);
+ *   pxl_image *planes[3]; int got;
+ *   while (!pxl_frames_read(ctx, in, planes, &got) && got) { ...; pxl_frames_write(ctx, out, res, 3); ... }
+ *   pxl_frames_finish(ctx, out);             // a y4m file appears under its name here
+ *   pxl_frames_free(out); pxl_frames_free(in);
+ */
+typedef struct pxl_frames pxl_frames;
+
+/* Whether path names a stream pxl_frames_open reads: 2 a numbered pattern, 1 a file
+ * whose first bytes are "YUV4MPEG2 " (content, not the name), 0 neither. */
+int pxl_frames_is_stream(const char *path);
+/* Whether path names a stream pxl_frames_create writes: 2 a numbered pattern, 1 a name
+ * ending in .y4m (any case), 0 neither. */
+int pxl_frames_is_output(const char *path);
+/* Opens a stream for reading. A pattern's frames are the files numbered from the first
+ * of 0..4 that exists up to the one before the first missing number. PXL_EIO for a
+ * missing or unreadable file, PXL_EFORMAT for a malformed or unsupported stream (a
+ * 10-bit y4m), PXL_ETOOBIG for frames over the image limits, PXL_EARG for a bad pattern.
+ * Free with pxl_frames_free. */
+int pxl_frames_open(pxl_context *ctx, const char *path, pxl_frames **out);
+/* Starts writing a stream at path. For y4m, `like` (a stream being read, or NULL)
+ * gives the colour space and header parameters (frame rate, interlacing, pixel aspect);
+ * the frame size is the first frame's. Nothing appears under path before
+ * pxl_frames_finish; an existing file stays untouched until then. Numbered files are
+ * each written (atomically) by pxl_frames_write. PXL_EARG for a path that is neither,
+ * and for numbered files that would replace a file of `like` (an input read while the
+ * output is written). */
+int pxl_frames_create(pxl_context *ctx, const char *path, const pxl_frames *like, pxl_frames **out);
+/* PXL_OK when pxl_frames_create(path) can take planes of this type and channel count
+ * (y4m: u8, one channel; numbered files: what pxl_image_save takes for that extension),
+ * else PXL_EARG with the reason; touches no file. */
+int pxl_frames_check_output(pxl_context *ctx, const char *path, pxl_type type, int channels);
+/* Planes per frame of a stream being read (1 or 3), its first frame's size (the Y plane's
+ * for y4m), and its frame count where known (a regular y4m file, a numbered run), else
+ * -1. */
+int pxl_frames_planes(const pxl_frames *f);
+void pxl_frames_size(const pxl_frames *f, int *width, int *height);
+int64_t pxl_frames_count(const pxl_frames *f);
+/* The number of the frame last read: 1, 2, ... for y4m, the file's number for a pattern. */
+int64_t pxl_frames_number(const pxl_frames *f);
+/* Reads the next frame: planes[0 .. pxl_frames_planes - 1] receive new images (free each
+ * with pxl_image_free) and *got is 1; at the end of the stream *got is 0 and nothing is
+ * allocated. planes must have room for 3. */
+int pxl_frames_read(pxl_context *ctx, pxl_frames *f, pxl_image **planes, int *got);
+/* Writes the next frame of n planes (y4m: 1 makes a mono stream, 3 the colour space of
+ * `like`; sized as that colour space says for the first frame's Y plane, which every
+ * frame keeps; numbered files: 1 image, named with `number`). Host images only. */
+int pxl_frames_write(pxl_context *ctx, pxl_frames *f, int64_t number, pxl_image *const *planes, int n);
+/* Completes a stream being written (a y4m file renamed into place); PXL_EARG for a y4m
+ * stream with no frame. A no-op for a stream being read. */
+int pxl_frames_finish(pxl_context *ctx, pxl_frames *f);
+/* Closes a stream; one being written and not finished is abandoned (a y4m file's
+ * temporary file removed, its final name untouched). NULL is a no-op. */
+void pxl_frames_free(pxl_frames *f);
+
 /* ---- files ---- */
 
 /* Writes n bytes to path the way pxl writes every file: into a temporary file in the
