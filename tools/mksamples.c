@@ -192,6 +192,32 @@ static int write_text(const char *dir, const char *name, const char *text) {
   return 0;
 }
 
+/* A tiny YUV4MPEG2 seed: n frames of w x h in colour space cs, samples from src. */
+static int write_y4m_seed(const char *dir, const char *name, const char *cs, Chroma c, int w, int h, int n,
+                          const struct pxl_image *src) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FrameInfo like = {.kind = FR_Y4M, .chroma = c, .extra = " F25:1"};
+  snprintf(like.cspace, sizeof like.cspace, "%s", cs);
+  FrameWriter *fw = NULL;
+  struct pxl_image *p[3] = {NULL, NULL, NULL};
+  Err err = {0};
+  int cw, ch, np = c == CH_MONO ? 1 : 3, rc = frames_create(path, &like, &fw, &err);
+  frames_chroma_size(c, w, h, &cw, &ch);
+  for (int i = 0; i < np && !rc; i++) {
+    rc = image_new(i ? cw : w, i ? ch : h, PXL_U8, 1, &p[i], &err);
+    for (int y = 0; !rc && y < p[i]->height; y++)
+      memcpy(image_row(p[i], y), (const uint8_t *)image_row(src, y) + i, (size_t)p[i]->width);
+  }
+  for (int k = 0; k < n && !rc; k++) rc = frames_write(fw, k + 1, (const struct pxl_image *const *)p, np, &err);
+  if (!rc) rc = frames_commit(fw, &err);
+  else frames_abort(fw);
+  for (int i = 0; i < 3; i++) image_free(p[i]);
+  if (rc) fprintf(stderr, "mksamples: %s\n", err.msg);
+  else printf("wrote %s\n", path);
+  return rc != 0;
+}
+
 static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image *rgb,
                        struct pxl_image *depth) {
   int bad = 0;
@@ -244,6 +270,9 @@ static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image
     bad |= save(dir, typed[k].name, t);
     image_free(t);
   }
+  bad |= write_y4m_seed(dir, "tiny420.y4m", "420jpeg", CH_420, 5, 3, 2, g);
+  bad |= write_y4m_seed(dir, "tiny422.y4m", "422", CH_422, 4, 3, 1, g);
+  bad |= write_y4m_seed(dir, "tinymono.y4m", "mono", CH_MONO, 3, 2, 2, g);
   bad |= write_text(dir, "ascii.pgm", "P2\n# plain PGM\n4 3\n15\n0 1 2 3\n4 5 6 7\n8 9 14 15\n");
   bad |= write_text(dir, "ascii.ppm", "P3 2 2 1000\n0 0 0  1000 0 0\n0 1000 0  500 500 1000\n");
   image_free(g), image_free(c), image_free(cj), image_free(gj), image_free(d);

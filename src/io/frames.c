@@ -147,6 +147,7 @@ struct FrameReader {
   int64_t next;      /* number of the next frame */
   int64_t last;      /* numbered files: the last number that exists */
   int64_t number;    /* the frame last read */
+  int64_t size;      /* y4m: the bytes of the file or memory, -1 when unknown (a pipe) */
   int ended;
 };
 
@@ -230,11 +231,12 @@ static int y4m_header(FrameReader *r, Err *err) {
   struct stat st;
   long pos = ftell(r->f);
   in->count = -1;
-  if (pos > 0 && fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode)) {
+  if (r->size < 0 && fileno(r->f) >= 0 && fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode)) r->size = st.st_size;
+  if (pos > 0 && r->size >= pos) {
     uint64_t fb = 6;
     for (int i = 0; i < in->planes; i++) fb += (uint64_t)pw[i] * (uint64_t)ph[i];
-    uint64_t rest = (uint64_t)st.st_size - (uint64_t)pos;
-    if ((uint64_t)st.st_size >= (uint64_t)pos && rest % fb == 0) in->count = (int64_t)(rest / fb);
+    uint64_t rest = (uint64_t)r->size - (uint64_t)pos;
+    if (rest % fb == 0) in->count = (int64_t)(rest / fb);
   }
   return PXL_OK;
 }
@@ -268,19 +270,21 @@ static int seq_open(FrameReader *r, const char *path, Err *err) {
   return PXL_OK;
 }
 
-int frames_open(const char *path, FrameReader **out, Err *err) {
+/* Opens path, or (mem) a YUV4MPEG2 stream of n bytes at mem named path. */
+static int open_reader(const char *path, const void *mem, size_t n, FrameReader **out, Err *err) {
   *out = NULL;
   FrameReader *r = PXL_CALLOC(1, sizeof *r);
-  if (!r) return err_set(err, PXL_ENOMEM, "out of memory");
+  if (!r) return io_err(err, PXL_ENOMEM, path, "out of memory");
   snprintf(r->name, sizeof r->name, "%s", path);
-  int is = 0, rc = parse_pattern(path, &r->pat, &is, err);
+  r->size = mem ? (int64_t)n : -1;
+  int is = 0, rc = mem ? PXL_OK : parse_pattern(path, &r->pat, &is, err);
   if (rc == PXL_OK && is) {
     rc = seq_open(r, path, err);
   } else if (rc == PXL_OK) {
     r->info.kind = FR_Y4M;
     r->next = 1;
-    r->f = fopen(path, "rb");
-    if (!r->f) rc = io_err(err, PXL_EIO, path, "%s", strerror(errno));
+    r->f = mem ? fmemopen((void *)mem, n, "rb") : fopen(path, "rb");
+    if (!r->f) rc = io_err(err, errno == ENOMEM ? PXL_ENOMEM : PXL_EIO, path, "%s", strerror(errno));
     else rc = y4m_header(r, err);
   }
   if (rc) {
@@ -289,6 +293,16 @@ int frames_open(const char *path, FrameReader **out, Err *err) {
   }
   *out = r;
   return PXL_OK;
+}
+
+int frames_open(const char *path, FrameReader **out, Err *err) { return open_reader(path, NULL, 0, out, err); }
+
+int frames_open_memory(const void *buf, size_t n, const char *name, FrameReader **out, Err *err) {
+  if (n == 0) {
+    *out = NULL;
+    return io_err(err, PXL_EFORMAT, name, "empty stream");
+  }
+  return open_reader(name, buf, n, out, err);
 }
 
 const FrameInfo *frames_info(const FrameReader *r) { return &r->info; }
@@ -310,6 +324,10 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
   int pw[3], ph[3], n = plane_sizes(r->info.chroma, r->info.width, r->info.height, pw, ph);
   uint64_t total = 0, done = 0;
   for (int i = 0; i < n; i++) total += (uint64_t)pw[i] * (uint64_t)ph[i];
+  long pos = ftell(r->f); /* a short file is found before the planes are allocated */
+  if (r->size >= 0 && pos >= 0 && (uint64_t)(r->size - pos) < total)
+    return io_err(err, PXL_EFORMAT, r->name, "frame %lld: truncated: %llu of %llu bytes", (long long)k,
+                  (unsigned long long)(r->size - pos), (unsigned long long)total);
   for (int i = 0; i < n; i++) {
     int rc = io_image_new(r->name, pw[i], ph[i], PXL_U8, 1, &planes[i], err);
     if (rc) return rc;

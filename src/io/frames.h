@@ -18,6 +18,7 @@
 #ifndef PXL_FRAMES_H
 #define PXL_FRAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "image/image.h"
@@ -63,6 +64,9 @@ typedef struct FrameReader FrameReader;
  * unreadable file, PXL_EFORMAT for a malformed or unsupported header, PXL_ETOOBIG for
  * dimensions over the image limits. Close with frames_close. */
 int frames_open(const char *path, FrameReader **out, Err *err);
+/* A YUV4MPEG2 stream held in memory (n bytes at buf, which must outlive the reader);
+ * `name` stands for it in messages. As frames_open otherwise. */
+int frames_open_memory(const void *buf, size_t n, const char *name, FrameReader **out, Err *err);
 const FrameInfo *frames_info(const FrameReader *r);
 /* Reads the next frame into planes[0 .. info->planes - 1] (new images: free with
  * image_free) and sets *got to 1, or sets *got to 0 at the end of the stream. A frame

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "io/frames.h"
 #include "io/imageio.h"
 #include "util/alloc.h"
 
@@ -55,8 +56,44 @@ static void broken(const char *why) { violation = why; }
 #endif
 
 /* Decodes one input and checks the io_load_memory contract. */
+/* A YUV4MPEG2 input: the frame reader (io/frames.h) over the bytes, every frame read
+ * (at most 64): planes sized as the colour space says, messages naming the input. */
+static void fuzz_frames(const uint8_t *data, size_t size) {
+  FrameReader *r = NULL;
+  Err err = {0};
+  int rc = frames_open_memory(data, size, NAME, &r, &err);
+  for (int k = 0; rc == PXL_OK && k < 64; k++) {
+    struct pxl_image *p[FRAMES_MAX_PLANES];
+    int got = 0;
+    rc = frames_read(r, p, &got, &err);
+    if (rc != PXL_OK || !got) break;
+    const FrameInfo *in = frames_info(r);
+    int cw, ch;
+    frames_chroma_size(in->chroma, in->width, in->height, &cw, &ch);
+    for (int i = 0; i < in->planes; i++) {
+      int w = i ? cw : in->width, h = i ? ch : in->height;
+      if (!p[i] || p[i]->width != w || p[i]->height != h || p[i]->type != PXL_U8 || p[i]->channels != 1)
+        broken("a frame's plane of the wrong size");
+      else {
+        volatile uint8_t sink = ((uint8_t *)image_row(p[i], h - 1))[w - 1];
+        (void)sink;
+      }
+      image_free(p[i]);
+    }
+  }
+  frames_close(r);
+  if (rc != PXL_OK) {
+    if (rc != PXL_EFORMAT && rc != PXL_ETOOBIG && rc != PXL_ENOMEM) broken("unexpected status");
+    if (err.code != rc || strncmp(err.msg, NAME ": ", sizeof NAME + 1) != 0) broken("message does not name the input");
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size >= 9 && memcmp(data, "YUV4MPEG2", 9) == 0) {
+    fuzz_frames(data, size);
+    return 0;
+  }
   struct pxl_image *img = NULL;
   Err err = {0};
   int rc = io_load_memory(data, size, NAME, &img, &err);
