@@ -217,8 +217,10 @@ static const char HELP_RUN[] =
     "temporary name and renamed when every frame is done) or --out NAME_%04d.EXT (one\n"
     "file per frame, each atomic, numbered as the input: 1, 2, ... for y4m); a reduction\n"
     "prints a line per frame and plane (\"frame 3 Cb: total = 123\"). A truncated or\n"
-    "malformed stream stops with the frame named (exit 3) and no --out written. On a\n"
-    "terminal, standard error shows the frames done, frames per second and the time left.\n"
+    "malformed stream stops with the frame named (exit 3) and no --out written. '-' is\n"
+    "standard input or output, a y4m stream (pipes to and from ffmpeg -f yuv4mpegpipe).\n"
+    "On a terminal, standard error shows the frames done, frames per second and the time\n"
+    "left.\n"
     "\n"
     "Safety: pxl refuses (exit 2) an --out that names the same file as an --in image or\n"
     "FILE.pxl: when the output exists, by device and inode (so links are caught); when\n"
@@ -933,7 +935,8 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
                          "or a %%d pattern (frame_%%04d.png) for a stream of frames",
                          out);
     /* Refuse to overwrite an input, or an output with another, before anything is
-     * loaded or run. */
+     * loaded or run ("-": standard output, a stream, never a file) */
+    if (strcmp(out, "-") == 0) continue;
     if (same_file(out, o->file)) {
       error("--out '%s' is the kernel source '%s'; refusing to overwrite it", out, o->file);
       return RC_USAGE;

@@ -230,7 +230,9 @@ const char *pxl_image_save_format(const char *path);
  * planes, each an image: a y4m frame's Y, Cb and Cr planes (u8, one channel; Cb and Cr
  * subsampled as its colour space says), or its Y plane alone for mono; a numbered
  * file's frame is its one image, as pxl_image_load reads it. Messages name the stream
- * and the frame ("in.y4m: frame 12: truncated: 1000 of 3110400 bytes").
+ * and the frame ("in.y4m: frame 12: truncated: 1000 of 3110400 bytes"). The name "-"
+ * is standard input or output, a y4m stream (a pipe to or from `ffmpeg -f yuv4mpegpipe`);
+ * standard output is written as frames come, without a temporary file.
  *
  *   pxl_frames *in, *out;
  *   pxl_frames_open(ctx, "in.y4m", &in);

@@ -117,6 +117,7 @@ static int exists(const char *path) {
 
 int frames_is_stream(const char *path) {
   int is = 0;
+  if (strcmp(path, "-") == 0) return 1; /* standard input: a y4m stream (nothing else is read there) */
   if (frames_pattern(path, &is, NULL) == PXL_OK && is) return 2;
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -133,6 +134,7 @@ static int is_y4m_name(const char *path) {
 
 int frames_is_output(const char *path) {
   int is = 0;
+  if (strcmp(path, "-") == 0) return 1;
   if (frames_pattern(path, &is, NULL) == PXL_OK && is) return 2;
   return is_y4m_name(path);
 }
@@ -170,8 +172,8 @@ static int read_line(FILE *f, char *buf, size_t *len) {
 /* A positive decimal integer of at most 9 digits. */
 static int parse_dim(const char *s, int *out) {
   int v = 0, n = 0;
-  for (; *s >= '0' && *s <= '9'; s++, n++) v = v * 10 + (*s - '0');
-  if (*s || n == 0 || n > 9 || v == 0) return -1;
+  for (; *s >= '0' && *s <= '9' && n < 9; s++, n++) v = v * 10 + (*s - '0');
+  if (*s || n == 0 || v == 0) return -1; /* a tenth digit stays in *s */
   *out = v;
   return 0;
 }
@@ -283,7 +285,8 @@ static int open_reader(const char *path, const void *mem, size_t n, FrameReader 
   } else if (rc == PXL_OK) {
     r->info.kind = FR_Y4M;
     r->next = 1;
-    r->f = mem ? fmemopen((void *)mem, n, "rb") : fopen(path, "rb");
+    r->f = mem ? fmemopen((void *)mem, n, "rb") : strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (r->f == stdin) snprintf(r->name, sizeof r->name, "standard input");
     if (!r->f) rc = io_err(err, errno == ENOMEM ? PXL_ENOMEM : PXL_EIO, path, "%s", strerror(errno));
     else rc = y4m_header(r, err);
   }
@@ -373,7 +376,7 @@ int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
 
 void frames_close(FrameReader *r) {
   if (!r) return;
-  if (r->f) fclose(r->f);
+  if (r->f && r->f != stdin) fclose(r->f);
   PXL_FREE(r);
 }
 
@@ -420,8 +423,9 @@ struct FrameWriter {
   FrameKind kind;
   char name[4096];
   Pattern pat;
-  AtomicFile af;       /* y4m, once open */
+  AtomicFile af;       /* y4m, once open (af.f is stdout for "-": no temporary file) */
   int open;
+  int to_stdout;
   FrameInfo like;      /* y4m: the colour space and parameters to write */
   int width, height;   /* y4m: fixed by the first frame */
   int64_t frames;
@@ -435,7 +439,8 @@ int frames_check_output(const char *path, pxl_type type, int channels, Err *err)
     if ((rc = frames_name(path, 1, name, sizeof name, err))) return rc;
     return io_check_save(name, type, channels, err);
   }
-  if (!is_y4m_name(path)) return io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
+  if (!is_y4m_name(path) && strcmp(path, "-") != 0)
+    return io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
   if (type != PXL_U8 || channels != 1)
     return io_err(err, PXL_EARG, path, "YUV4MPEG2 stores u8 planes of one channel, not %s with %d channel%s",
                   pxl_type_name(type), channels, channels == 1 ? "" : "s");
@@ -448,13 +453,15 @@ int frames_create(const char *path, const FrameInfo *like, FrameWriter **out, Er
   if (!w) return err_set(err, PXL_ENOMEM, "out of memory");
   snprintf(w->name, sizeof w->name, "%s", path);
   int is = 0, rc = parse_pattern(path, &w->pat, &is, err);
-  if (rc == PXL_OK && !is && !is_y4m_name(path))
+  if (rc == PXL_OK && !is && !is_y4m_name(path) && strcmp(path, "-") != 0)
     rc = io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
   if (rc) {
     PXL_FREE(w);
     return rc;
   }
   w->kind = is ? FR_SEQ : FR_Y4M;
+  w->to_stdout = strcmp(path, "-") == 0;
+  if (w->to_stdout) snprintf(w->name, sizeof w->name, "standard output");
   if (like && like->kind == FR_Y4M) w->like = *like;
   else w->like.chroma = CH_420;
   *out = w;
@@ -467,7 +474,9 @@ static int y4m_start(FrameWriter *w, int width, int height, int n, Err *err) {
   const char *cs = n == 1 ? "mono" : w->like.chroma != CH_MONO && w->like.cspace[0] ? w->like.cspace : NULL;
   w->like.chroma = c;
   w->width = width, w->height = height;
-  int rc = file_atomic_open(&w->af, w->name, FILE_SHARED, err);
+  int rc = PXL_OK;
+  if (w->to_stdout) w->af.f = stdout;
+  else rc = file_atomic_open(&w->af, w->name, FILE_SHARED, err);
   if (rc) return rc;
   w->open = 1;
   /* a frame rate, which readers such as ffmpeg expect, where the source gave none */
@@ -522,6 +531,7 @@ int frames_commit(FrameWriter *w, Err *err) {
   int rc = PXL_OK;
   if (w->kind == FR_Y4M) {
     if (!w->open) rc = io_err(err, PXL_EARG, w->name, "no frame to write");
+    else if (w->to_stdout) rc = fflush(stdout) || ferror(stdout) ? io_write_error(err, w->name, errno) : PXL_OK;
     else rc = file_atomic_commit(&w->af, err);
     w->open = 0;
   }
@@ -531,6 +541,7 @@ int frames_commit(FrameWriter *w, Err *err) {
 
 void frames_abort(FrameWriter *w) {
   if (!w) return;
-  if (w->open) file_atomic_abort(&w->af);
+  if (w->open && !w->to_stdout) file_atomic_abort(&w->af);
+  if (w->open && w->to_stdout) fflush(stdout);
   PXL_FREE(w);
 }

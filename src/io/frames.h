@@ -9,6 +9,10 @@
  * space says) or its Y plane alone for mono; a numbered file is one plane, the image as
  * io_load reads it (any type, 1, 3 or 4 channels).
  *
+ * "-" is standard input (reading) or standard output (writing), a y4m stream either way,
+ * for pipes to and from ffmpeg; standard output is written as the frames come, with no
+ * temporary file.
+ *
  * Every error message names the stream and, past the header, the frame ("in.y4m: frame
  * 12: truncated: 1000 of 3110400 bytes"). A YUV4MPEG2 file is written like every pxl
  * file (util/file.h's AtomicFile): under a temporary name renamed at frames_commit, so
