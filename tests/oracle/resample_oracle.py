@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""examples/resample.pxl against OpenCV: outputs of other sizes than the input, exactly.
+
+Usage: resample_oracle.py PXL EXAMPLES_DIR DEVICE...
+
+  pyr_down        cv2.pyrDown (BORDER_DEFAULT)
+  pyr_up          cv2.pyrUp
+  resize_nearest  cv2.resize INTER_NEAREST to sizes above and below, odd ratios, 1x1
+  resize_area     cv2.resize INTER_AREA by k = 2, 3, 4 on the image cut to a multiple of k
+                  (OpenCV's integer-factor case)
+
+on the sample photograph in grey and in colour (per channel), random bytes at odd sizes
+(37x23, 7x5, 2x3, 1x1, a row and a column) and a gradient. Exact equality; prints
+'N passed, N failed', exits 1 on a failure; CUDA without an NVIDIA device node is a skip.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+
+
+def inputs(examples):
+    rng = np.random.default_rng(20261127)
+    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
+    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
+    if scene is None:
+        sys.exit("resample_oracle: cannot read samples/scene.png")
+    quick = os.environ.get("PXL_TEST_QUICK") == "1"  # the sanitizer build: small inputs only
+    if quick:
+        scene = scene[:61, :83]
+    yield "scene", cv2.cvtColor(scene, cv2.COLOR_BGR2GRAY)
+    yield "scene in colour", scene
+    for w, h in [(37, 23), (7, 5), (2, 3), (1, 1)] + ([] if quick else [(640, 1), (1, 480)]):
+        yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w), dtype=np.uint8)
+    g = (np.add.outer(np.arange(61) * 3, np.arange(83) * 2) % 256).astype(np.uint8)
+    yield "gradient 83x61", g
+
+
+def cases(img):
+    """(entry, pxl run arguments, OpenCV's result) for one input."""
+    h, w = img.shape[:2]
+    out = [("pyr_down", [], cv2.pyrDown(img)), ("pyr_up", [], cv2.pyrUp(img))]
+    for ow, oh in {(2 * w + 1, h // 2 + 1), (max(1, w // 3), 3 * h), (7, 5), (1, 1), (w, h)}:
+        out.append(("resize_nearest", ["--param", "ow=%d" % ow, "--param", "oh=%d" % oh],
+                    cv2.resize(img, (ow, oh), interpolation=cv2.INTER_NEAREST)))
+    for k in (2, 3, 4):
+        if w >= k and h >= k:
+            cut = img[:h // k * k, :w // k * k]
+            out.append(("resize_area", ["--param", "k=%d" % k],
+                        cv2.resize(cut, (w // k, h // k), interpolation=cv2.INTER_AREA)))
+    return out
+
+
+def main():
+    pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
+        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+        return 77
+    passed = failed = 0
+    program = os.path.join(examples, "resample.pxl")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "in.png"), os.path.join(tmp, "out.png")
+        for name, img in inputs(examples):
+            cv2.imwrite(src, img)
+            for entry, args, want in cases(img):
+                for dev in devices:
+                    if os.path.exists(out):
+                        os.remove(out)
+                    run = subprocess.run([pxl, "run", program, entry, "--in", src, "--out", out, "--device", dev] + args,
+                                         capture_output=True, text=True)
+                    what = "%s%s on %s, %s" % (entry, "".join(" " + a for a in args if a != "--param"), name, dev)
+                    if run.returncode != 0:
+                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                        failed += 1
+                        continue
+                    got = cv2.imread(out, cv2.IMREAD_UNCHANGED)
+                    if got is None or got.shape != want.shape:
+                        print("FAIL %s: pxl %s, OpenCV %s" % (what, None if got is None else got.shape, want.shape))
+                        failed += 1
+                        continue
+                    off = np.argwhere(got != want)
+                    if len(off):
+                        y, x = off[0][:2]
+                        print("FAIL %s: %d values differ, first at (%d, %d): pxl %s, OpenCV %s" %
+                              (what, len(off), x, y, got[y, x], want[y, x]))
+                        failed += 1
+                    else:
+                        passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
