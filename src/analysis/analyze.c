@@ -166,17 +166,23 @@ static Interval interval_raw(An *A, Node *n) {
   }
 }
 
-/* Affine form of an index expression for image `img`; ok=false when not affine. */
-static Affine affine_of(Node *n, Param *img) {
+/* A constant part: c0 .. c1. */
+static Affine affine_const(int64_t lo, int64_t hi) { return (Affine){.ok = true, .c0 = lo, .c1 = hi}; }
+
+static bool affine_is_const(Affine a) { return a.ok && !a.cx && !a.cy && !a.cw && !a.ch; }
+
+/* Affine form of an index expression for image `img` (see Affine): the coordinates, the
+ * image's size and numbers combined by + - and multiplication by a number, plus any
+ * term whose values the interval analysis bounds (a loop counter, a table's element, a
+ * variable of known range); ok=false when not affine. */
+static Affine affine_of(An *A, Node *n, Param *img) {
   Affine r = {0};
   Affine x, y;
   if (!n) return r;
   switch (n->kind) {
   case ND_NUM:
     if (scalar_is_float(n->type.s)) return r;
-    r.ok = true;
-    r.c0 = n->ival;
-    return r;
+    return affine_const(n->ival, n->ival);
   case ND_COORD:
     r.ok = true;
     if (n->ival == 0) r.cx = 1;
@@ -191,31 +197,37 @@ static Affine affine_of(Node *n, Param *img) {
     return r;
   case ND_CAST:
     if (scalar_is_float(n->type.s) || scalar_is_float(n->a->type.s)) return r;
-    return affine_of(n->a, img);
+    return affine_of(A, n->a, img);
   case ND_NEG:
-    x = affine_of(n->a, img);
+    x = affine_of(A, n->a, img);
     if (!x.ok) return r;
-    return (Affine){true, -x.c0, -x.cx, -x.cy, -x.cw, -x.ch};
+    return (Affine){true, -x.c1, -x.cx, -x.cy, -x.cw, -x.ch, -x.c0};
   case ND_ADD: case ND_SUB: {
-    x = affine_of(n->a, img);
-    y = affine_of(n->b, img);
+    x = affine_of(A, n->a, img);
+    y = affine_of(A, n->b, img);
     if (!x.ok || !y.ok) return r;
-    int s = n->kind == ND_ADD ? 1 : -1;
-    return (Affine){true, x.c0 + s * y.c0, x.cx + s * y.cx, x.cy + s * y.cy, x.cw + s * y.cw, x.ch + s * y.ch};
+    if (n->kind == ND_ADD)
+      return (Affine){true, x.c0 + y.c0, x.cx + y.cx, x.cy + y.cy, x.cw + y.cw, x.ch + y.ch, x.c1 + y.c1};
+    return (Affine){true, x.c0 - y.c1, x.cx - y.cx, x.cy - y.cy, x.cw - y.cw, x.ch - y.ch, x.c1 - y.c0};
   }
   case ND_MUL: {
-    x = affine_of(n->a, img);
-    y = affine_of(n->b, img);
+    x = affine_of(A, n->a, img);
+    y = affine_of(A, n->b, img);
     if (!x.ok || !y.ok) return r;
-    bool xc = !x.cx && !x.cy && !x.cw && !x.ch, yc = !y.cx && !y.cy && !y.cw && !y.ch;
+    bool xc = affine_is_const(x), yc = affine_is_const(y);
+    if (xc && yc) break; /* two ranges: their product's interval, below */
     if (!xc && !yc) return r;
-    Affine v = xc ? y : x;
-    int64_t k = xc ? x.c0 : y.c0;
-    return (Affine){true, v.c0 * k, v.cx * k, v.cy * k, v.cw * k, v.ch * k};
+    Affine v = xc ? y : x, k = xc ? x : y;
+    if (k.c0 != k.c1) return r; /* a linear part times a range: not affine */
+    int64_t m = k.c0;
+    return (Affine){true, m >= 0 ? v.c0 * m : v.c1 * m, v.cx * m, v.cy * m, v.cw * m, v.ch * m,
+                    m >= 0 ? v.c1 * m : v.c0 * m};
   }
   default:
-    return r;
+    break;
   }
+  Interval v = interval_of(A, n); /* a bounded term */
+  return v.known ? affine_const(v.lo, v.hi) : r;
 }
 
 static void note_read(An *A, Node *n) {
@@ -237,7 +249,7 @@ static void note_read(An *A, Node *n) {
     ac->read_rel = true;
     ac->window_known = true;
   } else {
-    Affine ax = affine_of(n->a, n->param), ay = affine_of(n->b, n->param);
+    Affine ax = affine_of(A, n->a, n->param), ay = affine_of(A, n->b, n->param);
     if (!ax.ok || !ay.ok) {
       ac->gather = true;
       ac->abs_affine = false;
@@ -248,10 +260,18 @@ static void note_read(An *A, Node *n) {
       ac->abs_affine = true;
       ac->ax = ax;
       ac->ay = ay;
-    } else if (memcmp(&ax, &ac->ax, sizeof ax) || memcmp(&ay, &ac->ay, sizeof ay)) {
-      /* several affine reads: keep affine only if they share the linear part */
-      if (ax.cx != ac->ax.cx || ax.cy != ac->ax.cy || ay.cx != ac->ay.cx || ay.cy != ac->ay.cy)
+    } else if (ac->abs_affine) {
+      /* several affine reads: one linear part (else a gather), the constant parts joined,
+       * so that a tile's corners bound every read */
+      if (ax.cx != ac->ax.cx || ax.cy != ac->ax.cy || ax.cw != ac->ax.cw || ax.ch != ac->ax.ch ||
+          ay.cx != ac->ay.cx || ay.cy != ac->ay.cy || ay.cw != ac->ay.cw || ay.ch != ac->ay.ch) {
         ac->abs_affine = false;
+      } else {
+        if (ax.c0 < ac->ax.c0) ac->ax.c0 = ax.c0;
+        if (ax.c1 > ac->ax.c1) ac->ax.c1 = ax.c1;
+        if (ay.c0 < ac->ay.c0) ac->ay.c0 = ay.c0;
+        if (ay.c1 > ac->ay.c1) ac->ay.c1 = ay.c1;
+      }
     }
     ac->read_abs = true;
   }
@@ -841,17 +861,18 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     D->skel = SK_R2V;
     return true;
   }
-  bool gather = false, nonseq = false, window = false;
+  bool gather = false, nonseq = false, affine = false, window = false;
   for (int i = 0; i < D->nimages; i++) {
     Access *ac = &D->access[i];
     if (ac->gather || (ac->read_abs && !ac->abs_affine)) gather = true;
     if (ac->read_abs && ac->abs_affine) {
       if (is_signed_perm(ac)) nonseq = true;
-      else gather = true;
+      else if (ac->ax.cx || ac->ax.cy || ac->ay.cx || ac->ay.cy) affine = true;
+      else gather = true; /* the same pixels wherever the output is (otsu's level.at(0, 0)) */
     }
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) window = true;
   }
-  D->skel = gather ? SK_GATHER : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
+  D->skel = gather ? SK_GATHER : affine ? SK_AFFINE : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
   if (D->scan) {
     /* the map runs as a plain kernel (no tiles or separable passes); each prefix pass
      * reads and combines every output pixel once more */

@@ -18,6 +18,10 @@ static void affine_str(char *out, size_t n, Affine a) {
   size_t k = 0;
   out[0] = 0;
   for (int i = 0; i < 5 && k < n; i++) {
+    if (i == 4 && a.c1 != a.c0) { /* a range of constants: "2*x + -2..2" */
+      k += (size_t)snprintf(out + k, n - k, "%s%lld..%lld", k ? " + " : "", (long long)a.c0, (long long)a.c1);
+      break;
+    }
     if (!c[i] && (i < 4 || k)) continue;
     long long mag = c[i] < 0 ? -(long long)c[i] : (long long)c[i];
     const char *sign = k ? (c[i] < 0 ? " - " : " + ") : (c[i] < 0 ? "-" : "");

@@ -145,9 +145,10 @@ const Decl *spec_for(const Decl *D, const Lane *scalars) {
   S->spec_vals = vals;
   S->index = D->prog->next_index++;
   if (!analyze_decl_again(S, a)) return D;
-  /* only windows are worth it (and an affine read made exact, such as in.at(x + d, y),
-   * keeps the gather path, which is tested on every backend for it); remembered */
-  if ((S->skel != SK_N2P && S->skel != SK_P2P) || !narrow_enough(S)) S->skel = SK_GATHER;
+  /* only windows are worth it, and affine windows (resample.pxl's resize_area once k is
+   * known); an affine read made a permutation, such as in.at(x + d, y), keeps the gather
+   * path, which is tested on every backend for it; remembered */
+  if ((S->skel != SK_N2P && S->skel != SK_P2P && S->skel != SK_AFFINE) || !narrow_enough(S)) S->skel = SK_GATHER;
   S->outs = NULL; /* several outputs: the specialisation's own projections */
   if (S->nouts && S->skel != SK_GATHER && !outputs_project(D->prog, S)) S->skel = SK_GATHER;
   S->spec_next = M->specs;

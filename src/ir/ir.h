@@ -257,6 +257,7 @@ const char *redop_name(RedOp r);
 #define PXL_SKELETONS(X)                                                                    \
   X(SK_P2P, "P2P")                                                                        \
   X(SK_P2P_NONSEQ, "P2P-nonsequential")                                                   \
+  X(SK_AFFINE, "affine window")                                                           \
   X(SK_N2P, "N2P")                                                                        \
   X(SK_GATHER, "gather")                                                                  \
   X(SK_R2S, "R2S")                                                                        \
@@ -273,10 +274,13 @@ typedef enum {
 
 const char *skeleton_name(Skeleton s);
 
-/* Affine form c0 + cx*x + cy*y + cw*width + ch*height of an index, when analysis finds one. */
+/* Affine form c0 + cx*x + cy*y + cw*width + ch*height of an index, when analysis finds
+ * one, plus a bounded term: the constant part ranges over c0..c1 (a loop counter with
+ * constant bounds, a table's elements: in.at(2 * x + i - 2, y) has cx 2, c0 -2, c1 2). */
 typedef struct {
   bool ok;
   int64_t c0, cx, cy, cw, ch;
+  int64_t c1; /* >= c0; c0 == c1: one constant */
 } Affine;
 
 /* What analysis found about one image parameter's reads. */
@@ -285,8 +289,9 @@ typedef struct {
   bool window_known;    /* relative offsets are bounded constants */
   int x0, x1, y0, y1;   /* window: dx in [x0, x1], dy in [y0, y1] (0..0 for P2P) */
   bool read_abs;        /* has absolute reads */
-  bool abs_affine;      /* every absolute read is affine in x, y */
-  Affine ax, ay;        /* the (first) absolute read's affine indices */
+  bool abs_affine;      /* every absolute read is affine in x, y, all with one linear part */
+  Affine ax, ay;        /* that linear part, the constant parts of every absolute read
+                         * within c0..c1 (the footprint of a tile: its corners' maps) */
   bool gather;          /* some read is data-dependent */
 } Access;
 

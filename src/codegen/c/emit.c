@@ -826,14 +826,17 @@ const Param *cg_image_param(const Decl *D, int k) {
   return D->params[0];
 }
 
-/* For a non-sequential P2P kernel: the one image read by affine absolute reads only,
- * whose tile footprint can be staged in a buffer; -1 if there is no such single image. */
+/* For a non-sequential P2P kernel: the one image read by affine absolute reads only, at
+ * one constant offset, whose tile footprint can be staged in a buffer; -1 if there is no
+ * such single image. */
 static int tile_buffer_image(const Decl *D) {
   int k = -1;
+  if (D->skel != SK_P2P_NONSEQ) return -1; /* a permutation's footprint is the tile's size */
   for (int i = 0; i < D->nimages; i++) {
     const Access *ac = &D->access[i];
     if (!ac->read_abs) continue;
-    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather) return -1;
+    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather || ac->ax.c1 != ac->ax.c0 || ac->ay.c1 != ac->ay.c0)
+      return -1;
     k = i;
   }
   return k;

@@ -5,8 +5,8 @@
  *   - one read function per image parameter with its border mode baked in (edge path);
  *   - pixel functions, one per variant: "pe" reads every pixel through the border
  *     functions, "pi" reads bounded relative windows directly (the interior, branch-free,
- *     vectorisable), "pt" also reads affine absolute reads directly (tiles of transposes
- *     and flips whose corners are inside);
+ *     vectorisable), "pt" also reads affine absolute reads directly (tiles of transposes,
+ *     flips and affine windows such as pyr_down's whose corners' reads are inside);
  *   - the entry point: OpenMP over rows; per row only the edge strips call "pe".
  * The read and pixel functions come from the C-family emitter (emit.c), shared with the
  * GPU generator; this file writes the CPU entry points and, for `pxl compile`, the whole
@@ -285,8 +285,8 @@ static bool pure_transpose(const Gen *g) {
   while (r && r->kind == ND_CAST && type_eq(r->type, D->type)) r = r->a;
   if (!r || r->kind != ND_AT || !type_eq(r->type, D->type) || r->param->img_index != g->tb_img) return false;
   const Access *ac = &D->access[g->tb_img];
-  return ac->ax.c0 == 0 && ac->ax.cx == 0 && ac->ax.cy == 1 && ac->ax.cw == 0 && ac->ax.ch == 0 && ac->ay.c0 == 0 &&
-         ac->ay.cx == 1 && ac->ay.cy == 0 && ac->ay.cw == 0 && ac->ay.ch == 0;
+  return ac->ax.c0 == 0 && ac->ax.c1 == 0 && ac->ax.cx == 0 && ac->ax.cy == 1 && ac->ax.cw == 0 && ac->ax.ch == 0 &&
+         ac->ay.c0 == 0 && ac->ay.c1 == 0 && ac->ay.cx == 1 && ac->ay.cy == 0 && ac->ay.cw == 0 && ac->ay.ch == 0;
 }
 
 /* A table kernel's output of more than this many pixels is written with streaming stores
@@ -317,8 +317,9 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   cg_args_text(g, &args);
   char tail[4096];
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
-  if (D->skel == SK_P2P_NONSEQ) {
-    /* tiles, so that both the reads and the writes of a transpose stay in cache */
+  if (D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE) {
+    /* tiles, so that both the reads and the writes of a transpose stay in cache; a tile
+     * whose corners' reads are inside reads directly */
     const int TS = scalar_size(D->type.s) * C >= 4 ? 32 : 64;
     OUT("  const int TS = %d;\n", TS);
     OUT("  #pragma omp parallel for schedule(dynamic, 1) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
@@ -326,15 +327,18 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("    for (int tx = 0; tx < W; tx += TS) {\n");
     OUT("      const int ye = ty + TS < H ? ty + TS : H, xe = tx + TS < W ? tx + TS : W;\n");
     OUT("      int fast = tx >= ix0 && xe <= ix1 && ty >= iy0 && ye <= iy1;\n");
-    for (int i = 0; i < D->nimages; i++) {
+    for (int i = 0; i < D->nimages; i++) { /* every corner's reads, both ends of their ranges */
       const Access *ac = &D->access[i];
       if (!ac->read_abs || !ac->abs_affine) continue;
-      for (int c = 0; c < 4; c++) {
+      for (int c = 0; c < 8; c++) {
         const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
+        long long ox = (c & 4) ? (long long)ac->ax.c1 : (long long)ac->ax.c0;
+        long long oy = (c & 4) ? (long long)ac->ay.c1 : (long long)ac->ay.c0;
+        if ((c & 4) && ac->ax.c1 == ac->ax.c0 && ac->ay.c1 == ac->ay.c0) break;
         OUT("      fast = fast && pxr_inside((int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d), w%d)"
             " && pxr_inside((int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d), h%d);\n",
-            (long long)ac->ax.c0, (long long)ac->ax.cx, cx, (long long)ac->ax.cy, cy, (long long)ac->ax.cw, i,
-            (long long)ac->ax.ch, i, i, (long long)ac->ay.c0, (long long)ac->ay.cx, cx, (long long)ac->ay.cy, cy,
+            ox, (long long)ac->ax.cx, cx, (long long)ac->ax.cy, cy, (long long)ac->ax.cw, i,
+            (long long)ac->ax.ch, i, i, oy, (long long)ac->ay.cx, cx, (long long)ac->ay.cy, cy,
             (long long)ac->ay.cw, i, (long long)ac->ay.ch, i, i);
       }
     }
@@ -708,8 +712,9 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     histogram_entry(g, fname, exported);
   } else {
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
-    if (D->skel != SK_P2P_NONSEQ && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
-    if (D->skel == SK_P2P_NONSEQ) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
+    bool tiled = D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE;
+    if (!tiled && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
+    if (tiled) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     /* the row pass: over column values ("ph"), or given the window's sums ("pr") */
     bool sums = D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep));
