@@ -745,6 +745,32 @@ void npp_canny(NppRun &r, const NppStreamContext &c, const DevImage &src, const 
   };
 }
 
+// Resampling to half the size: pyr_down nppiFilterGaussPyramidLayerDownBorder (taps 1 4 6 4
+// 1 / 16 in device memory, rate 2, reflect-101 as pxl's mirror101), resize_area nppiResize
+// NPPI_INTER_SUPER, resize_nearest nppiResize NPPI_INTER_NN.
+void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c, const DevImage &src,
+                  const DevImage &dst) {
+  const Npp8u *s = src.ptr<Npp8u>();
+  Npp8u *d = dst.ptr<Npp8u>();
+  int ss = src.step(), ds = dst.step();
+  NppiSize ssz = src.size(), dsz = dst.size();
+  if (name == "pyr_down") {
+    const Npp32f taps[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
+    r.bufs.emplace_back(sizeof taps);
+    Npp32f *k = r.bufs.back().as<Npp32f>();
+    CUDA_CALL(cudaMemcpy, k, taps, sizeof taps, cudaMemcpyHostToDevice);
+    NppiPoint origin = {0, 0};
+    r.run = [=]() {
+      NPP_CALL(nppiFilterGaussPyramidLayerDownBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
+               NPP_BORDER_MIRROR, c);
+    };
+    return;
+  }
+  NppiRect srect = {0, 0, ssz.width, ssz.height}, drect = {0, 0, dsz.width, dsz.height};
+  int mode = name == "resize_area" ? NPPI_INTER_SUPER : NPPI_INTER_NN;
+  r.run = [=]() { NPP_CALL(nppiResize_8u_C1R_Ctx, s, ss, ssz, srect, d, ds, dsz, drect, mode, c); };
+}
+
 // ------------------------------------------------------------------------------------
 // Section "table": the skeleton kernels
 
@@ -755,6 +781,8 @@ struct KernelDef {
   bool transposed;  // output is H x W
   int rx, ry;       // window radius: the margin the check leaves out
   int tol;          // largest tolerated difference (rounding of means)
+  const char *file = nullptr;  // the example (examples/FILE.pxl) holding entry `name`; default: name
+  int down = 1;                // the output is ceil(W / down) x ceil(H / down) (resampling)
 };
 
 // clang-format off
@@ -780,6 +808,10 @@ const KernelDef kKernels[] = {
     {"integral",   Kind::Image,  PXL_I32, false, 0, 0, 0},
     {"equalize",   Kind::Image,  PXL_U8,  false, 0, 0, 0},
     {"canny",      Kind::Image,  PXL_U8,  false, 1, 1, 255},
+    // resampling (examples/resample.pxl, the multi-rate issue): output a quarter of the input
+    {"pyr_down",       Kind::Image, PXL_U8, false, 2, 2, 1,   "resample", 2},  // NPP rounds its float sums
+    {"resize_area",    Kind::Image, PXL_U8, false, 0, 0, 1,   "resample", 2},  // k = 2
+    {"resize_nearest", Kind::Image, PXL_U8, false, 0, 0, 255, "resample", 2},  // NPP's own positions: counted
 };
 // clang-format on
 
@@ -824,6 +856,8 @@ std::unique_ptr<NppRun> npp_prepare(const KernelDef &k, pxl_context *px, const N
     npp_equalize(*r, c, src, *dst);
   else if (name == "canny")
     npp_canny(*r, c, src, *dst);
+  else if (name == "pyr_down" || name == "resize_area" || name == "resize_nearest")
+    npp_resample(*r, name, c, src, *dst);
   else
     throw Failure("no NPP peer for " + name);
   return r;
@@ -892,6 +926,7 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
     std::unique_ptr<DevImage> out_pxl, out_npp;
     if (k.kind == Kind::Image) {
       int ow = k.transposed ? h : w, oh = k.transposed ? w : h;
+      if (k.down > 1) ow = (ow + k.down - 1) / k.down, oh = (oh + k.down - 1) / k.down;
       out_pxl = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
       out_npp = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
     }
@@ -910,8 +945,10 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
       upload(*edges, pic.data());
     }
     const DevImage &src = edges ? *edges : in;
-    PxlRun pr(px.ctx(), px.example(k.name), k.name, k.kind);
+    PxlRun pr(px.ctx(), px.example(k.file ? k.file : k.name), k.name, k.kind);
     pr.image("in", src);
+    if (name == "resize_area") pr.scalar("k", 2);
+    if (name == "resize_nearest") pr.scalar("ow", (w + 1) / 2), pr.scalar("oh", (h + 1) / 2);
     if (name == "binarize") pr.scalar("t", 128);
     if (name == "boxr") pr.scalar("r", 15);
     if (name == "canny") pr.scalar("lo", kCannyLow), pr.scalar("hi", kCannyHigh), pr.scalar("l2", 0);
@@ -945,7 +982,8 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
   if (failed) *status = 1;
 
   const double reads = std::string(k.name) == "equalize" ? 2 : 1;
-  double bytes = (double)w * h * (k.kind == Kind::Image ? reads + type_size(k.out) : reads);
+  const double outs = (double)((w + k.down - 1) / k.down) * ((h + k.down - 1) / k.down) / ((double)w * h);
+  double bytes = (double)w * h * (k.kind == Kind::Image ? reads + type_size(k.out) * outs : reads);
   auto gbs = [&](const Timing &t) { return t.ok ? bytes / (t.ms * 1e6) : 0.0; };
   std::printf(
       "%-10s | %-11s | %s | %s | %7s | %8s | %8s | %8s | %s\n", k.name, size.c_str(), ms_text(tp).c_str(),
@@ -990,6 +1028,8 @@ int run_table(Pxl &px, const NppStreamContext &c, const std::vector<std::pair<in
       "boxr nppiFilterBoxBorder 31x31 (pxl: radius 15, rounded), integral nppiIntegral_8u32s (W+1 x H+1),\n"
       "equalize nppiHistogramEven + table on the host + nppiLUTPalette, canny nppiFilterCannyBorder\n"
       "(L1, 50/150; on 64x64 blocks with noise; NPP's edges are its own: the check counts differences);\n"
+      "to half the size: pyr_down nppiFilterGaussPyramidLayerDownBorder (1 4 6 4 1 / 16, mirror),\n"
+      "resize_area nppiResize SUPER, resize_nearest nppiResize NN (NPP's own positions: counted);\n"
       "all with NPP_BORDER_REPLICATE (pxl: clamp). pxl's reductions wait for the device on every run.\n");
   for (const auto &n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   return status;
