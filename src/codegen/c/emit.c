@@ -826,19 +826,17 @@ const Param *cg_image_param(const Decl *D, int k) {
   return D->params[0];
 }
 
-/* For a non-sequential P2P kernel or an affine window: the one image read by affine
- * absolute reads only (a permutation's at one constant offset), whose tile footprint can
- * be staged in a buffer; -1 if there is no such single image. */
+/* For a non-sequential P2P kernel: the one image read by affine absolute reads only, at
+ * one constant offset, whose tile footprint can be staged in a buffer; -1 if there is no
+ * such single image. */
 static int tile_buffer_image(const Decl *D) {
   int k = -1;
-  if (D->skel != SK_P2P_NONSEQ && D->skel != SK_AFFINE) return -1;
+  if (D->skel != SK_P2P_NONSEQ) return -1; /* a permutation's footprint is the tile's size */
   for (int i = 0; i < D->nimages; i++) {
     const Access *ac = &D->access[i];
     if (!ac->read_abs) continue;
-    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather) return -1;
-    /* a permutation's footprint is the tile's size at one offset (the CPU's and GPU's
-     * buffers); an affine window's (GPU only) is the tile's image under the map */
-    if (D->skel == SK_P2P_NONSEQ && (ac->ax.c1 != ac->ax.c0 || ac->ay.c1 != ac->ay.c0)) return -1;
+    if (k >= 0 || !ac->abs_affine || ac->read_rel || ac->gather || ac->ax.c1 != ac->ax.c0 || ac->ay.c1 != ac->ay.c0)
+      return -1;
     k = i;
   }
   return k;
@@ -1417,8 +1415,6 @@ bool cg_counts_only(const Gen *g) {
 
 int cg_use_tile_buffer(Gen *g) {
   g->tb_img = tile_buffer_image(g->D);
-  /* a permutation's buffer follows the output's rows (transposed where x reads the image's
-   * rows); an affine window's is the image's footprint as it lies */
-  g->tb_t = g->tb_img >= 0 && g->D->skel == SK_P2P_NONSEQ && g->D->access[g->tb_img].ax.cx == 0;
+  g->tb_t = g->tb_img >= 0 && g->D->access[g->tb_img].ax.cx == 0;
   return g->tb_img;
 }

@@ -1499,78 +1499,6 @@ static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k,
       (long long)f->cx, X, (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
 }
 
-/* The extent, in one axis, of the image under affine map f of a TS x TS tile: the largest
- * minus the smallest of its reads, plus one. */
-static int64_t affine_extent(const Affine *f, int TS) {
-  return (f->cx < 0 ? -f->cx : f->cx) * (TS - 1) + (f->cy < 0 ? -f->cy : f->cy) * (TS - 1) + (f->c1 - f->c0) + 1;
-}
-
-/* The bytes of the shared buffer of an affine window's footprint (affine_staged), 0 when
- * it does not fit STAGE_SMEM. */
-static int affine_stage_bytes(const Gen *g, int TS, int *FW, int *FH, int *FS) {
-  const Decl *D = g->D;
-  if (g->tb_img < 0 || D->skel != SK_AFFINE) return 0;
-  const Access *ac = &D->access[g->tb_img];
-  const Param *ip = image_param(D, g->tb_img);
-  int64_t w = affine_extent(&ac->ax, TS), h = affine_extent(&ac->ay, TS);
-  int IC = ip->type.lanes, es = scalar_size(ip->type.s);
-  if (w > 4096 || h > 4096) return 0;
-  *FW = (int)w, *FH = (int)h;
-  *FS = (int)w * IC + (es < 4 ? 4 / es : 1); /* padded row: consecutive rows in different banks */
-  int64_t bytes = (int64_t)*FS * h * es;
-  return bytes <= STAGE_SMEM ? (int)bytes : 0;
-}
-
-/* An affine window's tile (kernel_nonseq's fast case) through shared memory: the
- * footprint of the tile's reads (its corners' maps at both ends of the range) loaded by
- * the block's 256 threads, row by row, then each pixel read from it ("pb"): every input
- * pixel of the footprint loaded once from global memory, where the direct path ("pt")
- * loads each read (25 a pixel for pyr_down). Tiles at the edges read through the border
- * functions; a footprint too large for shared memory (a large stride) reads directly. */
-static void affine_staged(Gen *g, const char *A, int TS, int C, const char *OT) {
-  const Decl *D = g->D;
-  int k = g->tb_img, FW = 0, FH = 0, FS = 0;
-  const Access *ac = &D->access[k];
-  const Param *ip = image_param(D, k);
-  int IC = ip->type.lanes;
-  if (affine_stage_bytes(g, TS, &FW, &FH, &FS)) {
-    OUT("  int fx0 = 0, fy0 = 0, fx1 = -1, fy1 = -1;\n");
-    for (int c = 0; c < 8; c++) {
-      const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
-      OUT("  {\n    const int ex = ");
-      affine(g, &ac->ax, cx, cy, k, c & 4);
-      OUT(", ey = ");
-      affine(g, &ac->ay, cx, cy, k, c & 4);
-      OUT(";\n");
-      OUT("    if (%d || ex < fx0) fx0 = ex;\n    if (%d || ex > fx1) fx1 = ex;\n", c == 0, c == 0);
-      OUT("    if (%d || ey < fy0) fy0 = ey;\n    if (%d || ey > fy1) fy1 = ey;\n  }\n", c == 0, c == 0);
-    }
-    OUT("  PXG_SHARED PXG_ALIGN16 %s tb[%d];\n", cg_ctype(ip->type.s), FS * FH);
-    OUT("  if (fast && fx1 - fx0 < %d && fy1 - fy0 < %d) {\n", FW, FH);
-    OUT("    const int t = PXG_TY * 32 + PXG_TX, nw = fx1 - fx0 + 1, nh = fy1 - fy0 + 1;\n");
-    OUT("    for (int q = t; q < nw * nh; q += 256) {\n      const int r = q / nw, c = q - r * nw;\n");
-    OUT("      for (int l = 0; l < %d; l++) tb[r * %d + c * %d + l] = i%d[(ptrdiff_t)(fy0 + r) * p%d + (ptrdiff_t)(fx0 + c) * %d + l];\n",
-        IC, FS, IC, k, k, IC);
-    OUT("    }\n    PXG_SYNC();\n");
-    OUT("    for (int y = ty + PXG_TY; y < ye; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-    OUT("      for (int x = tx + PXG_TX; x < xe; x += 32)\n");
-    char args[4200];
-    snprintf(args, sizeof args, "%s, tb, fx0, fy0, %d", A, FS);
-    pixel_to_row(g, "pb", args, C, "        ");
-    OUT("    }\n    return;\n  }\n");
-  } else {
-    OUT("  if (fast) {\n");
-    OUT("    for (int y = ty + PXG_TY; y < ye; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-    OUT("      for (int x = tx + PXG_TX; x < xe; x += 32)\n");
-    pixel_to_row(g, "pt", A, C, "        ");
-    OUT("    }\n    return;\n  }\n");
-  }
-  OUT("  for (int y = ty + PXG_TY; y < ye; y += 8) {\n    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
-  OUT("    for (int x = tx + PXG_TX; x < xe; x += 32) {\n");
-  pixel_checked(g, A, C, "      ");
-  OUT("    }\n  }\n}\n");
-}
-
 /* Non-sequential P2P and affine windows: TS x TS output tiles per block of 32 x 8
  * threads, reading directly where the tile's corners' reads are inside; for a
  * permutation the footprint of the tile image staged in shared memory when it fits. */
@@ -1602,10 +1530,6 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
       affine(g, &ac->ay, cx, cy, i, c & 4);
       OUT(", h%d);\n", i);
     }
-  }
-  if (k >= 0 && D->skel == SK_AFFINE) {
-    affine_staged(g, A, TS, C, OT);
-    return;
   }
   if (k >= 0) {
     const Access *ac = &D->access[k];
@@ -2581,7 +2505,7 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
       chg >= 0 ? " reporting a change of its image" : "", dialect == GPU_OPENCL ? "OpenCL C 1.2" : "CUDA");
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
-  bool nonseq = D->kind == D_KERNEL && (D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE);
+  bool nonseq = D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ;
   if (nonseq) cg_use_tile_buffer(g);
   if (D->stage) stage_fns(g, borders); /* the producer's functions and <pfx>_vk, before D's */
   cg_functions(g);
