@@ -8,6 +8,9 @@ Usage: resample_oracle.py PXL EXAMPLES_DIR DEVICE...
   resize_nearest  cv2.resize INTER_NEAREST to sizes above and below, odd ratios, 1x1
   resize_area     cv2.resize INTER_AREA by k = 2, 3, 4 on the image cut to a multiple of k
                   (OpenCV's integer-factor case)
+  gauss_pyramid   three cv2.pyrDown levels from one pipeline run (three outputs, three sizes)
+  laplace_level   the image less cv2.pyrUp(cv2.pyrDown(image)) in i16, and the level (even
+                  sizes of gray images)
 
 on the sample photograph in grey and in colour (per channel), random bytes at odd sizes
 (37x23, 7x5, 2x3, 1x1, a row and a column) and a gradient. Exact equality; prints
@@ -54,6 +57,20 @@ def cases(img):
     return out
 
 
+def multi_cases(img):
+    """(entry, OpenCV's results) of the pipelines returning several images, each saved to
+    its own --out."""
+    levels = [img]
+    for _ in range(3):
+        levels.append(cv2.pyrDown(levels[-1]))
+    out = [("gauss_pyramid", levels[1:])]
+    h, w = img.shape[:2]
+    if img.ndim == 2 and w % 2 == 0 and h % 2 == 0:  # pyr_up gives the image's size back
+        low = cv2.pyrDown(img)
+        out.append(("laplace_level", [img.astype(np.int16) - cv2.pyrUp(low).astype(np.int16), low]))
+    return out
+
+
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
     if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
@@ -89,6 +106,32 @@ def main():
                         failed += 1
                     else:
                         passed += 1
+            for entry, wants in multi_cases(img):
+                for dev in devices:
+                    outs = [os.path.join(tmp, "out%d.npy" % k) for k in range(len(wants))]
+                    for o in outs:
+                        if os.path.exists(o):
+                            os.remove(o)
+                    cmd = [pxl, "run", program, entry, "--in", src, "--device", dev]
+                    for o in outs:
+                        cmd += ["--out", o]
+                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    what = "%s on %s, %s" % (entry, name, dev)
+                    if run.returncode != 0:
+                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                        failed += 1
+                        continue
+                    for k, (o, want) in enumerate(zip(outs, wants)):
+                        got = np.load(o)
+                        if got.ndim == 3:  # pxl's channels as the PNG holds them (RGB), OpenCV's BGR
+                            got = got[..., ::-1]
+                        if got.shape != want.shape or got.dtype != want.dtype or np.any(got != want):
+                            print("FAIL %s, output %d: pxl %s %s, OpenCV %s %s, %s values differ" %
+                                  (what, k + 1, got.shape, got.dtype, want.shape, want.dtype,
+                                   "-" if got.shape != want.shape else np.count_nonzero(got != want)))
+                            failed += 1
+                        else:
+                            passed += 1
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
