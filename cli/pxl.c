@@ -1157,6 +1157,11 @@ static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry
   if (o->has_roi) return usage_error("run", "--roi is not available with a stream of frames ('%s')", sname);
   if (pxl_program_entry_output_count(prog, entry0) > 1)
     return usage_error("run", "'%s' produces several images; a stream of frames takes one", pxl_program_entry_name(prog, entry0));
+  const char *sig = pxl_program_entry_signature(prog, entry0);
+  if (sig && strncmp(sig, "histogram", 9) == 0)
+    return usage_error("run", "'%s' is a histogram; over a stream of frames pxl runs kernels, pipelines and "
+                       "reductions (run it on one frame: save it with --out frame_%%04d.png first)",
+                       pxl_program_entry_name(prog, entry0));
   int makes_image = pxl_program_entry_makes_image(prog, entry0);
   if (makes_image && (!o->out || !pxl_frames_is_output(o->out)))
     return usage_error("run", "'%s' over the frames of '%s' makes frames: give --out NAME.y4m or --out NAME_%%04d.EXT",

@@ -21,7 +21,7 @@ OpenCV as the oracle of each plane's result.
                               W, garbage instead of FRAME, an i16 result to y4m (exit 2
                               before the run), three planes to numbered files, output
                               patterns that would overwrite the input frames, a pattern
-                              with no file
+                              with no file, a histogram (refused with the reason)
   quiet                       nothing on standard error when it is not a terminal; on a
                               terminal (a pty) a progress line: frames of the count, fps
   an outside reader           OpenCV's video input (FFmpeg) reads the written y4m, where
@@ -253,6 +253,8 @@ ok("a different pattern naming the input files: refused", rc != 0 and "refusing 
 ok("... the input frames untouched", all(open(w(f"f_{k:03d}.pgm"), "rb").read() == v for k, v in before.items()))
 rc, _, err = pxl("run", example("copy.pxl"), "--in", w("none_%04d.png"), "--out", w("none-out_%d.png"))
 ok("a pattern with no file: exit 3", rc == 3 and "no frame file" in err, err)
+rc, _, err = pxl("run", example("hist256.pxl"), "--in", w("a.y4m"))
+ok("a histogram over a stream: exit 2, says why", rc == 2 and "is a histogram" in err, err)
 rc, _, err = pxl("run", example("copy.pxl"), "--in", w("f_001.pgm"), "--out", w("x_%d.png"))
 ok("numbered --out from a single image: exit 2", rc == 2 and "stream of frames" in err, err)
 
