@@ -244,8 +244,9 @@ const char *pxl_image_save_format(const char *path);
  */
 typedef struct pxl_frames pxl_frames;
 
-/* Whether path names a stream pxl_frames_open reads: 2 a numbered pattern, 1 a file
- * whose first bytes are "YUV4MPEG2 " (content, not the name), 0 neither. */
+/* Whether path names a stream pxl_frames_open reads: 2 a numbered pattern, 1 "-" or a
+ * regular file whose first bytes are "YUV4MPEG2 " (content, not the name), 0 neither (a
+ * pipe or device is not read to find out: give "-" for a stream on standard input). */
 int pxl_frames_is_stream(const char *path);
 /* Whether path names a stream pxl_frames_create writes: 2 a numbered pattern, 1 a name
  * ending in .y4m (any case), 0 neither. */

@@ -119,6 +119,8 @@ int frames_is_stream(const char *path) {
   int is = 0;
   if (strcmp(path, "-") == 0) return 1; /* standard input: a y4m stream (nothing else is read there) */
   if (frames_pattern(path, &is, NULL) == PXL_OK && is) return 2;
+  struct stat st; /* regular files only: sniffing a pipe would eat the bytes its reader needs */
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   char b[sizeof Y4M_MAGIC] = {0};

@@ -47,7 +47,8 @@ typedef struct {
 } FrameInfo;
 
 /* Whether path names a stream frames_open reads: 2 a numbered pattern (frames_pattern),
- * 1 a file that starts with "YUV4MPEG2 ", 0 neither (an image file, a missing file). */
+ * 1 "-" (standard input) or a regular file that starts with "YUV4MPEG2 ", 0 neither (an
+ * image file, a missing file; a pipe or device, which is not read here). */
 int frames_is_stream(const char *path);
 /* Whether path names a stream frames_create writes: 2 a numbered pattern, 1 a name
  * ending in .y4m (any case), 0 neither. */
