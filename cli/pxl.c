@@ -1250,6 +1250,7 @@ static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry
       pxl_image_free(results[p]), results[p] = NULL;
       pxl_image_free(planes[p]), planes[p] = NULL;
     }
+    if (pg.count < 0) pg.count = pxl_frames_count(in); /* known after the first frame, for some */
     progress_show(&pg, ++done_frames, 0);
   }
   progress_show(&pg, done_frames, 1);

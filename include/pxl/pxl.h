@@ -270,8 +270,9 @@ int pxl_frames_create(pxl_context *ctx, const char *path, const pxl_frames *like
  * else PXL_EARG with the reason; touches no file. */
 int pxl_frames_check_output(pxl_context *ctx, const char *path, pxl_type type, int channels);
 /* Planes per frame of a stream being read (1 or 3), its first frame's size (the Y plane's
- * for y4m), and its frame count where known (a regular y4m file, a numbered run), else
- * -1. */
+ * for y4m), and its frame count where known (a numbered run; a regular y4m file whose
+ * frame headers are all as long as the first: known from the open for bare "FRAME" lines,
+ * else once the first frame is read), else -1. */
 int pxl_frames_planes(const pxl_frames *f);
 void pxl_frames_size(const pxl_frames *f, int *width, int *height);
 int64_t pxl_frames_count(const pxl_frames *f);

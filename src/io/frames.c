@@ -317,6 +317,7 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
   char line[FRAMES_HEADER_MAX];
   size_t len;
   int64_t k = r->next;
+  long start = ftell(r->f); /* the frame's first byte, for the count below */
   int h = read_line(r->f, line, &len);
   if (h == 0) { /* the end, between frames */
     if (ferror(r->f)) return io_err(err, PXL_EIO, r->name, "frame %lld: read failed: %s", (long long)k, strerror(errno));
@@ -330,6 +331,11 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
   uint64_t total = 0, done = 0;
   for (int i = 0; i < n; i++) total += (uint64_t)pw[i] * (uint64_t)ph[i];
   long pos = ftell(r->f); /* a short file is found before the planes are allocated */
+  if (k == 1 && r->info.count < 0 && r->size >= 0 && start >= 0 && pos > start) {
+    /* frame headers with parameters: the count, if every header is as long as the first */
+    uint64_t fb = (uint64_t)(pos - start) + total, rest = (uint64_t)(r->size - start);
+    if (r->size >= start && rest % fb == 0) r->info.count = (int64_t)(rest / fb);
+  }
   if (r->size >= 0 && pos >= 0 && (uint64_t)(r->size - pos) < total)
     return io_err(err, PXL_EFORMAT, r->name, "frame %lld: truncated: %llu of %llu bytes", (long long)k,
                   (unsigned long long)(r->size - pos), (unsigned long long)total);

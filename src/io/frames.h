@@ -43,7 +43,9 @@ typedef struct {
   char extra[FRAMES_HEADER_MAX]; /* y4m: the header's other parameters (F, I, A, X...) as
                                   * written, each with its leading space, for a writer */
   int64_t count;      /* frames in the stream when known (a regular y4m file whose frame
-                       * headers are all alike, a run of numbered files), else -1 */
+                       * headers are all as long as the first: known at the open for bare
+                       * "FRAME" lines, else after the first frame is read; a run of
+                       * numbered files), else -1 */
 } FrameInfo;
 
 /* Whether path names a stream frames_open reads: 2 a numbered pattern (frames_pattern),

@@ -259,22 +259,30 @@ rc, _, err = pxl("run", example("copy.pxl"), "--in", w("f_001.pgm"), "--out", w(
 ok("numbered --out from a single image: exit 2", rc == 2 and "stream of frames" in err, err)
 
 # ---- the progress line on a terminal ----
-master, slave = pty.openpty()
-p = subprocess.run([PXL, "run", example("copy.pxl"), "--in", w("c444.y4m"), "--out", w("tty.y4m"), "--device", DEVICE],
-                   stdout=subprocess.DEVNULL, stderr=slave)
-os.close(slave)
-shown = b""
-while select.select([master], [], [], 0.5)[0]:
-    try:
-        chunk = os.read(master, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    shown += chunk
-os.close(master)
-ok("on a terminal: a progress line with frames of the count and fps", p.returncode == 0 and b"frame 3/3" in shown and
+def on_terminal(*args):
+    """Runs pxl with its standard error on a pseudo-terminal: (exit status, what it showed)."""
+    master, slave = pty.openpty()
+    p = subprocess.run([PXL, *args, "--device", DEVICE], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return p.returncode, shown
+
+
+rc, shown = on_terminal("run", example("copy.pxl"), "--in", w("c444.y4m"), "--out", w("tty.y4m"))
+ok("on a terminal: a progress line with frames of the count and fps", rc == 0 and b"frame 3/3" in shown and
    b"fps" in shown, repr(shown))
+rc, shown = on_terminal("run", example("copy.pxl"), "--in", w("a.y4m"), "--out", w("tty.y4m"))
+ok("... the count of a stream whose frame headers have parameters (known after the first)",
+   rc == 0 and b"frame 4/4" in shown, repr(shown))
 
 # ---- an outside reader: OpenCV's video input (FFmpeg), where it has one ----
 cap = cv2.VideoCapture(w("a-blur.y4m"))
