@@ -129,16 +129,17 @@ int frames_is_stream(const char *path) {
   return n == sizeof b && memcmp(b, Y4M_MAGIC " ", sizeof b) == 0;
 }
 
-static int is_y4m_name(const char *path) {
+/* A y4m stream to write: a name ending in .y4m (any case), or "-" (standard output). */
+static int y4m_output(const char *path) {
   size_t n = strlen(path);
-  return n >= 4 && strcasecmp(path + n - 4, ".y4m") == 0;
+  return strcmp(path, "-") == 0 || (n >= 4 && strcasecmp(path + n - 4, ".y4m") == 0);
 }
 
 int frames_is_output(const char *path) {
   int is = 0;
   if (strcmp(path, "-") == 0) return 1;
   if (frames_pattern(path, &is, NULL) == PXL_OK && is) return 2;
-  return is_y4m_name(path);
+  return y4m_output(path);
 }
 
 /* ---- reading ---- */
@@ -152,8 +153,19 @@ struct FrameReader {
   int64_t last;      /* numbered files: the last number that exists */
   int64_t number;    /* the frame last read */
   int64_t size;      /* y4m: the bytes of the file or memory, -1 when unknown (a pipe) */
+  uint64_t frame_bytes; /* y4m: the planes' bytes of a frame */
+  struct pxl_image *first; /* numbered files: the first frame, loaded by the open for its
+                            * size and handed out by the first read */
   int ended;
 };
+
+/* The frame count of a y4m stream of known size whose frames, from byte `from` on, all
+ * have a header of `header` bytes; -1 when the bytes left are not a whole number of them. */
+static int64_t y4m_count(const FrameReader *r, int64_t from, uint64_t header) {
+  if (r->size < 0 || from < 0 || r->size < from) return -1;
+  uint64_t fb = header + r->frame_bytes, rest = (uint64_t)(r->size - from);
+  return rest % fb == 0 ? (int64_t)(rest / fb) : -1;
+}
 
 /* Reads a line of at most FRAMES_HEADER_MAX bytes into buf (without its '\n'): 1, or 0
  * at the end of the file before any byte, or -1 for a line that is too long, has a NUL
@@ -231,17 +243,10 @@ static int y4m_header(FrameReader *r, Err *err) {
   if (rc) return rc;
   int pw[3], ph[3];
   in->planes = plane_sizes(in->chroma, in->width, in->height, pw, ph);
-  /* the frame count of a regular file whose frames all have a bare "FRAME\n" header */
+  for (int i = 0; i < in->planes; i++) r->frame_bytes += (uint64_t)pw[i] * (uint64_t)ph[i];
   struct stat st;
-  long pos = ftell(r->f);
-  in->count = -1;
   if (r->size < 0 && fileno(r->f) >= 0 && fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode)) r->size = st.st_size;
-  if (pos > 0 && r->size >= pos) {
-    uint64_t fb = 6;
-    for (int i = 0; i < in->planes; i++) fb += (uint64_t)pw[i] * (uint64_t)ph[i];
-    uint64_t rest = (uint64_t)r->size - (uint64_t)pos;
-    if (rest % fb == 0) in->count = (int64_t)(rest / fb);
-  }
+  in->count = y4m_count(r, ftell(r->f), 6); /* every frame with a bare "FRAME\n" header */
   return PXL_OK;
 }
 
@@ -263,14 +268,12 @@ static int seq_open(FrameReader *r, const char *path, Err *err) {
   r->info.count = last - first + 1;
   r->info.planes = 1;
   r->info.kind = FR_SEQ;
-  /* the size of the first frame, from its file */
-  struct pxl_image *img = NULL;
+  /* the size of the first frame, from its file, which the first read hands out */
   pattern_name(&r->pat, first, name, sizeof name, err);
-  int rc = io_load(name, &img, err);
+  int rc = io_load(name, &r->first, err);
   if (rc) return rc;
-  r->info.width = img->width;
-  r->info.height = img->height;
-  image_free(img);
+  r->info.width = r->first->width;
+  r->info.height = r->first->height;
   return PXL_OK;
 }
 
@@ -328,14 +331,10 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
     return io_err(err, PXL_EFORMAT, r->name, "frame %lld: %s", (long long)k,
                   h < 0 && len < 5 ? "truncated frame header" : "expected a FRAME header line");
   int pw[3], ph[3], n = plane_sizes(r->info.chroma, r->info.width, r->info.height, pw, ph);
-  uint64_t total = 0, done = 0;
-  for (int i = 0; i < n; i++) total += (uint64_t)pw[i] * (uint64_t)ph[i];
+  uint64_t total = r->frame_bytes, done = 0;
   long pos = ftell(r->f); /* a short file is found before the planes are allocated */
-  if (k == 1 && r->info.count < 0 && r->size >= 0 && start >= 0 && pos > start) {
-    /* frame headers with parameters: the count, if every header is as long as the first */
-    uint64_t fb = (uint64_t)(pos - start) + total, rest = (uint64_t)(r->size - start);
-    if (r->size >= start && rest % fb == 0) r->info.count = (int64_t)(rest / fb);
-  }
+  if (k == 1 && r->info.count < 0 && start >= 0 && pos > start) /* frame headers with parameters */
+    r->info.count = y4m_count(r, start, (uint64_t)(pos - start));
   if (r->size >= 0 && pos >= 0 && (uint64_t)(r->size - pos) < total)
     return io_err(err, PXL_EFORMAT, r->name, "frame %lld: truncated: %llu of %llu bytes", (long long)k,
                   (unsigned long long)(r->size - pos), (unsigned long long)total);
@@ -367,6 +366,9 @@ int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
   } else if (r->next > r->last) {
     r->ended = 1;
     rc = PXL_OK;
+  } else if (r->first) {
+    planes[0] = r->first, r->first = NULL, *got = 1;
+    rc = PXL_OK;
   } else {
     char name[8300];
     rc = pattern_name(&r->pat, r->next, name, sizeof name, err);
@@ -385,6 +387,7 @@ int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
 void frames_close(FrameReader *r) {
   if (!r) return;
   if (r->f && r->f != stdin) fclose(r->f);
+  image_free(r->first);
   PXL_FREE(r);
 }
 
@@ -447,8 +450,7 @@ int frames_check_output(const char *path, pxl_type type, int channels, Err *err)
     if ((rc = frames_name(path, 1, name, sizeof name, err))) return rc;
     return io_check_save(name, type, channels, err);
   }
-  if (!is_y4m_name(path) && strcmp(path, "-") != 0)
-    return io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
+  if (!y4m_output(path)) return io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
   if (type != PXL_U8 || channels != 1)
     return io_err(err, PXL_EARG, path, "YUV4MPEG2 stores u8 planes of one channel, not %s with %d channel%s",
                   pxl_type_name(type), channels, channels == 1 ? "" : "s");
@@ -461,7 +463,7 @@ int frames_create(const char *path, const FrameInfo *like, FrameWriter **out, Er
   if (!w) return err_set(err, PXL_ENOMEM, "out of memory");
   snprintf(w->name, sizeof w->name, "%s", path);
   int is = 0, rc = parse_pattern(path, &w->pat, &is, err);
-  if (rc == PXL_OK && !is && !is_y4m_name(path) && strcmp(path, "-") != 0)
+  if (rc == PXL_OK && !is && !y4m_output(path))
     rc = io_err(err, PXL_EARG, path, "not a frame stream (a .y4m file or a %%d pattern)");
   if (rc) {
     PXL_FREE(w);
