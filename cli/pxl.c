@@ -957,6 +957,18 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
   return RC_OK;
 }
 
+/* Prints a reduction's value after `lead` as "NAME = VALUE" (integers exactly, floats
+ * %.9g) and its position " at (X, Y)" moved by (dx, dy), then a newline. */
+static void print_scalar(const char *lead, const char *name, const pxl_scalar_result *s, int dx, int dy) {
+  printf("%s%s = ", lead, name);
+  if (s->is_float)
+    printf("%.9g", s->value);
+  else
+    printf("%" PRId64, s->ivalue);
+  if (s->has_pos) printf(" at (%d, %d)", s->x + dx, s->y + dy);
+  putchar('\n');
+}
+
 /* Prints or saves the result of the run; returns the exit code. */
 static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) {
   const char *name = pxl_result_name(res);
@@ -988,15 +1000,7 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
     if (o->out)
       fprintf(stderr, "pxl: note: --out '%s' ignored: '%s' is a reduction, printed below\n",
               o->out, name);
-    if (s.is_float)
-      printf("%s = %.9g", name, s.value);
-    else
-      printf("%s = %" PRId64, name, s.ivalue);
-    if (s.has_pos) {
-      int dx = o->has_roi ? o->roi[0] : 0, dy = o->has_roi ? o->roi[1] : 0;
-      printf(" at (%d, %d)", s.x + dx, s.y + dy);
-    }
-    putchar('\n');
+    print_scalar("", name, &s, o->has_roi ? o->roi[0] : 0, o->has_roi ? o->roi[1] : 0);
     return RC_OK;
   }
   case PXL_RESULT_HISTOGRAM: {
@@ -1052,10 +1056,19 @@ static int check_output_file(pxl_context *ctx, pxl_program *prog, int entry, con
   return RC_OK;
 }
 
-/* Binds the scalar parameters and border modes of o to args; returns the exit code. */
-static int bind_params(pxl_context *ctx, const RunOpts *o, pxl_args *args) {
+/* Binds the images of o (loaded; their --roi views) to args, --in number `sk` bound to
+ * `frame` instead (a stream's plane; -1: none), then the scalar parameters and border
+ * modes; returns the exit code. */
+static int bind_args(pxl_context *ctx, const RunOpts *o, pxl_args *args, int sk, pxl_image *frame) {
   char what[256];
   int st;
+  for (int k = 0; k < o->nin; k++) {
+    const Binding *b = &o->ins[k];
+    if ((st = pxl_args_image(args, b->name, k == sk ? frame : b->view ? b->view : b->img))) {
+      snprintf(what, sizeof what, "--in %s%s%s", b->name, *b->name ? "=" : "", b->path);
+      return fail(ctx, st, what);
+    }
+  }
   for (int k = 0; k < o->nparam; k++) {
     const Binding *b = &o->params[k];
     st = b->is_list ? pxl_args_array_text(args, b->name, b->list ? b->list : b->path)
@@ -1072,23 +1085,6 @@ static int bind_params(pxl_context *ctx, const RunOpts *o, pxl_args *args) {
     }
   }
   return RC_OK;
-}
-
-/* Binds the images of o (loaded; their --roi views) to args, --in number `sk` bound to
- * `frame` instead (a stream's plane; -1: none), then the parameters; returns the exit
- * code. */
-static int bind_args(pxl_context *ctx, const RunOpts *o, pxl_args *args, int sk, pxl_image *frame) {
-  char what[256];
-  for (int k = 0; k < o->nin; k++) {
-    const Binding *b = &o->ins[k];
-    pxl_image *img = k == sk ? frame : b->view ? b->view : b->img;
-    int st = pxl_args_image(args, b->name, img);
-    if (st) {
-      snprintf(what, sizeof what, "--in %s%s%s", b->name, *b->name ? "=" : "", b->path);
-      return fail(ctx, st, what);
-    }
-  }
-  return bind_params(ctx, o, args);
 }
 
 /* Loads the --in images (all but number sk, a stream) and their --roi views; returns the
@@ -1151,8 +1147,8 @@ static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry
   pxl_args *args = NULL;
   pxl_run_result *res = NULL;
   int rc = RC_OK, st;
-  for (int k = 0; k < o->nin; k++)
-    if (k != sk && pxl_frames_is_stream(o->ins[k].path))
+  for (int k = sk + 1; k < o->nin; k++) /* (do_run found those before sk not streams) */
+    if (pxl_frames_is_stream(o->ins[k].path))
       return usage_error("run", "--in '%s' and '%s' are both streams of frames; give one (the others still images)",
                          sname, o->ins[k].path);
   if (o->has_roi) return usage_error("run", "--roi is not available with a stream of frames ('%s')", sname);
@@ -1231,12 +1227,11 @@ static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry
           rc = fail(ctx, st, NULL);
           goto done;
         }
-        const char *name = pxl_result_name(res) ? pxl_result_name(res) : pxl_program_entry_name(prog, entry0);
-        printf("frame %" PRId64 "%s%s: %s = ", num, nplanes > 1 ? " " : "", nplanes > 1 ? plane_names[p] : "", name);
-        if (sv.is_float) printf("%.9g", sv.value);
-        else printf("%" PRId64, sv.ivalue);
-        if (sv.has_pos) printf(" at (%d, %d)", sv.x, sv.y);
-        putchar('\n');
+        char lead[64];
+        snprintf(lead, sizeof lead, "frame %" PRId64 "%s%s: ", num, nplanes > 1 ? " " : "",
+                 nplanes > 1 ? plane_names[p] : "");
+        print_scalar(lead, pxl_result_name(res) ? pxl_result_name(res) : pxl_program_entry_name(prog, entry0), &sv, 0,
+                     0);
       }
       pxl_result_free(res);
       res = NULL;
