@@ -1413,6 +1413,30 @@ bool cg_counts_only(const Gen *g) {
   return D->kind == D_HISTOGRAM && counts_only(D->body) && D->metrics.exact && D->metrics.bins <= COUNTS32_BINS;
 }
 
+bool cg_corner_tiles(const Decl *D) { return D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE; }
+
+void cg_affine(Gen *g, const Affine *f, const char *X, const char *Y, int k, bool hi) {
+  OUT("(int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d)", (long long)(hi ? f->c1 : f->c0),
+      (long long)f->cx, X, (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
+}
+
+void cg_corner_checks(Gen *g, const char *ind) {
+  const Decl *D = g->D;
+  for (int i = 0; i < D->nimages; i++) {
+    const Access *ac = &D->access[i];
+    if (!ac->read_abs || !ac->abs_affine) continue;
+    for (int c = 0; c < 8; c++) {
+      const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
+      if ((c & 4) && ac->ax.c1 == ac->ax.c0 && ac->ay.c1 == ac->ay.c0) break;
+      OUT("%sfast = fast && pxr_inside(", ind);
+      cg_affine(g, &ac->ax, cx, cy, i, c & 4);
+      OUT(", w%d) && pxr_inside(", i);
+      cg_affine(g, &ac->ay, cx, cy, i, c & 4);
+      OUT(", h%d);\n", i);
+    }
+  }
+}
+
 int cg_use_tile_buffer(Gen *g) {
   g->tb_img = tile_buffer_image(g->D);
   g->tb_t = g->tb_img >= 0 && g->D->access[g->tb_img].ax.cx == 0;

@@ -98,6 +98,16 @@ bool cg_counts_only(const Gen *g);
 /* The image a non-sequential P2P kernel can stage through a tile buffer (one image read
  * by affine absolute reads only), or -1; sets g->tb_img and g->tb_t. */
 int cg_use_tile_buffer(Gen *g);
+/* Whether kernel D runs in tiles that check their absolute reads at the corners (a
+ * non-sequential P2P kernel or an affine window): the CPU's and GPUs' tiled entries. */
+bool cg_corner_tiles(const Decl *D);
+/* Affine index (c + cx*X + cy*Y + cw*w + ch*h) of image k as C text, c the constant
+ * part's lower end c0 or (hi) its upper end c1. */
+void cg_affine(Gen *g, const Affine *f, const char *X, const char *Y, int k, bool hi);
+/* `ind` fast = fast && ...; for each corner (tx or xe - 1, ty or ye - 1) of the tile and
+ * both ends of the constant parts: every image's absolute reads inside it, so that every
+ * read of the tile is (an affine map takes its extremes at the corners). */
+void cg_corner_checks(Gen *g, const char *ind);
 /* Unpacks in[] / sc[] (and out, when has_out) and computes the region and interior
  * bounds rx0 rx1 ry0 ry1 ix0 ix1 iy0 iy1 (uses `nthreads`). */
 void cg_prologue(Gen *g, bool has_out);

@@ -317,7 +317,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   cg_args_text(g, &args);
   char tail[4096];
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
-  if (D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE) {
+  if (cg_corner_tiles(D)) {
     /* tiles, so that both the reads and the writes of a transpose stay in cache; a tile
      * whose corners' reads are inside reads directly */
     const int TS = scalar_size(D->type.s) * C >= 4 ? 32 : 64;
@@ -327,21 +327,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("    for (int tx = 0; tx < W; tx += TS) {\n");
     OUT("      const int ye = ty + TS < H ? ty + TS : H, xe = tx + TS < W ? tx + TS : W;\n");
     OUT("      int fast = tx >= ix0 && xe <= ix1 && ty >= iy0 && ye <= iy1;\n");
-    for (int i = 0; i < D->nimages; i++) { /* every corner's reads, both ends of their ranges */
-      const Access *ac = &D->access[i];
-      if (!ac->read_abs || !ac->abs_affine) continue;
-      for (int c = 0; c < 8; c++) {
-        const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
-        long long ox = (c & 4) ? (long long)ac->ax.c1 : (long long)ac->ax.c0;
-        long long oy = (c & 4) ? (long long)ac->ay.c1 : (long long)ac->ay.c0;
-        if ((c & 4) && ac->ax.c1 == ac->ax.c0 && ac->ay.c1 == ac->ay.c0) break;
-        OUT("      fast = fast && pxr_inside((int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d), w%d)"
-            " && pxr_inside((int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d), h%d);\n",
-            ox, (long long)ac->ax.cx, cx, (long long)ac->ax.cy, cy, (long long)ac->ax.cw, i,
-            (long long)ac->ax.ch, i, i, oy, (long long)ac->ay.cx, cx, (long long)ac->ay.cy, cy,
-            (long long)ac->ay.cw, i, (long long)ac->ay.ch, i, i);
-      }
-    }
+    cg_corner_checks(g, "      ");
     if (g->tb_img >= 0) {
       /* stage the tile's footprint (a TS x TS block for a permutation) contiguously: the
        * column walk of a transpose then hits a small buffer, not rows a page apart that
@@ -712,9 +698,8 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     histogram_entry(g, fname, exported);
   } else {
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
-    bool tiled = D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE;
-    if (!tiled && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
-    if (tiled) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
+    if (!cg_corner_tiles(D) && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
+    if (cg_corner_tiles(D)) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     /* the row pass: over column values ("ph"), or given the window's sums ("pr") */
     bool sums = D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep));

@@ -642,8 +642,7 @@ static int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b)
 static bool strip_plan(const Gen *g, const GpuTile *tile, Strip *sp) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
-  if (D->kind != D_KERNEL || reg_width(D) || D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE || D->type.lanes != 1)
-    return false;
+  if (D->kind != D_KERNEL || reg_width(D) || cg_corner_tiles(D) || D->type.lanes != 1) return false;
   if (!S || !use_sep(g) || !cg_sliding_columns(S) || !cg_sliding_rows(S)) return false;
   int b = bytes_of(S->img->type), hx = S->x1 - S->x0, hy = S->y1 - S->y0;
   if (!pow2(b) || b > 16 || !pow2(bytes_of(D->type)) || bytes_of(D->type) > 16) return false;
@@ -1149,9 +1148,7 @@ static int walk_pk_variant(const Walk *w) { return w->packed ? V_SEP | V_ROWSUM 
  * image (at most 16 bytes of output); tile->rows: the rows a thread walks. */
 static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   const Decl *D = g->D;
-  if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE ||
-      D->type.lanes != 1)
-    return false;
+  if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || cg_corner_tiles(D) || D->type.lanes != 1) return false;
   if (D->metrics.flops > 0) return false; /* edges' fused kernel (5 float ops): 0.0251 ms in tiles, 0.0381 walking */
   bool sep = use_sep(g);
   /* sums: only on pairs of pixels (walk_packed with "pk": blur3 at 8192^2 on an H200
@@ -1492,13 +1489,6 @@ static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
   block_checked(g, A, PX, SH, 1, true);
 }
 
-/* Affine index (c + cx*X + cy*Y + cw*w + ch*h) of image k as C text, c the constant part's
- * lower end c0 or (hi) its upper end c1. */
-static void affine(Gen *g, const Affine *f, const char *X, const char *Y, int k, bool hi) {
-  OUT("(int)(%lldLL + %lldLL * %s + %lldLL * %s + %lldLL * w%d + %lldLL * h%d)", (long long)(hi ? f->c1 : f->c0),
-      (long long)f->cx, X, (long long)f->cy, Y, (long long)f->cw, k, (long long)f->ch, k);
-}
-
 /* Non-sequential P2P and affine windows: TS x TS output tiles per block of 32 x 8
  * threads, reading directly where the tile's corners' reads are inside; for a
  * permutation the footprint of the tile image staged in shared memory when it fits. */
@@ -1523,20 +1513,7 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   OUT("  if (tx >= W || ty >= H) return;\n");
   OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");
   OUT("  bool fast = tx >= ix0 && xe <= ix1 && ty >= iy0 && ye <= iy1;\n");
-  for (int i = 0; i < D->nimages; i++) { /* every corner's absolute reads inside (both ends
-                                           * of their ranges): the whole tile's are */
-    const Access *ac = &D->access[i];
-    if (!ac->read_abs || !ac->abs_affine) continue;
-    for (int c = 0; c < 8; c++) {
-      const char *cx = (c & 1) ? "(xe - 1)" : "tx", *cy = (c & 2) ? "(ye - 1)" : "ty";
-      if ((c & 4) && ac->ax.c1 == ac->ax.c0 && ac->ay.c1 == ac->ay.c0) break;
-      OUT("  fast = fast && pxr_inside(");
-      affine(g, &ac->ax, cx, cy, i, c & 4);
-      OUT(", w%d) && pxr_inside(", i);
-      affine(g, &ac->ay, cx, cy, i, c & 4);
-      OUT(", h%d);\n", i);
-    }
-  }
+  cg_corner_checks(g, "  ");
   if (k >= 0) {
     const Access *ac = &D->access[k];
     const Param *ip = image_param(D, k);
@@ -1546,9 +1523,9 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
     OUT("  int fx0 = 0, fy0 = 0, fx1 = -1, fy1 = -1;\n");
     OUT("  for (int c = 0; c < 4; c++) {\n");
     OUT("    const int cx = (c & 1) ? xe - 1 : tx, cy = (c & 2) ? ye - 1 : ty;\n    const int ex = ");
-    affine(g, &ac->ax, "cx", "cy", k, false);
+    cg_affine(g, &ac->ax, "cx", "cy", k, false);
     OUT(", ey = ");
-    affine(g, &ac->ay, "cx", "cy", k, false);
+    cg_affine(g, &ac->ay, "cx", "cy", k, false);
     OUT(";\n");
     OUT("    if (c == 0 || ex < fx0) fx0 = ex;\n    if (c == 0 || ex > fx1) fx1 = ex;\n");
     OUT("    if (c == 0 || ey < fy0) fy0 = ey;\n    if (c == 0 || ey > fy1) fy1 = ey;\n  }\n");
@@ -1678,7 +1655,7 @@ static EntryForm entry_form(const Gen *g, const GpuTile *tile, Walk *wk, Strip *
   if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) return ENTRY_TABLE;
   if (walk_plan(g, tile, wk)) return ENTRY_WALK;
   if (strip_plan(g, tile, sp)) return ENTRY_STRIPS;
-  if (g->D->skel == SK_P2P_NONSEQ || g->D->skel == SK_AFFINE) return ENTRY_NONSEQ;
+  if (cg_corner_tiles(g->D)) return ENTRY_NONSEQ;
   return ENTRY_TILES;
 }
 
@@ -2579,7 +2556,7 @@ static bool carries(const Decl *D, int carried) {
 }
 
 bool gen_gpu_test_ok(const Decl *D, const Border *borders, int carried) {
-  if (!carries(D, carried) || D->skel == SK_P2P_NONSEQ || D->skel == SK_AFFINE) return false;
+  if (!carries(D, carried) || cg_corner_tiles(D)) return false;
   const Access *ac = &D->access[carried];
   for (int i = 0; i < D->nimages; i++)
     if (borders[i].kind == B_NONE) return false; /* the output smaller than the image */
