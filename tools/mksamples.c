@@ -192,30 +192,46 @@ static int write_text(const char *dir, const char *name, const char *text) {
   return 0;
 }
 
-/* A tiny YUV4MPEG2 seed: n frames of w x h in colour space cs, samples from src. */
-static int write_y4m_seed(const char *dir, const char *name, const char *cs, Chroma c, int w, int h, int n,
-                          const struct pxl_image *src) {
+/* Writes the YUV4MPEG2 file dir/name of n frames of w x h in like's colour space, frame k
+ * (from 0) filled by fill(planes, k, ctx) into planes sized as the colour space says. */
+typedef void FillFrame(struct pxl_image *const *planes, int k, const void *ctx);
+static int write_y4m(const char *dir, const char *name, const FrameInfo *like, int w, int h, int n, FillFrame *fill,
+                     const void *ctx) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FrameInfo like = {.kind = FR_Y4M, .chroma = c, .extra = " F25:1"};
-  snprintf(like.cspace, sizeof like.cspace, "%s", cs);
   FrameWriter *fw = NULL;
   struct pxl_image *p[3] = {NULL, NULL, NULL};
   Err err = {0};
-  int cw, ch, np = c == CH_MONO ? 1 : 3, rc = frames_create(path, &like, &fw, &err);
-  frames_chroma_size(c, w, h, &cw, &ch);
-  for (int i = 0; i < np && !rc; i++) {
-    rc = image_new(i ? cw : w, i ? ch : h, PXL_U8, 1, &p[i], &err);
-    for (int y = 0; !rc && y < p[i]->height; y++)
-      memcpy(image_row(p[i], y), (const uint8_t *)image_row(src, y) + i, (size_t)p[i]->width);
+  int cw, ch, np = like->chroma == CH_MONO ? 1 : 3, rc = frames_create(path, like, &fw, &err);
+  frames_chroma_size(like->chroma, w, h, &cw, &ch);
+  for (int i = 0; i < np && !rc; i++) rc = image_new(i ? cw : w, i ? ch : h, PXL_U8, 1, &p[i], &err);
+  for (int k = 0; k < n && !rc; k++) {
+    fill(p, k, ctx);
+    rc = frames_write(fw, k + 1, (const struct pxl_image *const *)p, np, &err);
   }
-  for (int k = 0; k < n && !rc; k++) rc = frames_write(fw, k + 1, (const struct pxl_image *const *)p, np, &err);
   if (!rc) rc = frames_commit(fw, &err);
   else frames_abort(fw);
   for (int i = 0; i < 3; i++) image_free(p[i]);
   if (rc) fprintf(stderr, "mksamples: %s\n", err.msg);
   else printf("wrote %s\n", path);
   return rc != 0;
+}
+
+/* A seed's frame, the same every time: plane i is src's top-left corner from column i. */
+static void fill_seed(struct pxl_image *const *p, int k, const void *ctx) {
+  const struct pxl_image *src = ctx;
+  (void)k;
+  for (int i = 0; i < 3 && p[i]; i++)
+    for (int y = 0; y < p[i]->height; y++)
+      memcpy(image_row(p[i], y), (const uint8_t *)image_row(src, y) + i, (size_t)p[i]->width);
+}
+
+/* A tiny YUV4MPEG2 seed: n frames of w x h in colour space cs, samples from src. */
+static int write_y4m_seed(const char *dir, const char *name, const char *cs, Chroma c, int w, int h, int n,
+                          const struct pxl_image *src) {
+  FrameInfo like = {.kind = FR_Y4M, .chroma = c, .extra = " F25:1"};
+  snprintf(like.cspace, sizeof like.cspace, "%s", cs);
+  return write_y4m(dir, name, &like, w, h, n, fill_seed, src);
 }
 
 static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image *rgb,
@@ -282,43 +298,33 @@ static int write_seeds(const char *dir, struct pxl_image *gray, struct pxl_image
 
 /* samples/clip.y4m: frame k is the 160x120 window of rgb at (40 + 48k, 60 + 24k) in
  * Y'CbCr (BT.601, full range), Cb and Cr averaged over 2x2 blocks. */
-static int write_clip(const char *dir, const struct pxl_image *rgb) {
-  enum { CW = 160, CH = 120, FRAMES = 8 };
-  char path[1024];
-  snprintf(path, sizeof path, "%s/clip.y4m", dir);
-  FrameInfo like = {.kind = FR_Y4M, .chroma = CH_420, .cspace = "420jpeg", .extra = " F12:1 Ip A1:1"};
-  FrameWriter *fw = NULL;
-  struct pxl_image *p[3] = {NULL, NULL, NULL};
-  Err err = {0};
-  int rc = frames_create(path, &like, &fw, &err);
-  for (int i = 0; i < 3 && !rc; i++) rc = image_new(i ? CW / 2 : CW, i ? CH / 2 : CH, PXL_U8, 1, &p[i], &err);
-  for (int k = 0; k < FRAMES && !rc; k++) {
-    int x0 = 40 + 48 * k, y0 = 60 + 24 * k;
-    float cb[CH][CW], cr[CH][CW];
-    for (int y = 0; y < CH; y++) {
-      const uint8_t *s = (const uint8_t *)image_row(rgb, y0 + y) + 3 * x0;
-      uint8_t *yr = image_row(p[0], y);
-      for (int x = 0; x < CW; x++) {
-        float r = s[3 * x], g = s[3 * x + 1], b = s[3 * x + 2];
-        yr[x] = clamp8(0.299f * r + 0.587f * g + 0.114f * b);
-        cb[y][x] = 128 - 0.168736f * r - 0.331264f * g + 0.5f * b;
-        cr[y][x] = 128 + 0.5f * r - 0.418688f * g - 0.081312f * b;
-      }
+enum { CLIP_W = 160, CLIP_H = 120 };
+static void fill_clip(struct pxl_image *const *p, int k, const void *ctx) {
+  const struct pxl_image *rgb = ctx;
+  int x0 = 40 + 48 * k, y0 = 60 + 24 * k;
+  static float cb[CLIP_H][CLIP_W], cr[CLIP_H][CLIP_W];
+  for (int y = 0; y < CLIP_H; y++) {
+    const uint8_t *s = (const uint8_t *)image_row(rgb, y0 + y) + 3 * x0;
+    uint8_t *yr = image_row(p[0], y);
+    for (int x = 0; x < CLIP_W; x++) {
+      float r = s[3 * x], g = s[3 * x + 1], b = s[3 * x + 2];
+      yr[x] = clamp8(0.299f * r + 0.587f * g + 0.114f * b);
+      cb[y][x] = 128 - 0.168736f * r - 0.331264f * g + 0.5f * b;
+      cr[y][x] = 128 + 0.5f * r - 0.418688f * g - 0.081312f * b;
     }
-    for (int y = 0; y < CH / 2; y++)
-      for (int x = 0; x < CW / 2; x++) {
-        ((uint8_t *)image_row(p[1], y))[x] =
-            clamp8((cb[2 * y][2 * x] + cb[2 * y][2 * x + 1] + cb[2 * y + 1][2 * x] + cb[2 * y + 1][2 * x + 1]) / 4);
-        ((uint8_t *)image_row(p[2], y))[x] =
-            clamp8((cr[2 * y][2 * x] + cr[2 * y][2 * x + 1] + cr[2 * y + 1][2 * x] + cr[2 * y + 1][2 * x + 1]) / 4);
-      }
-    rc = frames_write(fw, k + 1, (const struct pxl_image *const *)p, 3, &err);
   }
-  if (!rc) rc = frames_commit(fw, &err);
-  else frames_abort(fw);
-  for (int i = 0; i < 3; i++) image_free(p[i]);
-  if (rc) fprintf(stderr, "mksamples: %s\n", err.msg);
-  return rc != 0;
+  for (int y = 0; y < CLIP_H / 2; y++)
+    for (int x = 0; x < CLIP_W / 2; x++) {
+      ((uint8_t *)image_row(p[1], y))[x] =
+          clamp8((cb[2 * y][2 * x] + cb[2 * y][2 * x + 1] + cb[2 * y + 1][2 * x] + cb[2 * y + 1][2 * x + 1]) / 4);
+      ((uint8_t *)image_row(p[2], y))[x] =
+          clamp8((cr[2 * y][2 * x] + cr[2 * y][2 * x + 1] + cr[2 * y + 1][2 * x] + cr[2 * y + 1][2 * x + 1]) / 4);
+    }
+}
+
+static int write_clip(const char *dir, const struct pxl_image *rgb) {
+  FrameInfo like = {.kind = FR_Y4M, .chroma = CH_420, .cspace = "420jpeg", .extra = " F12:1 Ip A1:1"};
+  return write_y4m(dir, "clip.y4m", &like, CLIP_W, CLIP_H, 8, fill_clip, rgb);
 }
 
 int main(int argc, char **argv) {
