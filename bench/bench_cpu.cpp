@@ -140,7 +140,14 @@ const KernelDef kKernels[] = {
     {"edges", Kind::Image, 1, false},
     // examples/outline.pxl (three local stages: 3x3 mean, Sobel L1 magnitude, > 100)
     {"outline", Kind::Image, 1, false},
+    // examples/downscale.pxl, the seed's HD downscaler (tilers; 1920x1080 -> 720x480):
+    // folded into one tiler, and as a pipeline of its two filters; no OpenCV version
+    {"downscale", Kind::Image, 1, false}, {"scale_hd", Kind::Image, 1, false},
 };
+// The downscaler's output size: 3 of every 8 columns, 4 of every 9 rows (ceil: the last
+// tile reads past the edge, clamped).
+bool downscaler(const std::string &k) { return k == "downscale" || k == "scale_hd"; }
+const int kDownH0[3] = {0, 2, 5}, kDownV0[4] = {0, 2, 5, 7};
 // canny: cv::Canny(50, 150, 3, L1); bilateral: cv::bilateralFilter(5, 30, 2)
 const double kCannyLow = 50, kCannyHigh = 150, kSigmaColor = 30, kSigmaSpace = 2;
 // kernels without a scalar reference here (their checks compare pxl with OpenCV)
@@ -153,7 +160,9 @@ const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the issue's r = 15
 Output make_output(const KernelDef &k, int w, int h) {
   Output o;
   o.kind = k.kind;
-  if (k.kind == Kind::Image)
+  if (k.kind == Kind::Image && downscaler(k.name))
+    o.img = Image((w + 7) / 8 * 3, (h + 8) / 9 * 4, k.out_esize);
+  else if (k.kind == Kind::Image)
     o.img = k.transposed ? Image(h, w, k.out_esize) : Image(w, h, k.out_esize);
   if (k.kind == Kind::Hist) o.bins.assign(256, 0);
   return o;
@@ -193,7 +202,22 @@ void reference(const std::string &k, const Image &in, Output &o) {
         o.img.row(y)[x] = (uint8_t)m;
       }
   };
-  if (k == "binarize") {
+  if (downscaler(k)) {  // the horizontal filter into rows of i32, then the vertical one
+    const int ow = o.img.w, oh = o.img.h;
+    std::vector<int> hrow((size_t)ow * h);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < ow; x++) {
+        int s = 0;
+        for (int i = 0; i < 6; i++) s += px(x / 3 * 8 + kDownH0[x % 3] + i, y);
+        hrow[(size_t)y * ow + x] = (s + 3) / 6;
+      }
+    for (int y = 0; y < oh; y++)
+      for (int x = 0; x < ow; x++) {
+        int s = 0;
+        for (int j = 0; j < 6; j++) s += hrow[(size_t)std::min(y / 4 * 9 + kDownV0[y % 4] + j, h - 1) * ow + x];
+        o.img.row(y)[x] = (uint8_t)((s + 3) / 6);
+      }
+  } else if (k == "binarize") {
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++) o.img.row(y)[x] = in.row(y)[x] > 128 ? 255 : 0;
   } else if (k == "copy") {
@@ -482,12 +506,50 @@ struct HalidePeer {
     return w >= std::max({VN, V, TT}) && h >= std::max({S, TT});
   }
 
+  // The seed's downscaler (examples/downscale.pxl): output column x is phase x % 3 of
+  // tile x / 3 (the 6 pixels from 8 (x / 3) + H0[x % 3]), output row y phase y % 4 of
+  // row group y / 4 (the 6 rows of the horizontal filter from 9 (y / 4) + V0[y % 4]).
+  // Scheduled as a user would: x split by 3 and y by 4 with the phases unrolled (the
+  // selects and divisions fold to constants), the tiles vectorised (stride-8 loads,
+  // 3-way interleaved stores), parallel over strips of row groups. BENCH_HL_DOWN picks
+  // where the horizontal filter is computed: 0 (the default) per row group (its 13 rows,
+  // 4 of them again by the next group), 1 whole first (compute_root, parallel over rows).
+  hl::Func downscale(bool tuned) {
+    using namespace hl;
+    Var x("x"), y("y"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), yoo("yoo");
+    Func c = BoundaryConditions::repeat_edge(in);
+    Func hf("down_h"), f("downscale");
+    Expr k = x % 3, t3 = x / 3;
+    Expr h0 = select(k == 0, 0, k == 1, 2, 5);
+    Expr hs = cast<uint16_t>(c(8 * t3 + h0, y));
+    for (int i = 1; i < 6; i++) hs = hs + cast<uint16_t>(c(8 * t3 + h0 + i, y));
+    hf(x, y) = cast<uint8_t>((hs + 3) / 6);
+    Expr m = y % 4, s4 = y / 4;
+    Expr v0 = select(m == 0, 0, m == 1, 2, m == 2, 5, 7);
+    auto hrow = [&](Expr r) { return cast<uint16_t>(hf(x, min(r, in.height() - 1))); };
+    Expr vs = hrow(9 * s4 + v0);
+    for (int j = 1; j < 6; j++) vs = vs + hrow(9 * s4 + v0 + j);
+    f(x, y) = cast<uint8_t>((vs + 3) / 6);
+    if (tuned) {
+      int sched = 0;
+      knob_env("BENCH_HL_DOWN", sched);
+      f.split(y, yo, yi, 4).unroll(yi).split(yo, yoo, yo, 8).parallel(yoo);
+      f.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, yi, yo, yoo).vectorize(xo, V);
+      hf.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, y).vectorize(xo, V);
+      if (sched == 1 || sched == 3) hf.compute_root().parallel(y);
+      else hf.compute_at(f, yo);
+      if (sched >= 2) c.compute_at(hf, y).vectorize(c.args()[0], VN);  // the clamped row, dense
+    }
+    return f;
+  }
+
   // The algorithm of kernel k; with tuned = false, left unscheduled (generic fallback).
   hl::Func build(const std::string &k, bool tuned) {
     using namespace hl;
     if (k == "gauss5" || k == "median3" || k == "median5" || k == "boxr" ||
         (!has_reference(k) && k != "edges" && k != "outline"))
       throw CompileError("no Halide version written for " + k);
+    if (downscaler(k)) return downscale(tuned);
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func c = BoundaryConditions::repeat_edge(in);
     Func f(k);
@@ -798,7 +860,7 @@ struct PxlPeer {
     if (!ctx) return p.error = "no context (out of memory)", p;
     pxl_program *prog = progs[k];
     if (!prog) {
-      std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + k + ".pxl";
+      std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + (downscaler(k) ? "downscale" : k) + ".pxl";
       if (pxl_program_from_file(ctx, path.c_str(), &prog) != PXL_OK) {
         progs.erase(k);
         return p.error = err(path.c_str()), p;
@@ -1139,11 +1201,10 @@ int main(int argc, char **argv) {
       for (const auto &d : kKernels)
         if (kname == d.name) kd = &d;
       const std::string k = kd->name;
-      double bytes = (double)w * h;
-      if (kd->kind == Kind::Image) bytes += (double)w * h * kd->out_esize;
-
       Output o_pxl = make_output(*kd, w, h), o_cv = make_output(*kd, w, h),
              o_hl = make_output(*kd, w, h);
+      double bytes = (double)w * h;
+      if (kd->kind == Kind::Image) bytes += (double)o_pxl.img.w * o_pxl.img.h * kd->out_esize;
       // Prepare (untimed) once; time the row, retried under --max-bg.
       Prepared p_pxl, p_cv, p_hl;
       p_pxl.error = "not built";

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "image/image.h"
 #include "analysis/specialise.h"
 
 typedef struct {
@@ -85,6 +86,12 @@ static Interval interval_raw(An *A, Node *n) {
     return (n->var && n->var->slot < A->D->nslots) ? A->vars[n->var->slot] : UNKNOWN;
   case ND_READ: case ND_AT: /* a pixel: its type's values */
     return A->values ? type_range(n->type.s) : UNKNOWN;
+  case ND_COORD: /* (values pass) x, y: wide of the image's, as fused stages may compute
+                  * neighbours' pixels; width, height: an image's size */
+    if (!A->values) return UNKNOWN;
+    return n->ival < 2 ? iv(-PXL_MAX_DIM, 2 * (int64_t)PXL_MAX_DIM) : iv(1, PXL_MAX_DIM);
+  case ND_IMGDIM:
+    return A->values ? iv(1, PXL_MAX_DIM) : UNKNOWN;
   case ND_CAST:
     if (scalar_is_float(n->type.s) || scalar_is_float(n->a->type.s)) return UNKNOWN;
     x = interval_of(A, n->a);
@@ -751,6 +758,12 @@ static void mark_expr(An *A, Node *n, double w) {
     Interval x = interval_of(A, n->a), t = type_range(n->type.s);
     if (x.known && t.known && x.lo >= t.lo && x.hi <= t.hi) n->flags |= NF_IN_RANGE;
   }
+  if ((n->kind == ND_ADD || n->kind == ND_SUB || n->kind == ND_MUL) && n->type.lanes == 1 &&
+      (n->type.s == T_I32 || n->type.s == T_I64) && !(n->flags & NF_MAY_WRAP)) {
+    /* known operands and result: all within +-2^24 (interval_of's small()), far inside */
+    if (interval_of(A, n->a).known && interval_of(A, n->b).known && interval_of(A, n).known) n->flags |= NF_NO_WRAP;
+    else n->flags = (n->flags & ~NF_NO_WRAP) | NF_MAY_WRAP;
+  }
   mark_expr(A, n->a, w);
   mark_expr(A, n->b, w);
   mark_expr(A, n->c, w);
@@ -873,6 +886,7 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) window = true;
   }
   D->skel = gather ? SK_GATHER : affine ? SK_AFFINE : nonseq ? SK_P2P_NONSEQ : window ? SK_N2P : SK_P2P;
+  if (D->tile[0]) D->skel = SK_TILER; /* its reads' footprint is in access (absolute, affine where known) */
   if (D->scan) {
     /* the map runs as a plain kernel (no tiles or separable passes); each prefix pass
      * reads and combines every output pixel once more */

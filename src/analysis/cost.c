@@ -114,7 +114,11 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
   int d = dev_index(dev);
   double lw = literal(D->size_w), lh = literal(D->size_h);
   double n = lw > 0 && lh > 0 ? lw * lh : w * h; /* a table kernel: its literal size */
-  double bytes = D->kind == D_KERNEL ? scalar_size(D->type.s) * D->type.lanes : 0, factor = 1;
+  /* a tiler: one item per repetition (as many as the paving fits), writing its tile and
+   * reading its paving's share of each input */
+  int tn = D->tile[0] ? D->tile[0] * D->tile[1] : 1, tin = D->tile[0] ? D->paving[0] * D->paving[1] : 1;
+  if (D->tile[0] && !(lw > 0 && lh > 0)) n = ceil(w / D->paving[0]) * ceil(h / D->paving[1]);
+  double bytes = D->kind == D_KERNEL ? tn * scalar_size(D->type.s) * D->type.lanes : 0, factor = 1;
   bool channels = D->kind == D_KERNEL && D->type.lanes > 1;
   for (int i = 0; i < D->nparams; i++) {
     const Param *q = D->params[i];
@@ -122,7 +126,7 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
     const Access *ac = &D->access[q->img_index];
     if (!ac->read_rel && !ac->read_abs && !ac->gather) continue;
     if (D->stage && q->index == D->stage_param) continue; /* a tile computed in the kernel */
-    bytes += scalar_size(q->type.s) * q->type.lanes;
+    bytes += tin * scalar_size(q->type.s) * q->type.lanes;
     if (ac->read_abs && ac->abs_affine && !ac->read_rel && (ac->ax.cy || ac->ay.cx || ac->ax.cx < 0 || ac->ay.cy < 0))
       factor = strided[d];
     channels |= q->type.lanes > 1;
@@ -201,7 +205,11 @@ void cost_copies(const Decl *D, int w, int h, double *up, double *down) {
     for (int k = 0; k < (D->nouts ? D->nouts : 1); k++) {
       Type t = D->nouts ? D->out_types[k] : D->type;
       double lw = D->kind == D_KERNEL ? literal(D->size_w) : -1, lh = D->kind == D_KERNEL ? literal(D->size_h) : -1;
-      *down += (lw > 0 && lh > 0 ? lw * lh : n) * scalar_size(t.s) * t.lanes;
+      double pixels = lw > 0 && lh > 0 ? lw * lh : n;
+      if (D->kind == D_KERNEL && D->tile[0]) /* a tiler: its repetitions' tiles */
+        pixels = (lw > 0 && lh > 0 ? lw * lh : ceil((double)w / D->paving[0]) * ceil((double)h / D->paving[1])) *
+                 D->tile[0] * D->tile[1];
+      *down += pixels * scalar_size(t.s) * t.lanes;
     }
 }
 

@@ -70,15 +70,47 @@ static void loop_header(StrBuf *b, const Decl *D, const PipeLoop *L, int depth) 
  * paper's branching diversity is a variance measured per warp: here only the branches
  * that could diverge are counted) and task dependency (launches in sequence). */
 static void park_metrics(StrBuf *b, const Decl *D) {
+  Metrics tm;
   const Metrics *m = &D->metrics;
   int writes = D->kind == D_KERNEL ? (D->nouts ? D->nouts : 1) : 0;
+  if (D->tile[0]) { /* a tiler's counts are per tile: per output pixel here */
+    double k = D->tile[0] * D->tile[1];
+    tm = *m;
+    tm.arith /= k, tm.flops /= k, tm.reads /= k, tm.branches /= k;
+    m = &tm;
+  }
   double access = m->reads + writes;
   int launches = 1 + (D->scan & SCAN_X ? 1 : 0) + (D->scan & SCAN_Y ? 1 : 0);
   sb_printf(b, "  Park's metrics: parallel fraction 1%s; FP per memory access %.2f; FP per pixel %.0f; memory "
-            "accesses per pixel %.0f (%.0f reads, %d write%s); branches per pixel %.0f; task dependency %d launch%s\n",
+            "accesses per pixel %.6g (%.6g reads, %d write%s); branches per pixel %.6g; task dependency %d launch%s\n",
             D->kind == D_REDUCE || D->kind == D_HISTOGRAM ? " (then a combine of partial results)" : "",
             access > 0 ? m->flops / access : 0.0, m->flops, access, m->reads, writes, writes == 1 ? "" : "s",
             m->branches, launches, launches == 1 ? "" : "es");
+}
+
+/* A tiler's lines: its tile, the input pattern's origin per repetition, the repetition
+ * space, and the footprint of one tile in each image it reads at affine positions. */
+static void tiler_lines(StrBuf *b, const Decl *D) {
+  const Param *first = NULL;
+  for (int k = 0; k < D->nparams && !first; k++)
+    if (D->params[k]->is_image) first = D->params[k];
+  sb_printf(b, "  tiler: a tile of %d x %d output pixels per repetition (x, y), at (%d*x, %d*y); its reads "
+            "relative to (%d + %d*x, %d + %d*y) (origin (%d, %d), paving (%d, %d))\n", D->tile[0], D->tile[1],
+            D->tile[0], D->tile[1], D->origin[0], D->paving[0], D->origin[1], D->paving[1], D->origin[0], D->origin[1],
+            D->paving[0], D->paving[1]);
+  const Node *w = ir_strip_casts(D->size_w);
+  if (first && w && w->kind == ND_DIV && w->loc.line == D->loc.line && w->loc.col == D->loc.col) /* made by the checker */
+    sb_printf(b, "  repetition space: ceil(%s.width / %d) x ceil(%s.height / %d); output %d x %d times that\n",
+              first->name, D->paving[0], first->name, D->paving[1], D->tile[0], D->tile[1]);
+  else
+    sb_printf(b, "  repetition space: repeat() as written; output %d x %d times that\n", D->tile[0], D->tile[1]);
+  for (int k = 0; k < D->nparams; k++) {
+    const Param *pa = D->params[k];
+    const Access *ac = pa->is_image ? &D->access[pa->img_index] : NULL;
+    if (!ac || !ac->read_abs || !ac->abs_affine || ac->gather) continue;
+    sb_printf(b, "  footprint of a tile in %s: %lld x %lld pixels\n", pa->name, (long long)(ac->ax.c1 - ac->ax.c0 + 1),
+              (long long)(ac->ay.c1 - ac->ay.c0 + 1));
+  }
 }
 
 /* A pipeline value's name for the report: its local name, else its kernel's. */
@@ -269,6 +301,7 @@ const char *explain_program(Program *p) {
       if (!ac->read_rel && !ac->read_abs && !ac->gather) sb_printf(&b, " not read");
       sb_printf(&b, "; border %s\n", border_name(pa->border.kind));
     }
+    if (D->tile[0]) tiler_lines(&b, D);
     if (D->spec_mask) {
       sb_printf(&b, "  specialised when run on the values of");
       for (int k = 0, n = 0; k < D->nparams; k++) {
@@ -283,8 +316,9 @@ const char *explain_program(Program *p) {
       sb_printf(&b, "  separable: %d column pass%s over %d rows, then a row pass over %d columns\n", D->sep->nacc,
                 D->sep->nacc == 1 ? "" : "es", D->sep->y1 - D->sep->y0 + 1, D->sep->x1 - D->sep->x0 + 1);
     Metrics *m = &D->metrics;
-    sb_printf(&b, "  per pixel: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
-        m->arith, m->flops, m->reads, m->branches, m->exact ? "" : " (loops with run-time bounds counted once)");
+    sb_printf(&b, "  per %s: %.0f arithmetic ops (%.0f floating point), %.0f memory reads, %.0f branches%s\n",
+        D->tile[0] ? "tile" : "pixel", m->arith, m->flops, m->reads, m->branches,
+        m->exact ? "" : " (loops with run-time bounds counted once)");
     if (m->reads > 0) sb_printf(&b, "  arithmetic per read: %.2f\n", m->arith / m->reads);
     park_metrics(&b, D);
     predictions(&b, D);

@@ -131,6 +131,28 @@ static Node *mk(Checker *C, NodeKind k, Type t, Loc loc) {
   return n;
 }
 
+static Node *num_i32(Checker *C, int64_t v, Loc loc) {
+  Node *n = mk(C, ND_NUM, type_scalar(T_I32), loc);
+  n->ival = v;
+  return n;
+}
+
+static Node *binary(Checker *C, NodeKind k, Node *a, Node *b) {
+  Node *n = mk(C, k, type_scalar(T_I32), a->loc);
+  n->a = a;
+  n->b = b;
+  return n;
+}
+
+/* Coordinate `axis` (0: x) of a tiler's relative read at offset d: the input pattern's
+ * origin of repetition (x, y), origin + paving * x, plus d (all i32). */
+static Node *tiler_coord(Checker *C, const Decl *D, int axis, Node *d) {
+  Node *c = mk(C, ND_COORD, type_scalar(T_I32), d->loc);
+  c->ival = axis;
+  Node *o = binary(C, ND_ADD, num_i32(C, D->origin[axis], d->loc), binary(C, ND_MUL, num_i32(C, D->paving[axis], d->loc), c));
+  return binary(C, ND_ADD, o, d);
+}
+
 /* Folds the conversion of integer literal n to scalar s with the language's rules. */
 static void fold_int_literal(Node *n, Scalar s) {
   int64_t v = n->ival;
@@ -446,6 +468,11 @@ static Node *check_expr(Checker *C, Node *n) {
     n->a = conv(C, n->a, type_scalar(T_I32));
     n->b = conv(C, n->b, type_scalar(T_I32));
     n->type = n->param->type;
+    if (n->kind == ND_READ && C->decl->kind == D_KERNEL && C->decl->tile[0]) { /* a tiler's: absolute */
+      n->kind = ND_AT;
+      n->a = tiler_coord(C, C->decl, 0, n->a);
+      n->b = tiler_coord(C, C->decl, 1, n->b);
+    }
     return n;
   }
   case ND_LANE:
@@ -623,8 +650,15 @@ static void check_stmt(Checker *C, Node *s) {
     Decl *D = C->decl;
     if (D->kind != D_KERNEL && D->kind != D_FUNC) break; /* reported by the parser */
     int given = s->nargs ? s->nargs : 1, want = D->nouts ? D->nouts : 1;
+    if (D->kind == D_KERNEL && D->tile[0]) want = D->tile[0] * D->tile[1];
     if (given != want) {
       if (D->kind == D_FUNC)
+        diag_error(C->d, s->loc, "a function returns one value; this return gives %d", given);
+      else if (D->tile[0])
+        diag_error(C->d, s->loc, "tiler '%s' makes a tile of %d x %d pixels; this return gives %d value%s (one per "
+                   "pixel of the tile, row by row%s)", D->name, D->tile[0], D->tile[1], given, given == 1 ? "" : "s",
+                   want > 1 ? ": return (v0, v1, ...);" : "");
+      else if (D->kind == D_FUNC)
         diag_error(C->d, s->loc, "a function returns one value; this return gives %d", given);
       else if (want == 1)
         diag_error(C->d, s->loc, "%s '%s' has one output; this return gives %d values", D->scan ? "scan" : "kernel",
@@ -639,7 +673,7 @@ static void check_stmt(Checker *C, Node *s) {
       break;
     }
     for (int i = 0; i < s->nargs; i++)
-      s->args[i] = conv_store(C, check_expr(C, s->args[i]), D->out_types[i], "return");
+      s->args[i] = conv_store(C, check_expr(C, s->args[i]), D->tile[0] ? D->type : D->out_types[i], "return");
     break;
   }
   case ND_BIN: {
@@ -735,7 +769,21 @@ static void check_kernel(Checker *C, Decl *D) {
   }
   check_image_params(C, D);
   if (D->kind == D_KERNEL && D->nimages == 0 && !D->size_w && !D->scan)
-    diag_error(C->d, D->loc, "kernel '%s' has no image parameter, so it needs size(width, height)", D->name);
+    diag_error(C->d, D->loc, "%s '%s' has no image parameter, so it needs %s(width, height)", D->tile[0] ? "tiler" : "kernel",
+               D->name, D->tile[0] ? "repeat" : "size");
+  if (D->kind == D_KERNEL && D->tile[0] && !D->size_w && D->nimages) { /* ceil(image 0 / paving) tiles */
+    const Param *p = NULL;
+    for (int i = 0; i < D->nparams && !p; i++)
+      if (D->params[i]->is_image) p = D->params[i];
+    Node *sz[2];
+    for (int k = 0; k < 2; k++) {
+      Node *dim = mk(C, ND_IMGDIM, type_scalar(T_I32), D->loc);
+      dim->param = (Param *)p;
+      dim->ival = k;
+      sz[k] = binary(C, ND_DIV, binary(C, ND_ADD, dim, num_i32(C, D->paving[k] - 1, D->loc)), num_i32(C, D->paving[k], D->loc));
+    }
+    D->size_w = sz[0], D->size_h = sz[1];
+  }
   if (D->size_w) {
     D->size_w = check_expr(C, D->size_w);
     D->size_h = check_expr(C, D->size_h);

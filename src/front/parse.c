@@ -1121,12 +1121,13 @@ static Node *stmt(Parser *P) {
       diag_error(P->d, loc, "a histogram body does not return a value; use bin(index[, weight])");
     }
     if (is(P, "(") && tuple_ahead(P)) { /* return (a, b): one value per output */
-      Node *tmp[PXL_MAX_OUTS + 1];
+      enum { MAXV = PXL_MAX_TILE > PXL_MAX_OUTS ? PXL_MAX_TILE : PXL_MAX_OUTS }; /* a tiler's tile, or outputs */
+      Node *tmp[MAXV + 1];
       int n = 0;
       advance(P);
       do {
         Node *e = expr(P);
-        if (n <= PXL_MAX_OUTS) tmp[n++] = e;
+        if (n <= MAXV) tmp[n++] = e;
       } while (accept(P, ","));
       expect(P, ")");
       r->args = alloc(P, sizeof(Node *) * (size_t)n);
@@ -1356,7 +1357,91 @@ static void outputs(Parser *P, Decl *D) {
   D->type = t[0];
 }
 
-/* kernel = "kernel" ( type | outputs ) IDENT params ("size" "(" expr "," expr ")")? block */
+/* "(" INT "," INT ")" of a tiler clause, each (an optional minus sign, then digits) in
+ * lo..hi; `what` names the clause in messages. */
+static void int_pair(Parser *P, const char *what, int lo, int hi, int v[2]) {
+  expect(P, "(");
+  for (int k = 0; k < 2; k++) {
+    if (k) expect(P, ",");
+    Loc l = P->tok->loc;
+    bool neg = accept(P, "-");
+    if (P->tok->kind != TK_INT) {
+      char b[64];
+      diag_error(P->d, P->tok->loc, "%s() takes two integer numbers; expected a number before %s", what,
+                 tok_desc(P->tok, b));
+      while (!is(P, ")") && !is(P, "{") && P->tok->kind != TK_EOF) advance(P);
+      break;
+    }
+    int64_t n = P->tok->ival > (uint64_t)INT32_MAX ? INT64_MAX : (int64_t)P->tok->ival;
+    if (neg) n = -n;
+    advance(P);
+    if (n < lo || n > hi) diag_error(P->d, l, "%s(): %lld is not in %d..%d", what, (long long)n, lo, hi);
+    else v[k] = (int)n;
+  }
+  expect(P, ")");
+}
+
+/* "(" expr "," expr ")" of size() and repeat(). */
+static void expr_pair(Parser *P, Node **w, Node **h) {
+  expect(P, "(");
+  *w = expr(P);
+  expect(P, ",");
+  *h = expr(P);
+  expect(P, ")");
+}
+
+/* The clauses after a kernel's parameters, in any order, each at most once:
+ *   clause = "size" "(" expr "," expr ")"
+ *          | "tile" "(" INT "," INT ")" | "paving" "(" INT "," INT ")"
+ *          | "origin" "(" INT "," INT ")" | "repeat" "(" expr "," expr ")"
+ * tile, paving, origin and repeat are names only here (a variable may be called tile). */
+static void kernel_clauses(Parser *P, Decl *D) {
+  static const char *const names[] = {"size", "tile", "paving", "origin", "repeat"};
+  bool seen[5] = {0};
+  Loc at[5];
+  for (;;) {
+    int k = -1;
+    for (int i = 0; i < 5 && k < 0; i++)
+      if (i ? is_ident(P, names[i]) && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(") : is(P, names[i]))
+        k = i;
+    if (k < 0) break;
+    Loc l = P->tok->loc;
+    advance(P);
+    if (seen[k]) diag_error(P->d, l, "%s() is given twice", names[k]);
+    seen[k] = true;
+    at[k] = l;
+    int v[2] = {1, 1};
+    switch (k) {
+    case 0: expr_pair(P, &D->size_w, &D->size_h); break;
+    case 1:
+      int_pair(P, "tile", 1, PXL_MAX_TILE_SIDE, v);
+      if (v[0] * v[1] > PXL_MAX_TILE) {
+        diag_error(P->d, l, "tile(%d, %d) has %d pixels; a tile has at most %d", v[0], v[1], v[0] * v[1], PXL_MAX_TILE);
+        v[1] = 1;
+      }
+      D->tile[0] = v[0], D->tile[1] = v[1];
+      break;
+    case 2: int_pair(P, "paving", 1, 1024, D->paving); break;
+    case 3: int_pair(P, "origin", -1024, 1024, D->origin); break;
+    default: expr_pair(P, &D->size_w, &D->size_h); break;
+    }
+  }
+  if (!seen[1]) {
+    for (int k = 2; k < 5; k++)
+      if (seen[k]) diag_error(P->d, at[k], "%s() belongs to a tiler: give the tile too, tile(width, height)", names[k]);
+    D->size_w = seen[0] ? D->size_w : NULL;
+    D->size_h = seen[0] ? D->size_h : NULL;
+    return;
+  }
+  if (seen[0])
+    diag_error(P->d, at[0], "a tiler's output is its repetitions times its tile: write repeat(width, height) (the "
+               "number of tiles), not size()");
+  if (D->nouts) diag_error(P->d, at[1], "a tiler has one output image (the tile's pixels are its values)");
+  if (!seen[2]) D->paving[0] = D->tile[0], D->paving[1] = D->tile[1];
+  if (!seen[4]) D->size_w = D->size_h = NULL; /* the checker makes ceil(image 0 / paving) */
+}
+
+/* kernel = "kernel" ( type | outputs ) IDENT params clause* block */
 static Decl *kernel_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_KERNEL, loc);
   if (is(P, "(")) {
@@ -1366,13 +1451,7 @@ static Decl *kernel_decl(Parser *P, Loc loc) {
   }
   D->name = ident(P, "a kernel name");
   params(P);
-  if (accept(P, "size")) {
-    expect(P, "(");
-    D->size_w = expr(P);
-    expect(P, ",");
-    D->size_h = expr(P);
-    expect(P, ")");
-  }
+  kernel_clauses(P, D);
   D->body = block(P);
   return D;
 }

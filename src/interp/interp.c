@@ -598,8 +598,17 @@ int interp_output_size(const Decl *D, const ImgArg *imgs, const Lane *scalars, i
     int64_t W = interp_host_expr(D->size_w, D, imgs, scalars).i;
     int64_t H = interp_host_expr(D->size_h, D, imgs, scalars).i;
     if (W < 1 || H < 1 || W > PXL_MAX_DIM || H > PXL_MAX_DIM)
-      return err_set(err, PXL_EARG, "%s: size(%lld, %lld) is not a valid image size (1..%d)", D->name,
-                     (long long)W, (long long)H, PXL_MAX_DIM);
+      return err_set(err, PXL_EARG, "%s: %s(%lld, %lld) is not a valid %s (1..%d)", D->name,
+                     D->tile[0] ? "repeat" : "size", (long long)W, (long long)H,
+                     D->tile[0] ? "number of tiles" : "image size", PXL_MAX_DIM);
+    if (D->tile[0]) { /* a tiler: W x H tiles */
+      W *= D->tile[0];
+      H *= D->tile[1];
+      if (W > PXL_MAX_DIM || H > PXL_MAX_DIM)
+        return err_set(err, PXL_EARG, "%s: %lld x %lld tiles of %d x %d make an image of %lld x %lld, over %d", D->name,
+                       (long long)(W / D->tile[0]), (long long)(H / D->tile[1]), D->tile[0], D->tile[1], (long long)W,
+                       (long long)H, PXL_MAX_DIM);
+    }
     *w = (int)W;
     *h = (int)H;
     return PXL_OK;
@@ -678,14 +687,32 @@ int interp_kernel(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct
 
 int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *const *outs,
                        Err *err) {
-  Val rets[PXL_MAX_OUTS];
+  Val rets[PXL_MAX_TILE > PXL_MAX_OUTS ? PXL_MAX_TILE : PXL_MAX_OUTS];
   Frame F;
   int rc = frame_init(&F, D, imgs, scalars, err);
   if (rc) return rc;
-  if (D->nouts) F.rets = rets; /* several: return (v0, v1, ...) fills rets */
+  if (D->nouts || D->tile[0]) F.rets = rets; /* several: return (v0, v1, ...) fills rets */
   int nouts = D->nouts ? D->nouts : 1;
   F.w = outs[0]->width;
   F.h = outs[0]->height;
+  if (D->tile[0]) { /* a tiler: the body once per tile, its values stored row by row */
+    int tw = D->tile[0], th = D->tile[1], n = tw * th;
+    F.w /= tw;
+    F.h /= th;
+    for (int y = 0; y < F.h; y++)
+      for (int x = 0; x < F.w; x++) {
+        F.x = x;
+        F.y = y;
+        exec(&F, D->body);
+        for (int k = 0; k < n; k++) {
+          const Val *v = n > 1 ? &rets[k] : &F.ret;
+          for (int c = 0; c < D->type.lanes; c++) store_elem(outs[0], tw * x + k % tw, th * y + k / tw, c, v->l[c]);
+        }
+      }
+    PXL_FREE(F.slots);
+    if (F.oom_flag) return err_set(err, PXL_ENOMEM, "out of memory (a function's frame)");
+    return PXL_OK;
+  }
   int x0, y0, x1, y1;
   stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
   Lane zero = {0};

@@ -225,6 +225,12 @@ enum {
                          * unrolls it completely */
   NF_DIV16 = 128,       /* ND_DIV, ND_MOD: div_m and div_s hold (Node) */
   NF_DIV_WIDE = 256,    /* ND_DIV, ND_MOD: an analysis found no 16-bit multiplier for it */
+  NF_NO_WRAP = 512,     /* ND_ADD, ND_SUB, ND_MUL of i32 or i64: every analysis that met the node
+                         * found its operands and result far inside the type (analysis: value
+                         * ranges, coordinates and sizes bounded by PXL_MAX_DIM), so generated
+                         * code may use the language's signed arithmetic, which compilers
+                         * treat as never wrapping (address arithmetic then vectorises) */
+  NF_MAY_WRAP = 1024,   /* ND_ADD, ND_SUB, ND_MUL: an analysis could not bound it; no NF_NO_WRAP */
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
@@ -252,6 +258,9 @@ const char *redop_name(RedOp r);
 
 /* The most outputs of one kernel. */
 #define PXL_MAX_OUTS 8
+/* The most pixels of a tiler's tile (tile(TW, TH): TW * TH), and of each side. */
+#define PXL_MAX_TILE 64
+#define PXL_MAX_TILE_SIDE 16
 
 /* Skeleton classes, found by analysis (never declared by the user). */
 #define PXL_SKELETONS(X)                                                                    \
@@ -263,6 +272,7 @@ const char *redop_name(RedOp r);
   X(SK_R2S, "R2S")                                                                        \
   X(SK_R2V, "R2V")                                                                        \
   X(SK_SCAN, "scan")                                                                      \
+  X(SK_TILER, "tiler")                                                                    \
   X(SK_PIPELINE, "pipeline")
 
 typedef enum {
@@ -433,6 +443,13 @@ struct Decl {
    * then out_types[0]); a return gives one value per output (ND_RETURN args). A pipeline
    * -> (image T1, image T2) also has nouts and out_types (out_names NULL) and results */
   int nouts;
+  /* a tiler, kernel T name(...) tile(TW, TH) paving(PX, PY) origin(OX, OY) repeat(RW, RH):
+   * the body runs once per repetition (x, y) of the repetition space size_w x size_h
+   * (repeat(), else ceil(image 0's size / paving)), reads relative to the input pattern's
+   * origin (OX + PX * x, OY + PY * y) (the checker made them absolute reads, ND_AT), and
+   * returns tile[0] * tile[1] values: the output pixels (TW * x + i, TH * y + j), row by
+   * row. tile[0] == 0: not a tiler */
+  int tile[2], paving[2], origin[2];
   Type *out_types;
   const char **out_names;
   Loc *out_locs;

@@ -271,7 +271,8 @@ static void binop(Gen *g, const Node *n, int lane) {
     fn = n->kind == ND_SHL ? "shl" : "shr";
   } else if ((n->kind == ND_DIV || n->kind == ND_MOD) && !const_div) {
     fn = n->kind == ND_DIV ? "div" : "mod";
-  } else if ((s == T_I32 || s == T_I64) && (n->kind == ND_ADD || n->kind == ND_SUB || n->kind == ND_MUL)) {
+  } else if ((s == T_I32 || s == T_I64) && (n->kind == ND_ADD || n->kind == ND_SUB || n->kind == ND_MUL) &&
+             !(n->flags & NF_NO_WRAP)) { /* wrapping; where it cannot wrap, C's signed operators */
     fn = n->kind == ND_ADD ? "add" : n->kind == ND_SUB ? "sub" : "mul";
   }
   if (fn) {
@@ -767,6 +768,16 @@ static void stmt(Gen *g, const Node *s) {
       return;
     }
     ind(g), OUT("{ ");
+    if (s->nargs && g->D->tile[0]) { /* a tiler: its tile's values, row by row */
+      for (int v = 0; v < s->nargs; v++)
+        for (int k = 0; k < lanes; k++) {
+          OUT("o[%d] = ", v * lanes + k);
+          cg_expr(g, s->args[v], lane_of(s->args[v], k));
+          OUT("; ");
+        }
+      OUT("return; }\n");
+      return;
+    }
     for (int k = 0; k < lanes; k++) {
       OUT("o[%d] = ", k);
       cg_expr(g, s->a, lane_of(s->a, k));
@@ -1088,7 +1099,9 @@ void cg_prologue(Gen *g, bool has_out) {
   }
   g->no_hoist = false;
   g->variant = variant;
-  if (has_out)
+  if (has_out && D->tile[0]) /* a tiler: the repetition space */
+    OUT("  const int W = out->width / %d, H = out->height / %d;\n", D->tile[0], D->tile[1]);
+  else if (has_out)
     OUT("  const int W = out->width, H = out->height;\n");
   else
     OUT("  const int W = w0, H = h0;\n");
@@ -1435,6 +1448,15 @@ void cg_corner_checks(Gen *g, const char *ind) {
       OUT(", h%d);\n", i);
     }
   }
+}
+
+void cg_tiler_fast(Gen *g, const char *ind) {
+  const Decl *D = g->D;
+  bool direct = true; /* a data-dependent read is checked always */
+  for (int i = 0; i < D->nimages; i++)
+    if (D->access[i].gather || (D->access[i].read_abs && !D->access[i].abs_affine)) direct = false;
+  OUT("%sint fast = %d;\n", ind, direct);
+  cg_corner_checks(g, ind);
 }
 
 int cg_use_tile_buffer(Gen *g) {

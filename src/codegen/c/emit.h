@@ -68,6 +68,8 @@ typedef struct {
                       * returned, setting *chg_ where they differ (a parameter of the pixel
                       * functions after the scalars), or -1 (codegen/gpu: a loop's until test
                       * computed by the loop's kernel, gen_gpu_stage_test) */
+  int min_blocks;    /* GPU: the entry's blocks per multiprocessor asked of the compiler
+                      * (__launch_bounds__'s second argument: fewer registers), 0: none */
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */
@@ -95,6 +97,11 @@ void cg_reduce_fn(Gen *g, int variant, bool inner, const char *name);
 void cg_pixel_fn(Gen *g, int variant, const char *name, bool counts32);
 /* True for a histogram whose bin() calls have no weights (it only counts). */
 bool cg_counts_only(const Gen *g);
+/* A tiler's check of a block of repetitions [tx, xe) x [ty, ye): declares `int fast`,
+ * true where every read of every repetition of the block is inside its image (affine
+ * reads, checked at the block's corners; a data-dependent read makes it false), so that
+ * the block calls "pt", which reads directly, and otherwise "pe". */
+void cg_tiler_fast(Gen *g, const char *ind);
 /* The image a non-sequential P2P kernel can stage through a tile buffer (one image read
  * by affine absolute reads only), or -1; sets g->tb_img and g->tb_t. */
 int cg_use_tile_buffer(Gen *g);

@@ -317,6 +317,29 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   cg_args_text(g, &args);
   char tail[4096];
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
+  if (D->tile[0]) {
+    /* a tiler: blocks of 32 x 8 repetitions, each checked at its corners; a repetition's
+     * tile of TW x TH pixels made in t_ and copied to its rows */
+    int TW = D->tile[0], TH = D->tile[1], N = TW * TH;
+    OUT("  #pragma omp parallel for schedule(dynamic, 1) num_threads(nt_) if ((int64_t)W * H * %d > 16384)\n", N);
+    OUT("  for (int ty = 0; ty < H; ty += 8) {\n");
+    OUT("    for (int tx = 0; tx < W; tx += 32) {\n");
+    OUT("      const int ye = ty + 8 < H ? ty + 8 : H, xe = tx + 32 < W ? tx + 32 : W;\n");
+    cg_tiler_fast(g, "      ");
+    for (int pass = 0; pass < 2; pass++) { /* the loops without a branch: vectorised across tiles */
+      OUT("      %sfor (int y = ty; y < ye; y++) {\n", pass ? "else\n      " : "if (fast)\n      ");
+      OUT("        %s *orow = o + (ptrdiff_t)y * %d * op;\n", OT, TH);
+      OUT("        for (int x = tx; x < xe; x++) {\n          %s t_[%d];\n", OT, N * C);
+      OUT("          %s_%s(%s, x, y, W, H, t_);\n", g->pfx, variant_name(pass ? V_EDGE : V_DIRECT_REL | V_DIRECT_AT),
+          A_text(&args));
+      OUT("          for (int j = 0; j < %d; j++)\n            for (int e = 0; e < %d; e++) orow[j * op + (ptrdiff_t)x * %d + e] = t_[j * %d + e];\n",
+          TH, TW * C, TW * C, TW * C);
+      OUT("        }\n      }\n");
+    }
+    OUT("    }\n  }\n}\n");
+    sb_free(&args);
+    return;
+  }
   if (cg_corner_tiles(D)) {
     /* tiles, so that both the reads and the writes of a transpose stay in cache; a tile
      * whose corners' reads are inside reads directly */
@@ -698,8 +721,8 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     histogram_entry(g, fname, exported);
   } else {
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
-    if (!cg_corner_tiles(D) && !D->sep) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
-    if (cg_corner_tiles(D)) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
+    if (!cg_corner_tiles(D) && !D->sep && !D->tile[0]) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
+    if (cg_corner_tiles(D) || D->tile[0]) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     /* the row pass: over column values ("ph"), or given the window's sums ("pr") */
     bool sums = D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep));
@@ -817,7 +840,13 @@ static void emit_size_fn(StrBuf *o, const Decl *D, const char *name) {
                 p->img_index, p->img_index, p->img_index, p->img_index, p->img_index);
   }
   unpack_scalars(o, D);
-  if (D->size_w) {
+  if (D->size_w && D->tile[0]) { /* a tiler: its repetitions times its tile (too large: -1, refused) */
+    for (int k = 0; k < 2; k++) {
+      sb_printf(o, "  { const int64_t n_ = (int64_t)(");
+      host_expr(o, D, k ? D->size_h : D->size_w);
+      sb_printf(o, ") * %d; *%s = n_ > 2147483647 ? -1 : (int32_t)n_; }\n", D->tile[k], k ? "height" : "width");
+    }
+  } else if (D->size_w) {
     sb_printf(o, "  *width = ");
     host_expr(o, D, D->size_w);
     sb_printf(o, ";\n  *height = ");

@@ -172,7 +172,10 @@ static void entry_open(Gen *g, const char *name, bool has_out, unsigned threads)
     for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
     OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
   } else {
-    OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
+    if (g->min_blocks)
+      OUT("extern \"C\" __global__ void __launch_bounds__(%u, %d) %s(pxl_kargs a) {\n", threads, g->min_blocks, name);
+    else
+      OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
     if (g->chg_img >= 0) /* gen_gpu_stage_test: the pixel functions set *chg_ */
       OUT("  pxg_changed chg_s_ = {0u, a.aux, a.res, (unsigned long long)a.n};\n  uint32_t *chg_ = &chg_s_.v;\n");
   }
@@ -200,7 +203,7 @@ static bool no_images(const Decl *D) { return D->kind == D_KERNEL && D->nimages 
  * all) and every pixel size is a power of two up to 16 bytes; then 16 bytes of the
  * widest image per thread. 0 when the path does not apply. */
 static int reg_width(const Decl *D) {
-  if (no_images(D)) return 0;
+  if (no_images(D) || D->tile[0]) return 0;
   int widest = D->kind == D_KERNEL ? bytes_of(D->type) : 1;
   if (!pow2(widest) || widest > 16) return 0;
   for (int i = 0; i < D->nimages; i++) {
@@ -1508,7 +1511,12 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   bool many = D->skel == SK_AFFINE && D->metrics.reads > 8;
   int TS = bytes ? 128 : small && !many ? 64 : 32;
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
+  /* many reads in flight want every block an SM can hold: at most 32 registers (pyr_down
+   * took 40 once its address arithmetic was signed, NF_NO_WRAP: 6 blocks an SM, 24% slower
+   * at 8192^2 on an H200) */
+  if (many) g->min_blocks = 8;
   kernel_open(g, OT, 256);
+  g->min_blocks = 0;
   OUT("  const int TS = %d, tx = PXG_BX * TS, ty = PXG_BY * TS;\n", TS);
   OUT("  if (tx >= W || ty >= H) return;\n");
   OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");
@@ -1618,6 +1626,26 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    }\n  }\n}\n");
 }
 
+/* A tiler: a thread per repetition, blocks of 32 x 8 repetitions checked at their
+ * corners (cg_tiler_fast: "pt" reads directly, "pe" through the border functions); the
+ * tile's TW x TH pixels made in private memory, then stored row by row. */
+static void kernel_tiler(Gen *g, const char *A, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1];
+  const char *OT = cg_ctype(D->type.s);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = TW, .py = TH};
+  kernel_open(g, OT, 256);
+  OUT("  const int tx = PXG_BX * 32, ty = PXG_BY * 8;\n  if (tx >= W || ty >= H) return;\n");
+  OUT("  const int xe = tx + 32 < W ? tx + 32 : W, ye = ty + 8 < H ? ty + 8 : H;\n");
+  cg_tiler_fast(g, "  ");
+  OUT("  const int x = tx + PXG_TX, y = ty + PXG_TY;\n  if (x >= W || y >= H) return;\n");
+  OUT("  %s t_[%d];\n  if (fast) %s_pt(%s, x, y, W, H, t_);\n  else %s_pe(%s, x, y, W, H, t_);\n", OT, TW * TH * C,
+      g->pfx, A, g->pfx, A);
+  OUT("  #pragma unroll\n  for (int j = 0; j < %d; j++) {\n", TH);
+  OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)(%d * y + j) * op + (ptrdiff_t)x * %d;\n", OT, TH, TW * C);
+  OUT("    #pragma unroll\n    for (int e = 0; e < %d; e++) orow[e] = t_[j * %d + e];\n  }\n}\n", TW * C, TW * C);
+}
+
 /* A u8 -> u8 function of the pixel alone (cg_tabulated), CUDA: each block first computes
  * the 256 values into shared memory, a thread per value calling "pi" at (v, 0) with image
  * 0 read from an array of 0..255 (in shared memory: CUDA's pointers are generic; OpenCL's
@@ -1647,10 +1675,11 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 
 /* The entry point of a kernel, the first that applies; gen_gpu_stage emits the pixel
  * functions it calls. */
-typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES } EntryForm;
+typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER } EntryForm;
 
 /* Kernel D's entry form; fills *wk for the walk and *sp for strips. */
 static EntryForm entry_form(const Gen *g, const GpuTile *tile, Walk *wk, Strip *sp) {
+  if (g->D->tile[0]) return ENTRY_TILER;
   if (reg_width(g->D)) return ENTRY_REG;
   if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) return ENTRY_TABLE;
   if (walk_plan(g, tile, wk)) return ENTRY_WALK;
@@ -1668,6 +1697,7 @@ static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, EntryForm f
   case ENTRY_STRIPS: kernel_strips(g, A, sp, L); break;
   case ENTRY_NONSEQ: kernel_nonseq(g, A, L); break;
   case ENTRY_TILES: kernel_tiles(g, A, tile, L); break;
+  case ENTRY_TILER: kernel_tiler(g, A, L); break;
   }
 }
 
@@ -2521,7 +2551,7 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
     else if (tiles_pk(g, PX)) gp_pixel_fn(g, V_SMEM | V_DIRECT_REL, "pk");
     else cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   }
-  if (form == ENTRY_NONSEQ) {
+  if (form == ENTRY_NONSEQ || form == ENTRY_TILER) {
     cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, "pt", false);
     if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
   }
@@ -2548,7 +2578,7 @@ int gen_gpu_stage(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
  * a plain kernel (no scan, outputs or fused producer) within the GPU's limits, whose
  * integer result has the carried image's type. */
 static bool carries(const Decl *D, int carried) {
-  if (D->kind != D_KERNEL || D->scan || D->nouts || D->stage || D->nimages > PXL_GPU_MAX_IMAGES ||
+  if (D->kind != D_KERNEL || D->scan || D->nouts || D->tile[0] || D->stage || D->nimages > PXL_GPU_MAX_IMAGES ||
       D->nscalars > PXL_GPU_MAX_SCALARS || carried < 0 || carried >= D->nimages)
     return false;
   const Param *cp = image_param(D, carried);
