@@ -4,11 +4,11 @@
 // usual 3x3 and 5x5 filters.
 //
 //   bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]
-//              [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]
+//              [--reps N] [--only table|padding|pipeline|filters|loops|stream] [--no-padding]
 //              [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]
-//              [--loop-profile N] [--loop-profile-until N]
+//              [--loop-profile N] [--loop-profile-until N] [--stream-frames N] [--no-stream]
 //
-// Sections (all five by default; --only keeps one, --no-padding / --no-pipeline /
+// Sections (all six by default; --only keeps one, --no-padding / --no-pipeline /
 // --no-opencv-filters drop one; --padding and --opencv-filters are accepted and change
 // nothing):
 //
@@ -34,6 +34,10 @@
 //            next to n device-to-device copies of the image (run_loops). --loop-profile N
 //            runs the fixed loop once under cudaProfilerStart/Stop for ncu instead
 //            (--loop-profile-until N: the until loop).
+//   stream   The seed's downscaler (examples/downscale.pxl) on 300 HD 4:2:0 frames from and
+//            to pinned host memory, end to end, through pxl_queue (uploads, runs and
+//            downloads overlapped on several streams) and in turn, next to the bare
+//            transfers of the same bytes (run_stream).
 //   filters  "OpenCV-GPU filters vs NPP": box mean, Gaussian, Laplacian, Sobel d/dx, erosion
 //            and dilation, each 3x3 and 5x5, on a 1024x1024 u8 image; the pxl kernels are
 //            generated from NPP's own masks (kFilters) and compiled from strings.
@@ -1433,9 +1437,9 @@ void usage(FILE *f) {
   std::fprintf(
       f,
       "usage: bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]\n"
-      "                  [--reps N] [--only table|padding|pipeline|filters|loops] [--no-padding]\n"
+      "                  [--reps N] [--only table|padding|pipeline|filters|loops|stream] [--no-padding]\n"
       "                  [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]\n"
-      "                  [--loop-profile N] [--loop-profile-until N]\n"
+      "                  [--loop-profile N] [--loop-profile-until N] [--stream-frames N] [--no-stream]\n"
       "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -1446,10 +1450,169 @@ struct Options {
   std::vector<std::pair<int, int>> sizes = {{2048, 2048}, {8192, 8192}, {16384, 16384}};
   std::vector<std::string> kernels;
   int reps = 10;
-  bool table = true, padding = true, pipeline = true, filters = true, loops = true;
+  bool table = true, padding = true, pipeline = true, filters = true, loops = true, stream = true;
+  int stream_frames = 300;
   std::vector<int> loop_counts = {1, 10, 100, 1000};
   int loop_profile = 0;  // --loop-profile N: one profiled run of the fixed loop, n = N (< 0: until, n = -N)
 };
+
+// ---- stream: the seed's downscaler on HD frames, host to host ----
+//
+// examples/downscale.pxl's `downscale` (a tiler: 1920x1080 -> 720x480, per plane of a
+// 4:2:0 frame: a 1920x1080 Y plane and two 960x540 chroma planes in, 720x480 and two
+// 360x240 out) on F frames (--stream-frames, default 300: the seed's run) that start and
+// end in page-locked host memory, end to end: each plane copied to the device, filtered,
+// copied back. Rows:
+//   transfers       the bare copies of the same bytes (cudaMemcpy2DAsync host->device of
+//                   every input plane, device->host of every output plane, frame after
+//                   frame on one stream, one synchronisation at the end): the link's time
+//   transfers, 2 streams  the uploads on one stream and the downloads on another
+//   pxl, in turn    pxl_run per plane: upload, run, download, each waited for
+//   pxl, queue N    pxl_queue of depth N (0: the device's choice): N runs in flight on N
+//                   streams, so that uploads, kernels and downloads overlap
+// Each row the median of --reps runs of the F frames (8 distinct frames used in turn);
+// ratio = time / the bare transfers' time. The queue's outputs must equal the in-turn
+// run's.
+struct StreamFrame {
+  pxl_image *in[3] = {nullptr, nullptr, nullptr}, *out[3] = {nullptr, nullptr, nullptr};
+};
+
+int run_stream(Pxl &px, int frames, int reps) {
+  const int NB = 8, IW[3] = {1920, 960, 960}, IH[3] = {1080, 540, 540};
+  pxl_context *ctx = px.ctx();
+  pxl_program *prog = px.example("downscale");
+  int OW[3], OH[3];
+  for (int p = 0; p < 3; p++) OW[p] = (IW[p] + 7) / 8 * 3, OH[p] = (IH[p] + 8) / 9 * 4;
+  std::vector<StreamFrame> fr(NB), ref(NB);
+  uint64_t seed = 0x2545F4914F6CDD1DULL;
+  double in_bytes = 0, out_bytes = 0;
+  for (int p = 0; p < 3; p++) in_bytes += (double)IW[p] * IH[p], out_bytes += (double)OW[p] * OH[p];
+  for (int b = 0; b < NB; b++)
+    for (int p = 0; p < 3; p++) {
+      pxl_check(ctx, pxl_image_create_pinned(ctx, IW[p], IH[p], PXL_U8, 1, &fr[b].in[p]), "pinned input");
+      pxl_check(ctx, pxl_image_create_pinned(ctx, OW[p], OH[p], PXL_U8, 1, &fr[b].out[p]), "pinned output");
+      pxl_check(ctx, pxl_image_create_pinned(ctx, OW[p], OH[p], PXL_U8, 1, &ref[b].out[p]), "pinned output");
+      for (int y = 0; y < IH[p]; y++) {
+        uint8_t *row = (uint8_t *)pxl_image_data(fr[b].in[p]) + (size_t)y * pxl_image_pitch(fr[b].in[p]);
+        for (int x = 0; x < IW[p]; x++) {
+          seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
+          row[x] = (uint8_t)(seed >> 56);
+        }
+      }
+    }
+  // device buffers of the bare copies
+  void *dev_in[3], *dev_out[3];
+  size_t dpi[3], dpo[3];
+  for (int p = 0; p < 3; p++) {
+    CUDA_CALL(cudaMallocPitch, &dev_in[p], &dpi[p], (size_t)IW[p], (size_t)IH[p]);
+    CUDA_CALL(cudaMallocPitch, &dev_out[p], &dpo[p], (size_t)OW[p], (size_t)OH[p]);
+  }
+  cudaStream_t s1, s2;
+  CUDA_CALL(cudaStreamCreateWithFlags, &s1, cudaStreamNonBlocking);
+  CUDA_CALL(cudaStreamCreateWithFlags, &s2, cudaStreamNonBlocking);
+  auto transfers = [&](bool two) {
+    for (int f = 0; f < frames; f++) {
+      StreamFrame &x = fr[f % NB];
+      for (int p = 0; p < 3; p++)
+        CUDA_CALL(cudaMemcpy2DAsync, dev_in[p], dpi[p], pxl_image_data(x.in[p]), pxl_image_pitch(x.in[p]),
+                  (size_t)IW[p], (size_t)IH[p], cudaMemcpyHostToDevice, s1);
+      for (int p = 0; p < 3; p++)
+        CUDA_CALL(cudaMemcpy2DAsync, pxl_image_data(x.out[p]), pxl_image_pitch(x.out[p]), dev_out[p], dpo[p],
+                  (size_t)OW[p], (size_t)OH[p], cudaMemcpyDeviceToHost, two ? s2 : s1);
+    }
+    CUDA_CALL(cudaStreamSynchronize, s1);
+    CUDA_CALL(cudaStreamSynchronize, s2);
+  };
+  auto bind = [&](pxl_image *in, pxl_image *out) {
+    pxl_args *a = pxl_args_new(ctx);
+    if (!a) throw Failure("pxl_args_new: out of memory");
+    pxl_check(ctx, pxl_args_image(a, "in", in), "pxl_args_image");
+    pxl_check(ctx, pxl_args_output(a, out), "pxl_args_output");
+    return a;
+  };
+  auto in_turn = [&](std::vector<StreamFrame> &outs) {
+    for (int f = 0; f < frames; f++)
+      for (int p = 0; p < 3; p++) {
+        pxl_args *a = bind(fr[f % NB].in[p], outs[f % NB].out[p]);
+        pxl_run_result *res = nullptr;
+        int st = pxl_run(ctx, prog, "downscale", a, &res);
+        pxl_args_free(a);
+        pxl_result_free(res);
+        pxl_check(ctx, st, "pxl_run downscale");
+      }
+  };
+  auto queued = [&](int depth) {
+    pxl_queue *q = nullptr;
+    pxl_check(ctx, pxl_queue_new(ctx, prog, "downscale", depth, &q), "pxl_queue_new");
+    int64_t jobs = (int64_t)frames * 3, pushed = 0, popped = 0;
+    int st = PXL_OK;
+    while (popped < jobs && !st) {
+      if (pushed < jobs && pxl_queue_pending(q) < pxl_queue_depth(q)) {
+        StreamFrame &x = fr[(pushed / 3) % NB];
+        st = pxl_queue_push(q, bind(x.in[pushed % 3], x.out[pushed % 3]));
+        pushed++;
+        continue;
+      }
+      pxl_run_result *res = nullptr;
+      st = pxl_queue_pop(q, &res);
+      pxl_result_free(res);
+      popped++;
+    }
+    int d = pxl_queue_depth(q);
+    pxl_queue_free(q);
+    pxl_check(ctx, st, "pxl_queue");
+    return d;
+  };
+  auto timed = [&](const std::function<void()> &run) {
+    run();  // warm-up: compiles, allocates, fills the caches
+    std::vector<double> ms;
+    for (int r = 0; r < reps; r++) {
+      auto t0 = std::chrono::steady_clock::now();
+      run();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  std::printf("stream: examples/downscale.pxl downscale, %d frames 1920x1080 4:2:0 -> 720x480 from and to pinned "
+              "host memory (%.2f MB in, %.2f MB out a frame)\n", frames, in_bytes / 1e6, out_bytes / 1e6);
+  std::printf("%-26s | %10s | %9s | %8s | %8s | %s\n", "run", "ms total", "ms/frame", "fps", "ratio", "check");
+  std::printf("%s\n", std::string(84, '-').c_str());
+  double t_copy = timed([&]() { transfers(false); });
+  double t_copy2 = timed([&]() { transfers(true); });
+  double t_turn = timed([&]() { in_turn(ref); });
+  auto row = [&](const char *name, double t, const std::string &check) {
+    std::printf("%-26s | %10.2f | %9.3f | %8.0f | %8.2f | %s\n", name, t, t / frames, frames / (t / 1e3), t / t_copy,
+                check.c_str());
+  };
+  row("transfers", t_copy, "GB/s " + std::to_string((int)((in_bytes + out_bytes) * frames / (t_copy / 1e3) / 1e9)));
+  row("transfers, 2 streams", t_copy2, "");
+  row("pxl, in turn", t_turn, "");
+  int status = 0;
+  for (int depth : {2, 3, 4}) {
+    for (auto &x : fr)
+      for (int p = 0; p < 3; p++) std::memset(pxl_image_data(x.out[p]), 0, pxl_image_pitch(x.out[p]) * OH[p]);
+    int used = 0;
+    double t = timed([&]() { used = queued(depth); });
+    int diff = 0;
+    for (int b = 0; b < NB && b < frames; b++)
+      for (int p = 0; p < 3; p++)
+        for (int y = 0; y < OH[p]; y++)
+          diff += std::memcmp((uint8_t *)pxl_image_data(fr[b].out[p]) + (size_t)y * pxl_image_pitch(fr[b].out[p]),
+                              (uint8_t *)pxl_image_data(ref[b].out[p]) + (size_t)y * pxl_image_pitch(ref[b].out[p]),
+                              (size_t)OW[p]) != 0;
+    if (diff) status = 1;
+    std::string name = "pxl, queue " + std::to_string(used);
+    row(name.c_str(), t, diff ? "DIFFERS from in turn (" + std::to_string(diff) + " rows)" : "ok (= in turn)");
+  }
+  std::printf("seed 004 (GTX 480, 300 frames): Gaspard2 2.86 s (105 fps), SaC 3.43 s (87 fps)\n\n");
+  for (int p = 0; p < 3; p++) cudaFree(dev_in[p]), cudaFree(dev_out[p]);
+  cudaStreamDestroy(s1), cudaStreamDestroy(s2);
+  for (auto *v : {&fr, &ref})
+    for (auto &x : *v)
+      for (int p = 0; p < 3; p++) pxl_image_free(x.in[p]), pxl_image_free(x.out[p]);
+  return status;
+}
 
 // Parses argv into o; returns -1 to go on, else the exit status.
 int parse_args(int argc, char **argv, Options &o) {
@@ -1493,8 +1656,8 @@ int parse_args(int argc, char **argv, Options &o) {
     } else if (a == "--only") {
       std::string v = next();
       o.table = v == "table", o.padding = v == "padding", o.pipeline = v == "pipeline", o.filters = v == "filters";
-      o.loops = v == "loops";
-      if (!o.table && !o.padding && !o.pipeline && !o.filters && !o.loops)
+      o.loops = v == "loops", o.stream = v == "stream";
+      if (!o.table && !o.padding && !o.pipeline && !o.filters && !o.loops && !o.stream)
         return std::fprintf(stderr, "bench_cuda: bad --only '%s'\n", v.c_str()), 2;
     } else if (a == "--loop-counts") {
       o.loop_counts.clear();
@@ -1507,7 +1670,12 @@ int parse_args(int argc, char **argv, Options &o) {
       o.loop_profile = std::atoi(next().c_str());
       if (o.loop_profile < 1) return std::fprintf(stderr, "bench_cuda: bad %s\n", a.c_str()), 2;
       if (a == "--loop-profile-until") o.loop_profile = -o.loop_profile;
-      o.table = o.padding = o.pipeline = o.filters = false, o.loops = true;
+      o.table = o.padding = o.pipeline = o.filters = o.stream = false, o.loops = true;
+    } else if (a == "--stream-frames") {
+      o.stream_frames = std::atoi(next().c_str());
+      if (o.stream_frames < 1) return std::fprintf(stderr, "bench_cuda: bad --stream-frames\n"), 2;
+    } else if (a == "--no-stream") {
+      o.stream = false;
     } else if (a == "--no-padding") {
       o.padding = false;
     } else if (a == "--no-pipeline") {
@@ -1568,6 +1736,7 @@ int main(int argc, char **argv) {
     if (o.pipeline) status |= run_pipeline(px, o.device, o.sizes, o.reps);
     if (o.filters) status |= run_filters(px, npp, o.reps);
     if (o.loops) status |= run_loops(px, o.sizes, o.loop_counts, o.reps, o.loop_profile);
+    if (o.stream) status |= run_stream(px, o.stream_frames, o.reps < 5 ? o.reps : 5);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());
     return 1;

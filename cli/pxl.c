@@ -177,6 +177,10 @@ static const char HELP_RUN[] =
     "                       the Y, Cb and Cr planes of each frame, --out gets all three)\n"
     "                       or y (the Y plane only: --out is a mono stream, or one\n"
     "                       image per frame)\n"
+    "  --in-flight N        for a YUV4MPEG2 --in: runs in flight at once, 1 to 16 (1:\n"
+    "                       one plane after another), or 0, the default: the device's\n"
+    "                       choice (GPUs 3: copying in, running and copying out\n"
+    "                       overlap; the CPU one per core, up to 8)\n"
     "  --time               print the wall time of the run to standard error as\n"
     "                       \"pxl: time: MS ms\" and the device that ran it as \"pxl:\n"
     "                       device: NAME\" (loading, compiling FILE.pxl and saving are\n"
@@ -211,8 +215,8 @@ static const char HELP_RUN[] =
     "Frames: an --in that is a YUV4MPEG2 file (.y4m, found by its content: 8-bit 4:2:0,\n"
     "4:2:2, 4:4:4 or mono, as ffmpeg writes it) or a numbered file pattern (a name with\n"
     "one %d or %0Nd: frame_%04d.png, numbers from the first of 0..4 that exists to the\n"
-    "last in a row) is a stream: the entry runs on every frame, one frame in memory at a\n"
-    "time, the other --in images the same for all. A y4m frame runs plane by plane (see\n"
+    "last in a row) is a stream: the entry runs on every frame, a few frames in memory at\n"
+    "a time, the other --in images the same for all. A y4m frame runs plane by plane (see\n"
     "--planes); a numbered file is one image. An image result goes to --out NAME.y4m\n"
     "(u8 planes; rate, interlacing, aspect and colour space copied; written under a\n"
     "temporary name and renamed when every frame is done) or --out NAME_%04d.EXT (one\n"
@@ -680,14 +684,14 @@ static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) 
 
 /* ---- pxl run ---- */
 
-enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_PLANES, O_HELP };
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_PLANES, O_IN_FLIGHT, O_HELP };
 
 static const Opt RUN_OPTS[] = {
     {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 1},         {"param", 0, 1, O_PARAM, 1},
     {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
     {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
     {"fuse", 0, 1, O_FUSE, 0},     {"no-fuse", 0, 0, O_NO_FUSE, 0},  {"unfused", 0, 1, O_UNFUSED, 0},
-    {"planes", 0, 1, O_PLANES, 0}, {"help", 'h', 0, O_HELP, 1},
+    {"planes", 0, 1, O_PLANES, 0}, {"in-flight", 0, 1, O_IN_FLIGHT, 0}, {"help", 'h', 0, O_HELP, 1},
     {NULL, 0, 0, 0, 0}};
 
 typedef struct {
@@ -708,6 +712,7 @@ typedef struct {
   const char *unfused; /* --unfused: stage names, or NULL */
   int roi[4], has_roi, time;
   int luma_only;    /* --planes y: of a y4m stream, the Y plane only */
+  int in_flight;    /* --in-flight N: runs in flight over a y4m stream (0: the device's choice; 1: in turn) */
   double time_limit;           /* seconds; 0: none */
   const char *time_limit_text; /* as given, for the message */
   Binding *ins, *params, *borders;
@@ -905,6 +910,15 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       else if (!strcmp(v, "y")) o->luma_only = 1;
       else return usage_error("run", "--planes needs all or y, got '%s'", v);
       break;
+    case O_IN_FLIGHT: {
+      char *end;
+      errno = 0;
+      long n = strtol(v, &end, 10);
+      if (errno || end == v || *end || n < 0 || n > 16)
+        return usage_error("run", "--in-flight needs a number of runs from 0 (the device's choice) to 16, got '%s'", v);
+      o->in_flight = (int)n;
+      break;
+    }
     case O_TIME: o->time = 1; break;
     case O_TIME_LIMIT:
     {
@@ -1140,6 +1154,114 @@ static void progress_show(Progress *p, int64_t done, int last) {
  * planes (--planes y: a y4m stream's Y plane only), the results written as a frame of
  * --out (a stream too) or, for a reduction, printed per plane. One frame in memory at a
  * time; --out appears only when every frame is done. Returns the exit code. */
+/* The frames of a y4m stream after the first, through a queue of runs in flight
+ * (pxl_queue): on a GPU the upload of one plane, the run of another and the download of
+ * a third overlap, from and to page-locked images; on the CPU planes run in parallel.
+ * A ring of frame slots (the queue's depth plus one) holds each frame's planes and
+ * results until it is written; `tmpl` are the first frame's planes and results (their
+ * sizes and types). Jobs complete in order: a frame is written once its last plane is
+ * popped. Returns the exit code; *frames and *t_run grow with the frames done. */
+typedef struct {
+  pxl_image *in[3], *out[3];
+  int64_t num;  /* the frame number in this slot */
+} Slot;
+
+static int stream_queued(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry0, int sk, pxl_frames *in,
+                         pxl_frames *out, int nrun, pxl_image *const *tmpl_in, pxl_image *const *tmpl_out,
+                         Progress *pg, int64_t *frames, double *t_run) {
+  static const char *const plane_names[3] = {"Y", "Cb", "Cr"};
+  int nplanes = pxl_frames_planes(in), rc = RC_OK, st;
+  pxl_queue *q = NULL;
+  Slot ring[17];
+  int R = 0;
+  memset(ring, 0, sizeof ring);
+  if ((st = pxl_queue_new(ctx, prog, o->entry, o->in_flight, &q))) return fail(ctx, st, "a queue of runs");
+  R = pxl_queue_depth(q) + 1;
+  for (int s = 0; s < R && !rc; s++)
+    for (int p = 0; p < nplanes && !rc; p++) {
+      const pxl_image *t = tmpl_in[p], *r = p < nrun ? tmpl_out[p] : NULL;
+      st = pxl_image_create_pinned(ctx, pxl_image_width(t), pxl_image_height(t), pxl_image_type(t),
+                                   pxl_image_channels(t), &ring[s].in[p]);
+      if (!st && r)
+        st = pxl_image_create_pinned(ctx, pxl_image_width(r), pxl_image_height(r), pxl_image_type(r),
+                                     pxl_image_channels(r), &ring[s].out[p]);
+      if (st) rc = fail(ctx, st, NULL);
+    }
+  int64_t pushed = 0, popped = 0, nread = 0; /* jobs (frame-major, nrun a frame); frames read */
+  int ended = 0;
+  double t0 = now_seconds();
+  /* a step at a time: push the next plane of a frame read, read the next frame into a
+   * free slot, or (neither possible) pop the oldest job */
+  while (!rc) {
+    int mid = pushed < nread * nrun; /* a frame read whose planes are not all pushed */
+    if (mid && pxl_queue_pending(q) < pxl_queue_depth(q)) {
+      Slot *sl = &ring[(pushed / nrun) % R];
+      int p = (int)(pushed % nrun);
+      pxl_args *args = pxl_args_new(ctx);
+      if (!args) rc = fail(ctx, PXL_ENOMEM, NULL);
+      if (!rc) rc = bind_args(ctx, o, args, sk, sl->in[p]);
+      if (!rc && sl->out[p] && (st = pxl_args_output(args, sl->out[p]))) rc = fail(ctx, st, NULL);
+      if (rc) {
+        pxl_args_free(args);
+        break;
+      }
+      if ((st = pxl_queue_push(q, args))) rc = fail(ctx, st, NULL);
+      else pushed++;
+      continue;
+    }
+    if (!mid && !ended && nread - popped / nrun < R) {
+      Slot *sl = &ring[nread % R];
+      int got = 0;
+      if ((st = pxl_frames_read_into(ctx, in, sl->in, &got))) {
+        rc = fail(ctx, st, NULL);
+        break;
+      }
+      if (got) sl->num = pxl_frames_number(in), nread++;
+      else ended = 1;
+      continue;
+    }
+    if (popped == pushed) break; /* the end: every frame read is written */
+    pxl_run_result *res = NULL;
+    Slot *sl = &ring[(popped / nrun) % R];
+    int p = (int)(popped % nrun);
+    st = pxl_queue_pop(q, &res);
+    print_warnings(ctx);
+    if (st) {
+      char what[64];
+      snprintf(what, sizeof what, "frame %" PRId64 "%s%s", sl->num, nplanes > 1 ? " plane " : "",
+               nplanes > 1 ? plane_names[p] : "");
+      rc = fail(ctx, st, what);
+      break;
+    }
+    if (!out) { /* a value per frame and plane, printed */
+      pxl_scalar_result sv;
+      if ((st = pxl_result_scalar(res, &sv))) {
+        pxl_result_free(res);
+        rc = fail(ctx, st, NULL);
+        break;
+      }
+      char lead[64];
+      snprintf(lead, sizeof lead, "frame %" PRId64 "%s%s: ", sl->num, nplanes > 1 ? " " : "",
+               nplanes > 1 ? plane_names[p] : "");
+      print_scalar(lead, pxl_result_name(res) ? pxl_result_name(res) : pxl_program_entry_name(prog, entry0), &sv, 0, 0);
+    }
+    pxl_result_free(res);
+    if (++popped % nrun == 0) { /* the frame's last plane */
+      if (out && (st = pxl_frames_write(ctx, out, sl->num, sl->out, nrun))) {
+        rc = fail(ctx, st, NULL);
+        break;
+      }
+      if (pg->count < 0) pg->count = pxl_frames_count(in);
+      progress_show(pg, ++*frames, 0);
+    }
+  }
+  *t_run += now_seconds() - t0;
+  pxl_queue_free(q);
+  for (int s = 0; s < R; s++)
+    for (int p = 0; p < 3; p++) pxl_image_free(ring[s].in[p]), pxl_image_free(ring[s].out[p]);
+  return rc;
+}
+
 static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry0, int sk) {
   const char *sname = o->ins[sk].path;
   pxl_frames *in = NULL, *out = NULL;
@@ -1241,6 +1363,14 @@ static int run_stream(pxl_context *ctx, RunOpts *o, pxl_program *prog, int entry
     if (makes_image && (st = pxl_frames_write(ctx, out, num, results, nrun))) {
       rc = fail(ctx, st, NULL);
       goto done;
+    }
+    if (done_frames == 0 && o->in_flight != 1 && pxl_frames_is_stream(sname) == 1) {
+      /* a y4m stream: its frames are one size; the rest through a queue of runs in flight */
+      if (pg.count < 0) pg.count = pxl_frames_count(in);
+      progress_show(&pg, ++done_frames, 0);
+      if ((rc = stream_queued(ctx, o, prog, entry0, sk, in, out, nrun, planes, results, &pg, &done_frames, &t_run)))
+        goto done;
+      break;
     }
     for (int p = 0; p < 3; p++) {
       pxl_image_free(results[p]), results[p] = NULL;

@@ -282,6 +282,11 @@ int64_t pxl_frames_number(const pxl_frames *f);
  * with pxl_image_free) and *got is 1; at the end of the stream *got is 0 and nothing is
  * allocated. planes must have room for 3. */
 int pxl_frames_read(pxl_context *ctx, pxl_frames *f, pxl_image **planes, int *got);
+/* Reads the next frame into the caller's host images planes[0 .. pxl_frames_planes - 1]
+ * (y4m: read straight into their rows), which must have the frame's plane sizes, type
+ * and channels (PXL_EARG otherwise, naming the frame): frames read into pinned images
+ * (pxl_image_create_pinned) go to a GPU by DMA. *got as pxl_frames_read. */
+int pxl_frames_read_into(pxl_context *ctx, pxl_frames *f, pxl_image *const *planes, int *got);
 /* Writes the next frame of n planes (y4m: 1 makes a mono stream, 3 the colour space of
  * `like`; sized as that colour space says for the first frame's Y plane, which every
  * frame keeps; numbered files: 1 image, named with `number`). Host images only. */
@@ -292,6 +297,51 @@ int pxl_frames_finish(pxl_context *ctx, pxl_frames *f);
 /* Closes a stream; one being written and not finished is abandoned (a y4m file's
  * temporary file removed, its final name untouched). NULL is a no-op. */
 void pxl_frames_free(pxl_frames *f);
+
+/* ---- queues: runs in flight ----
+ *
+ * A queue runs one entry point on a sequence of arguments (the frames of a video, pushed
+ * in order) with several runs in flight, and gives the results back in the order of the
+ * pushes. Each of its `depth` workers has a context of its own on the device of ctx (a
+ * thread, a copy of the program, and on a GPU a stream or command queue), so on a GPU the
+ * copy of one frame's inputs to the device, the run of another and the copy of a third's
+ * result back overlap; host images made with pxl_image_create_pinned (inputs, and bound
+ * outputs, pxl_args_output) are copied by DMA. On the CPU (and "ref") frames run in
+ * parallel, each worker on its share of the threads. Results are the same as pxl_run's.
+ *
+ *   pxl_queue *q;
+ *   pxl_queue_new(ctx, prog, "downscale", 0, &q);     // depth 0: the device's choice
+ *   for (each frame f) {
+ *     if (pxl_queue_pending(q) == pxl_queue_depth(q)) { pxl_queue_pop(q, &res); use(res); }
+ *     pxl_args *a = pxl_args_new(ctx);                 // the frame's images and scalars
+ *     pxl_args_image(a, "in", frame[f]); pxl_args_output(a, out[f]);
+ *     pxl_queue_push(q, a);                             // the queue frees a
+ *   }
+ *   while (pxl_queue_pending(q)) { pxl_queue_pop(q, &res); use(res); }
+ *   pxl_queue_free(q);
+ *
+ * The images of pushed arguments are read (and a bound output written) by a worker
+ * until the run's result is popped: do not change or free them before. Host images only
+ * (device images run with pxl_run). The first run compiles the entry once; the other
+ * workers wait for it and take the compiled code from the cache. */
+typedef struct pxl_queue pxl_queue;
+
+/* A queue for `entry` (NULL: pxl_run's default) of prog on ctx's device. depth: runs in
+ * flight, 1 to 16, or 0 for the device's choice (GPUs 3: upload, run, download; the CPU
+ * and "ref" one per core, at most 8, the cores shared out among them). */
+int pxl_queue_new(pxl_context *ctx, pxl_program *prog, const char *entry, int depth, pxl_queue **out);
+/* Queues a run with args (taken over: freed by the queue, also on failure). PXL_EARG when
+ * the queue is full (pending == depth: pop first) or args hold a device image. */
+int pxl_queue_push(pxl_queue *q, pxl_args *args);
+/* The result of the oldest run pushed (waits for it): *out as pxl_run gives it; its
+ * failure is reported on the queue's context like pxl_run's. PXL_EARG when nothing is
+ * pending. */
+int pxl_queue_pop(pxl_queue *q, pxl_run_result **out);
+/* Runs pushed and not yet popped; the queue's depth. */
+int pxl_queue_pending(const pxl_queue *q);
+int pxl_queue_depth(const pxl_queue *q);
+/* Waits for the runs in flight, drops their results, and frees the queue. NULL: no-op. */
+void pxl_queue_free(pxl_queue *q);
 
 /* ---- files ---- */
 
@@ -343,6 +393,13 @@ int pxl_image_create_device(pxl_context *ctx, int width, int height, pxl_type ty
  * from a row's size up. */
 int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, pxl_type type,
                           int channels, size_t pitch_bytes, pxl_image **out);
+/* A new zero-filled host image in the memory the context's device copies fastest: on
+ * CUDA page-locked ("pinned") memory, which the GPU reads and writes by DMA at the
+ * link's full speed, with no staging copy; elsewhere plain host memory (as
+ * pxl_image_create). Use it for the images of a stream of runs (pxl_queue), and free it
+ * before its context. */
+int pxl_image_create_pinned(pxl_context *ctx, int width, int height, pxl_type type,
+                            int channels, pxl_image **out);
 /* A device copy of img (which may be a host or a device image). */
 int pxl_image_to_device(pxl_context *ctx, const pxl_image *img, pxl_image **out);
 /* A host copy of img; waits for the work queued on img. */

@@ -72,6 +72,15 @@ int pxl_frames_read(pxl_context *ctx, pxl_frames *f, pxl_image **planes, int *go
   return frames_read(f->r, planes, got, &e) ? api_fail_err(ctx, &e) : PXL_OK;
 }
 
+int pxl_frames_read_into(pxl_context *ctx, pxl_frames *f, pxl_image *const *planes, int *got) {
+  api_clear(ctx);
+  *got = 0;
+  if (!f || !f->r) return api_fail(ctx, PXL_EARG, "not a stream being read");
+  if (!planes) return api_fail(ctx, PXL_EARG, "no images to read the frame into");
+  Err e = {0};
+  return frames_read_into(f->r, planes, got, &e) ? api_fail_err(ctx, &e) : PXL_OK;
+}
+
 int pxl_frames_write(pxl_context *ctx, pxl_frames *f, int64_t number, pxl_image *const *planes, int n) {
   api_clear(ctx);
   if (!f || !f->w) return api_fail(ctx, PXL_EARG, "not a stream being written");

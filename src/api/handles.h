@@ -74,6 +74,9 @@ int api_device_class(const Backend *be);
  * stages a form made on first use. PXL_EARG for a kept name that is not a stage of D,
  * PXL_ENOMEM. */
 int api_runnable(pxl_context *ctx, pxl_program *prog, int cls, const Decl *D, const Decl **out);
+/* Image i of args (its images in the order bound, then the bound output), NULL after the
+ * last. */
+const pxl_image *api_args_image_at(const pxl_args *args, int i);
 /* Frees the forms api_runnable made for prog. */
 void api_forms_free(pxl_program *prog);
 

@@ -118,6 +118,19 @@ int pxl_image_create_device(pxl_context *ctx, int width, int height, pxl_type ty
   return rc ? api_fail_err(ctx, &e) : PXL_OK;
 }
 
+int pxl_image_create_pinned(pxl_context *ctx, int width, int height, pxl_type type, int channels, pxl_image **out) {
+  api_clear(ctx);
+  *out = NULL;
+  if ((unsigned)type > PXL_F64) return api_fail(ctx, PXL_EARG, "unknown pixel type %d", (int)type);
+  Backend *be;
+  Err e = {0};
+  int rc = api_backend(ctx, &be, &e);
+  if (rc) return api_fail_err(ctx, &e);
+  if (!be->host_new) return pxl_image_create(ctx, width, height, type, channels, out);
+  rc = be->host_new(be, width, height, type, channels, out, &e);
+  return rc ? api_fail_err(ctx, &e) : PXL_OK;
+}
+
 int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, pxl_type type, int channels,
                           size_t pitch_bytes, pxl_image **out) {
   Backend *be;

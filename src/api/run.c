@@ -51,6 +51,12 @@ pxl_args *pxl_args_new(pxl_context *ctx) {
   return a;
 }
 
+const pxl_image *api_args_image_at(const pxl_args *args, int i) {
+  for (int k = 0; args && k < args->n; k++)
+    if (args->v[k].kind == ARG_IMAGE && args->v[k].img && i-- == 0) return args->v[k].img;
+  return args && i == 0 ? args->output : NULL;
+}
+
 void pxl_args_free(pxl_args *args) {
   if (!args) return;
   for (int i = 0; i < args->n; i++) PXL_FREE(args->v[i].vals);

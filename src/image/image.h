@@ -31,6 +31,7 @@ struct pxl_image {
   void *device;
   void *buffer;
   void (*release)(struct pxl_image *img);
+  bool pinned; /* host memory a GPU backend made page-locked (Backend.host_new) */
 };
 
 int pxl_type_size(pxl_type t); /* bytes of one element */

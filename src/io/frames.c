@@ -316,7 +316,15 @@ int frames_open_memory(const void *buf, size_t n, const char *name, FrameReader 
 const FrameInfo *frames_info(const FrameReader *r) { return &r->info; }
 int64_t frames_number(const FrameReader *r) { return r->number; }
 
-static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
+/* Whether the caller's image img can take a plane of w x h one-byte pixels (else err). */
+static int fits_plane(const FrameReader *r, int64_t k, int i, const struct pxl_image *img, int w, int h, Err *err) {
+  if (img && !img->device && img->width == w && img->height == h && img->type == PXL_U8 && img->channels == 1)
+    return PXL_OK;
+  return err_set(err, PXL_EARG, "%s: frame %lld: plane %d is %dx%d u8, one channel; the image given for it is %s", r->name,
+                 (long long)k, i, w, h, !img ? "missing" : img->device ? "in device memory" : "of another size or type");
+}
+
+static int y4m_read(FrameReader *r, struct pxl_image **planes, bool given, int *got, Err *err) {
   char line[FRAMES_HEADER_MAX];
   size_t len;
   int64_t k = r->next;
@@ -339,7 +347,8 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
     return io_err(err, PXL_EFORMAT, r->name, "frame %lld: truncated: %llu of %llu bytes", (long long)k,
                   (unsigned long long)(r->size - pos), (unsigned long long)total);
   for (int i = 0; i < n; i++) {
-    int rc = io_image_new(r->name, pw[i], ph[i], PXL_U8, 1, &planes[i], err);
+    int rc = given ? fits_plane(r, k, i, planes[i], pw[i], ph[i], err)
+                   : io_image_new(r->name, pw[i], ph[i], PXL_U8, 1, &planes[i], err);
     if (rc) return rc;
     for (int y = 0; y < ph[i]; y++) {
       size_t m = fread(image_row(planes[i], y), 1, (size_t)pw[i], r->f);
@@ -356,32 +365,56 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, int *got, Err *er
   return PXL_OK;
 }
 
-int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
+/* A numbered frame loaded (img) copied into the caller's image: the same size, type
+ * and channels; img freed. */
+static int copy_into(const FrameReader *r, struct pxl_image *img, struct pxl_image *dst, Err *err) {
+  int rc = PXL_OK;
+  if (!dst || dst->device || dst->width != img->width || dst->height != img->height || dst->type != img->type ||
+      dst->channels != img->channels)
+    rc = err_set(err, PXL_EARG, "%s: frame %lld: %dx%d %s, %d channel%s; the image given for it is %s", r->name,
+                 (long long)r->next, img->width, img->height, pxl_type_name(img->type), img->channels,
+                 img->channels == 1 ? "" : "s", !dst ? "missing" : dst->device ? "in device memory" : "another");
+  for (int y = 0; !rc && y < img->height; y++) memcpy(image_row(dst, y), image_row(img, y), image_row_bytes(img));
+  image_free(img);
+  return rc;
+}
+
+static int read_frame(FrameReader *r, struct pxl_image **planes, bool given, int *got, Err *err) {
   *got = 0;
-  for (int i = 0; i < FRAMES_MAX_PLANES; i++) planes[i] = NULL;
+  if (!given)
+    for (int i = 0; i < FRAMES_MAX_PLANES; i++) planes[i] = NULL;
   if (r->ended) return PXL_OK;
   int rc;
   if (r->info.kind == FR_Y4M) {
-    rc = y4m_read(r, planes, got, err);
+    rc = y4m_read(r, planes, given, got, err);
   } else if (r->next > r->last) {
     r->ended = 1;
     rc = PXL_OK;
-  } else if (r->first) {
-    planes[0] = r->first, r->first = NULL, *got = 1;
-    rc = PXL_OK;
   } else {
+    struct pxl_image *img = r->first;
+    r->first = NULL;
     char name[8300];
-    rc = pattern_name(&r->pat, r->next, name, sizeof name, err);
-    if (!rc) rc = io_load(name, &planes[0], err);
+    rc = img ? PXL_OK : pattern_name(&r->pat, r->next, name, sizeof name, err);
+    if (!rc && !img) rc = io_load(name, &img, err);
+    if (!rc && given) rc = copy_into(r, img, planes[0], err);
+    else if (!rc) planes[0] = img;
     if (!rc) *got = 1;
   }
   if (rc) {
-    for (int i = 0; i < FRAMES_MAX_PLANES; i++) image_free(planes[i]), planes[i] = NULL;
+    for (int i = 0; i < FRAMES_MAX_PLANES && !given; i++) image_free(planes[i]), planes[i] = NULL;
     *got = 0;
     return rc;
   }
   if (*got) r->number = r->next++;
   return PXL_OK;
+}
+
+int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err) {
+  return read_frame(r, planes, false, got, err);
+}
+
+int frames_read_into(FrameReader *r, struct pxl_image *const *planes, int *got, Err *err) {
+  return read_frame(r, (struct pxl_image **)planes, true, got, err);
 }
 
 void frames_close(FrameReader *r) {

@@ -79,6 +79,10 @@ const FrameInfo *frames_info(const FrameReader *r);
  * image_free) and sets *got to 1, or sets *got to 0 at the end of the stream. A frame
  * of numbered files may differ in size from the first; a y4m frame may not. */
 int frames_read(FrameReader *r, struct pxl_image **planes, int *got, Err *err);
+/* frames_read into the caller's host images planes[0 .. info->planes - 1], which must
+ * have the frame's plane sizes, pixel type and channels (PXL_EARG otherwise, naming the
+ * frame); y4m planes are read straight into their rows. */
+int frames_read_into(FrameReader *r, struct pxl_image *const *planes, int *got, Err *err);
 /* The number of the frame last read: 1, 2, ... for y4m, the file's number for a pattern. */
 int64_t frames_number(const FrameReader *r);
 void frames_close(FrameReader *r);

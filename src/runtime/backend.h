@@ -55,6 +55,14 @@ struct Backend {
   int (*copy)(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err);
   /* Waits for all queued work; reports its failure. */
   int (*sync)(Backend *be, Err *err);
+  /* Optional: a host image in memory the device copies from and to fastest (CUDA:
+   * page-locked, copied by DMA without a staging copy), freed by image_free before the
+   * backend; NULL: plain host memory serves. */
+  int (*host_new)(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err);
+  /* Optional: copies page-locked host image src (host_new's) into device image dst
+   * without waiting: queued before the work queued after it, so src must stay unchanged
+   * until the backend's next sync (exec_entry syncs before it returns). NULL: copy. */
+  int (*upload)(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err);
   /* Optional: an entry's run starts (exec_entry); what the backend varies between the
    * launches of a run starts again, so a run's launches are the same every time. */
   void (*run_begin)(Backend *be);

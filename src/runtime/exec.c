@@ -486,7 +486,7 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
   /* a device backend: copy host inputs in (once, also for a pipeline input read twice) */
   ImgArg dimgs[64];
   struct pxl_image *tmp[64] = {0};
-  bool any_device = false;
+  bool any_device = false, queued = false; /* queued: an upload from page-locked memory not waited for */
   for (int i = 0; i < D->nimages && !rc; i++) {
     const struct pxl_image *img = imgs[i].img;
     dimgs[i] = imgs[i];
@@ -495,7 +495,8 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
       continue;
     }
     rc = be->image_new(be, img->width, img->height, img->type, img->channels, false, &tmp[i], err);
-    if (!rc) rc = be->copy(be, tmp[i], img, err);
+    if (!rc && img->pinned && be->upload) rc = be->upload(be, tmp[i], img, err), queued = true;
+    else if (!rc) rc = be->copy(be, tmp[i], img, err);
     dimgs[i].img = tmp[i];
   }
   bool host_result = out ? !out->device : !any_device;
@@ -518,6 +519,11 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
       if (rc) image_free(hk);
     }
     if (rc) exec_result_free(res);
+  }
+  if (queued && (rc || !host_result)) { /* the caller may change the inputs once we return */
+    Err e2 = {0};
+    int rs = be->sync(be, &e2);
+    if (!rc && rs) rc = rs, *err = e2;
   }
   for (int i = 0; i < D->nimages; i++) image_free(tmp[i]);
   return rc;

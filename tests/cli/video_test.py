@@ -160,6 +160,33 @@ if rc == 0:
     same = all(np.array_equal(g, blur(s)) for fg, fs in zip(frames, src) for g, s in zip(fg, fs))
     ok("every plane of every frame equals cv2.blur (REFLECT_101)", same)
 
+# ---- runs in flight: the same frames and values whatever their number ----
+src = random_frames(53, 31, "420jpeg", 9)
+write_y4m(w("fl.y4m"), 53, 31, src)
+outs = {}
+for n in ("1", "2", "3", "0"):
+    rc, _, err = pxl("run", example("blur3.pxl"), "--in", w("fl.y4m"), "--out", w(f"fl-{n}.y4m"), "--border",
+                     "in=mirror101", "--in-flight", n)
+    outs[n] = open(w(f"fl-{n}.y4m"), "rb").read() if rc == 0 else None
+    if rc:
+        ok(f"--in-flight {n}: exit 0", False, err)
+frames = read_y4m(w("fl-0.y4m"))[1] if outs["0"] else []
+ok("--in-flight 1, 2, 3 and 0: the same stream, every plane equal to cv2.blur",
+   outs["0"] is not None and all(outs[n] == outs["0"] for n in outs) and len(frames) == 9 and
+   all(np.array_equal(g, blur(s)) for fg, fs in zip(frames, src) for g, s in zip(fg, fs)))
+rc3, out3, _ = pxl("run", example("sum.pxl"), "--in", w("fl.y4m"), "--in-flight", "3")
+rc1, out1, _ = pxl("run", example("sum.pxl"), "--in", w("fl.y4m"), "--in-flight", "1")
+ok("a reduction per frame in flight: the lines of one at a time, in order",
+   rc3 == 0 and rc1 == 0 and out3 == out1 and out3.count("\n") == 27, out3[:200])
+rc, _, err = pxl("run", example("copy.pxl"), "--in", w("fl.y4m"), "--out", w("fl-x.y4m"), "--in-flight", "17")
+ok("--in-flight 17: exit 2", rc == 2 and "--in-flight" in err, err)
+data = open(w("fl.y4m"), "rb").read()
+open(w("fltrunc.y4m"), "wb").write(data[:-50])
+rc, _, err = pxl("run", example("copy.pxl"), "--in", w("fltrunc.y4m"), "--out", w("fltrunc-out.y4m"), "--in-flight",
+                 "3")
+ok("in flight, a truncated last frame: exit 3 naming it, no output", rc == 3 and "frame 9: truncated" in err and
+   not os.path.exists(w("fltrunc-out.y4m")), err)
+
 # ---- other colour spaces, copied ----
 for cs in ("422", "444", "mono"):
     src = random_frames(20, 9, cs, 3)

@@ -272,7 +272,7 @@ static void binop(Gen *g, const Node *n, int lane) {
   } else if ((n->kind == ND_DIV || n->kind == ND_MOD) && !const_div) {
     fn = n->kind == ND_DIV ? "div" : "mod";
   } else if ((s == T_I32 || s == T_I64) && (n->kind == ND_ADD || n->kind == ND_SUB || n->kind == ND_MUL) &&
-             !(n->flags & NF_NO_WRAP)) { /* wrapping; where it cannot wrap, C's signed operators */
+             !(g->signed_ops && (n->flags & NF_NO_WRAP))) { /* wrapping; where it cannot wrap, C's signed operators */
     fn = n->kind == ND_ADD ? "add" : n->kind == ND_SUB ? "sub" : "mul";
   }
   if (fn) {

@@ -68,8 +68,10 @@ typedef struct {
                       * returned, setting *chg_ where they differ (a parameter of the pixel
                       * functions after the scalars), or -1 (codegen/gpu: a loop's until test
                       * computed by the loop's kernel, gen_gpu_stage_test) */
-  int min_blocks;    /* GPU: the entry's blocks per multiprocessor asked of the compiler
-                      * (__launch_bounds__'s second argument: fewer registers), 0: none */
+  bool signed_ops;   /* C: integer + - * marked NF_NO_WRAP written as C's signed operators
+                      * (affine address arithmetic then vectorises); GPUs keep the wrapping
+                      * forms: NVRTC made pyr_down 12-24% slower at 8192^2 on an H200 with
+                      * the signed ones (40 registers for 32) */
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */

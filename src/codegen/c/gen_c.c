@@ -695,6 +695,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   cg_init(g, out, D, borders, pfx, direct);
   g->typed_arrays = true;
   g->narrow_accs = true;
+  g->signed_ops = true;
   if (D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ) cg_use_tile_buffer(g);
   OUT("\n/* ---- %s %s: %s", D->scan ? "scan" : D->kind == D_KERNEL ? "kernel" : D->kind == D_REDUCE ? "reduce" : "histogram", D->name,
       skeleton_name(D->skel));

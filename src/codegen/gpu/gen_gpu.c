@@ -172,10 +172,7 @@ static void entry_open(Gen *g, const char *name, bool has_out, unsigned threads)
     for (int i = 0; i < PXL_GPU_MAX_IMAGES; i++) OUT("__global uchar *b%d, ", i);
     OUT("__global uchar *bo, __global uchar *baux, __global uchar *bres, __global uchar *bprm, pxl_kargs a) {\n");
   } else {
-    if (g->min_blocks)
-      OUT("extern \"C\" __global__ void __launch_bounds__(%u, %d) %s(pxl_kargs a) {\n", threads, g->min_blocks, name);
-    else
-      OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
+    OUT("extern \"C\" __global__ void __launch_bounds__(%u) %s(pxl_kargs a) {\n", threads, name);
     if (g->chg_img >= 0) /* gen_gpu_stage_test: the pixel functions set *chg_ */
       OUT("  pxg_changed chg_s_ = {0u, a.aux, a.res, (unsigned long long)a.n};\n  uint32_t *chg_ = &chg_s_.v;\n");
   }
@@ -1511,12 +1508,7 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   bool many = D->skel == SK_AFFINE && D->metrics.reads > 8;
   int TS = bytes ? 128 : small && !many ? 64 : 32;
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = TS / 32, .py = TS / 8};
-  /* many reads in flight want every block an SM can hold: at most 32 registers (pyr_down
-   * took 40 once its address arithmetic was signed, NF_NO_WRAP: 6 blocks an SM, 24% slower
-   * at 8192^2 on an H200) */
-  if (many) g->min_blocks = 8;
   kernel_open(g, OT, 256);
-  g->min_blocks = 0;
   OUT("  const int TS = %d, tx = PXG_BX * TS, ty = PXG_BY * TS;\n", TS);
   OUT("  if (tx >= W || ty >= H) return;\n");
   OUT("  const int xe = tx + TS < W ? tx + TS : W, ye = ty + TS < H ? ty + TS : H;\n");

@@ -377,8 +377,53 @@ static int cuda_image_new(Backend *be, int w, int h, pxl_type t, int channels, b
   return PXL_OK;
 }
 
-static int cuda_copy(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+/* Page-locked host images: the driver's API table is the process's (loaded once, never
+ * unloaded), so the release needs nothing of the backend. */
+static const CudaApi *host_api;
+
+static void release_host(struct pxl_image *img) { host_api->cuMemFreeHost(img->alloc); }
+
+static int cuda_host_new(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err) {
   Cuda *cu = (Cuda *)be;
+  *out = NULL;
+  int rc = image_check_dims(w, h, t, channels, err);
+  if (rc) return rc;
+  cu->api->cuCtxSetCurrent(cu->ctx);
+  struct pxl_image *img = PXL_CALLOC(1, sizeof *img);
+  if (!img) return err_set(err, PXL_ENOMEM, "out of memory");
+  *img = (struct pxl_image){.width = w, .height = h, .channels = channels, .type = t};
+  size_t pitch = (image_row_bytes(img) + 63) / 64 * 64;
+  void *p = NULL;
+  CUresult r = cu->api->cuMemAllocHost_v2(&p, pitch * (size_t)h);
+  if (r) {
+    PXL_FREE(img);
+    return r == 2 ? err_set(err, PXL_ENOMEM, "out of page-locked host memory for a %dx%d %s image", w, h,
+                            pxl_type_name(t))
+                  : cu_fail(cu, r, "page-locked allocation", err);
+  }
+  memset(p, 0, pitch * (size_t)h);
+  host_api = cu->api;
+  img->pitch = pitch;
+  img->data = img->alloc = p;
+  img->release = release_host;
+  img->pinned = true;
+  *out = img;
+  return PXL_OK;
+}
+
+static int copy_2d(Cuda *cu, struct pxl_image *dst, const struct pxl_image *src, bool wait, Err *err);
+
+static int cuda_copy(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+  /* a host destination is read as soon as we return; a host source may be freed */
+  return copy_2d((Cuda *)be, dst, src, !dst->device || !src->device, err);
+}
+
+static int cuda_upload_image(Backend *be, struct pxl_image *dst, const struct pxl_image *src, Err *err) {
+  if (!src->pinned || src->device || !dst->device) return cuda_copy(be, dst, src, err);
+  return copy_2d((Cuda *)be, dst, src, false, err); /* DMA from page-locked memory, queued */
+}
+
+static int copy_2d(Cuda *cu, struct pxl_image *dst, const struct pxl_image *src, bool wait, Err *err) {
   cu->api->cuCtxSetCurrent(cu->ctx);
   CudaMemcpy2D c = {0};
   c.srcMemoryType = src->device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
@@ -392,8 +437,7 @@ static int cuda_copy(Backend *be, struct pxl_image *dst, const struct pxl_image 
   c.WidthInBytes = image_row_bytes(src);
   c.Height = (size_t)src->height;
   CUresult r = cu->api->cuMemcpy2DAsync_v2(&c, cu->stream);
-  /* a host destination is read as soon as we return; a host source may be freed */
-  if (!r && (!dst->device || !src->device)) r = cu->api->cuStreamSynchronize(cu->stream);
+  if (!r && wait) r = cu->api->cuStreamSynchronize(cu->stream);
   return r ? cu_fail(cu, r, "copy", err) : PXL_OK;
 }
 
@@ -483,6 +527,8 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **o
   cu->g.base.name = "cuda";
   cu->g.base.free = cuda_free;
   cu->g.base.image_new = cuda_image_new;
+  cu->g.base.host_new = cuda_host_new;
+  cu->g.base.upload = cuda_upload_image;
   cu->g.base.copy = cuda_copy;
   cu->g.base.sync = cuda_sync;
   cu->g.base.replay = cuda_replay;
