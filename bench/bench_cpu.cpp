@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -143,7 +144,29 @@ const KernelDef kKernels[] = {
     // examples/downscale.pxl, the seed's HD downscaler (tilers; 1920x1080 -> 720x480):
     // folded into one tiler, and as a pipeline of its two filters; no OpenCV version
     {"downscale", Kind::Image, 1, false}, {"scale_hd", Kind::Image, 1, false},
+    // resampling (examples/resample.pxl, warp.pxl), checked against OpenCV's functions,
+    // which they equal: cv::pyrDown; cv::resize INTER_LINEAR_EXACT and INTER_LINEAR to
+    // 3/4 of the size; cv::warpAffine INTER_LINEAR by kWarp (a rotation by 30 degrees at
+    // 0.8 scale about the centre), the size kept, border constant 0
+    {"pyr_down", Kind::Image, 1, false}, {"resize_linear", Kind::Image, 1, false},
+    {"resize_bilinear", Kind::Image, 1, false}, {"warp_affine_linear", Kind::Image, 1, false},
 };
+bool resampler(const std::string &k) {
+  return k == "pyr_down" || k == "resize_linear" || k == "resize_bilinear" || k == "warp_affine_linear";
+}
+// The example file of kernel k.
+std::string example_file(const std::string &k) {
+  if (k == "downscale" || k == "scale_hd") return "downscale";
+  if (k == "pyr_down") return "resample";
+  if (resampler(k)) return "warp";
+  return k;
+}
+// warp_affine_linear's matrix for a w x h image: cv::getRotationMatrix2D(centre, 30, 0.8)
+std::vector<double> warp_matrix(int w, int h) {
+  const double a = 0.8 * std::cos(30 * M_PI / 180), b = 0.8 * std::sin(30 * M_PI / 180), cx = w / 2.0,
+               cy = h / 2.0;
+  return {a, b, (1 - a) * cx - b * cy, -b, a, b * cx + (1 - a) * cy};
+}
 // The downscaler's output size: 3 of every 8 columns, 4 of every 9 rows (ceil: the last
 // tile reads past the edge, clamped).
 bool downscaler(const std::string &k) { return k == "downscale" || k == "scale_hd"; }
@@ -152,7 +175,7 @@ const int kDownH0[3] = {0, 2, 5}, kDownV0[4] = {0, 2, 5, 7};
 const double kCannyLow = 50, kCannyHigh = 150, kSigmaColor = 30, kSigmaSpace = 2;
 // kernels without a scalar reference here (their checks compare pxl with OpenCV)
 bool has_reference(const std::string &k) {
-  return k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral" && k != "edges" &&
+  return !resampler(k) && k != "equalize" && k != "otsu" && k != "canny" && k != "bilateral" && k != "integral" && k != "edges" &&
          k != "outline";
 }
 const int kBoxRadius = 15;  // boxr: a 31x31 box (cv::blur), the r = 15
@@ -162,6 +185,10 @@ Output make_output(const KernelDef &k, int w, int h) {
   o.kind = k.kind;
   if (k.kind == Kind::Image && downscaler(k.name))
     o.img = Image((w + 7) / 8 * 3, (h + 8) / 9 * 4, k.out_esize);
+  else if (std::string(k.name) == "pyr_down")
+    o.img = Image((w + 1) / 2, (h + 1) / 2, k.out_esize);
+  else if (std::string(k.name) == "resize_linear" || std::string(k.name) == "resize_bilinear")
+    o.img = Image(w * 3 / 4, h * 3 / 4, k.out_esize);
   else if (k.kind == Kind::Image)
     o.img = k.transposed ? Image(h, w, k.out_esize) : Image(w, h, k.out_esize);
   if (k.kind == Kind::Hist) o.bins.assign(256, 0);
@@ -385,6 +412,17 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
       p.run = [=]() mutable { cv::Canny(src, dst, kCannyLow, kCannyHigh, 3, false); };
     else if (k == "bilateral")
       p.run = [=]() mutable { cv::bilateralFilter(src, dst, 5, kSigmaColor, kSigmaSpace); };
+    else if (k == "pyr_down")
+      p.run = [=]() mutable { cv::pyrDown(src, dst, dst.size()); };
+    else if (k == "resize_linear" || k == "resize_bilinear") {
+      int mode = k == "resize_linear" ? cv::INTER_LINEAR_EXACT : cv::INTER_LINEAR;
+      p.run = [=]() mutable { cv::resize(src, dst, dst.size(), 0, 0, mode); };
+    } else if (k == "warp_affine_linear") {
+      std::vector<double> m = warp_matrix(in.w, in.h);
+      cv::Mat M(2, 3, CV_64F, m.data());
+      cv::Mat Mc = M.clone();
+      p.run = [=]() mutable { cv::warpAffine(src, dst, Mc, dst.size(), cv::INTER_LINEAR, cv::BORDER_CONSTANT, 0); };
+    }
     else if (k == "edges") {  // the same definition: 1 2 1 smoothing rounded, Sobel in i16,
       // the f32 magnitude / 4 rounded to u8 (ties to even, as pxl), then > 40; reflect101
       auto tmp = std::make_shared<std::vector<cv::Mat>>(6);
@@ -511,9 +549,13 @@ struct HalidePeer {
   // row group y / 4 (the 6 rows of the horizontal filter from 9 (y / 4) + V0[y % 4]).
   // Scheduled as a user would: x split by 3 and y by 4 with the phases unrolled (the
   // selects and divisions fold to constants), the tiles vectorised (stride-8 loads,
-  // 3-way interleaved stores), parallel over strips of row groups. BENCH_HL_DOWN picks
-  // where the horizontal filter is computed: 0 (the default) per row group (its 13 rows,
-  // 4 of them again by the next group), 1 whole first (compute_root, parallel over rows).
+  // 3-way interleaved stores; BENCH_HL_DOWN_VEC lanes, default 16), parallel over strips
+  // of row groups. BENCH_HL_DOWN picks where the horizontal filter is computed: 0 per row
+  // group (its 13 rows, 4 of them again by the next group), 1 whole first (compute_root,
+  // parallel over rows); 2 and 3 as 0 and 1 with the clamped input row materialised per
+  // row (dense loads). Measured on the 2-core VM, bg% 0-6 (docs/PERFORMANCE.md): at HD
+  // 0 1.86 ms (32 lanes), 1 1.20-1.32, 3 1.12 (16 lanes); at 4096^2 1 9.4-10.0, 3 10.4:
+  // the default is 3 with 16 lanes.
   hl::Func downscale(bool tuned) {
     using namespace hl;
     Var x("x"), y("y"), xo("xo"), xi("xi"), yo("yo"), yi("yi"), yoo("yoo");
@@ -531,14 +573,15 @@ struct HalidePeer {
     for (int j = 1; j < 6; j++) vs = vs + hrow(9 * s4 + v0 + j);
     f(x, y) = cast<uint8_t>((vs + 3) / 6);
     if (tuned) {
-      int sched = 0;
+      int sched = 3, DV = 16;
       knob_env("BENCH_HL_DOWN", sched);
+      knob_env("BENCH_HL_DOWN_VEC", DV);
       f.split(y, yo, yi, 4).unroll(yi).split(yo, yoo, yo, 8).parallel(yoo);
-      f.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, yi, yo, yoo).vectorize(xo, V);
-      hf.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, y).vectorize(xo, V);
+      f.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, yi, yo, yoo).vectorize(xo, DV);
+      hf.split(x, xo, xi, 3).unroll(xi).reorder(xi, xo, y).vectorize(xo, DV);
       if (sched == 1 || sched == 3) hf.compute_root().parallel(y);
       else hf.compute_at(f, yo);
-      if (sched >= 2) c.compute_at(hf, y).vectorize(c.args()[0], VN);  // the clamped row, dense
+      if (sched >= 2) c.compute_at(hf, y).vectorize(c.args()[0], VN);  // the clamped row, dense loads
     }
     return f;
   }
@@ -860,7 +903,7 @@ struct PxlPeer {
     if (!ctx) return p.error = "no context (out of memory)", p;
     pxl_program *prog = progs[k];
     if (!prog) {
-      std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + (downscaler(k) ? "downscale" : k) + ".pxl";
+      std::string path = std::string(PXL_EXAMPLES_DIR) + "/" + example_file(k) + ".pxl";
       if (pxl_program_from_file(ctx, path.c_str(), &prog) != PXL_OK) {
         progs.erase(k);
         return p.error = err(path.c_str()), p;
@@ -879,6 +922,13 @@ struct PxlPeer {
       return p.error = err("pxl_args_scalar(t)"), p;
     if (k == "edges" && pxl_args_scalar(a, "t", 40) != PXL_OK) return p.error = err("pxl_args_scalar(t)"), p;
     if (k == "outline" && pxl_args_scalar(a, "t", 100) != PXL_OK) return p.error = err("pxl_args_scalar(t)"), p;
+    if ((k == "resize_linear" || k == "resize_bilinear" || k == "warp_affine_linear") &&
+        (pxl_args_scalar(a, "ow", o.img.w) != PXL_OK || pxl_args_scalar(a, "oh", o.img.h) != PXL_OK))
+      return p.error = err("pxl_args_scalar(ow, oh)"), p;
+    if (k == "warp_affine_linear") {
+      std::vector<double> m = warp_matrix(input.w, input.h);
+      if (pxl_args_array(a, "m", m.data(), 6) != PXL_OK) return p.error = err("pxl_args_array(m)"), p;
+    }
     if (k == "boxr" && pxl_args_scalar(a, "r", kBoxRadius) != PXL_OK)
       return p.error = err("pxl_args_scalar(r)"), p;
     if (k == "canny" && (pxl_args_scalar(a, "lo", kCannyLow) != PXL_OK || pxl_args_scalar(a, "hi", kCannyHigh) ||
