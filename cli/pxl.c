@@ -179,7 +179,7 @@ static const char HELP_RUN[] =
     "                       image per frame)\n"
     "  --in-flight N        for a YUV4MPEG2 --in: runs in flight at once, 1 to 16 (1:\n"
     "                       one plane after another), or 0, the default: the device's\n"
-    "                       choice (GPUs 3: copying in, running and copying out\n"
+    "                       choice (GPUs 4: copying in, running and copying out\n"
     "                       overlap; the CPU one per core, up to 8)\n"
     "  --time               print the wall time of the run to standard error as\n"
     "                       \"pxl: time: MS ms\" and the device that ran it as \"pxl:\n"
