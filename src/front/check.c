@@ -218,6 +218,7 @@ static Node *conv(Checker *C, Node *n, Type t) {
 
 static Node *check_expr(Checker *C, Node *n);
 
+
 static bool need_scalar(Checker *C, Node *n, const char *what) {
   if (is_err(n)) return false;
   if (n->type.lanes != 1) {
@@ -446,6 +447,121 @@ static Node *check_fcall(Checker *C, Node *n) {
   return n;
 }
 
+/* ---- interpolating reads: img.nearest(fx, fy), img.linear(fx, fy), img.cubic(fx, fy) ----
+ * Made here into plain reads and arithmetic (checked nodes), so that every later layer
+ * sees absolute reads (ND_AT, ival 0) and the same arithmetic on every backend. F is f64
+ * when a coordinate is f64, else f32; pixel centres are at integer coordinates. */
+
+static Node *typed(Checker *C, NodeKind k, Type t, Node *a, Node *b) {
+  Node *n = mk(C, k, t, a->loc);
+  n->a = conv(C, a, t);
+  n->b = b ? conv(C, b, t) : NULL;
+  return n;
+}
+
+static Node *fnum(Checker *C, double v, Scalar F, Loc loc) {
+  Node *n = mk(C, ND_NUM, type_scalar(F), loc);
+  n->fval = F == T_F32 ? (float)v : v;
+  return n;
+}
+
+/* A fresh copy of a checked coordinate (each use its own tree). */
+static Node *copy(Checker *C, const Node *n) {
+  bool failed = false;
+  Node *c = ir_clone(C->a, n, NULL, NULL, &failed);
+  if (!c || failed) {
+    c = mk(C, ND_NUM, n->type, n->loc);
+    c->flags |= NF_ERROR;
+  }
+  return c;
+}
+
+static Node *floor_of(Checker *C, Node *v) { /* floor(v), v of type F */
+  Node *f = mk(C, ND_CALL, v->type, v->loc);
+  f->builtin = BI_FLOOR;
+  f->args = arena_alloc(C->a, sizeof(Node *));
+  if (!f->args) return v;
+  f->args[0] = v;
+  f->nargs = 1;
+  return f;
+}
+
+/* The read of img at integer coordinate (floor(cx) + dx, floor(cy) + dy), converted to
+ * type t (the image's lanes of F). */
+static Node *tap(Checker *C, const Node *at, const Node *cx, const Node *cy, int dx, int dy, Type t) {
+  Type I = type_scalar(T_I32);
+  Node *r = mk(C, ND_AT, at->param->type, at->loc);
+  r->param = at->param;
+  r->a = typed(C, ND_ADD, I, conv(C, floor_of(C, copy(C, cx)), I), num_i32(C, dx, at->loc));
+  r->b = typed(C, ND_ADD, I, conv(C, floor_of(C, copy(C, cy)), I), num_i32(C, dy, at->loc));
+  return conv(C, r, t);
+}
+
+/* Keys' cubic weights (a = -0.75, OpenCV's) of the 4 taps at t in [0, 1): the first three
+ * from their polynomials, the fourth 1 less the others. */
+static void cubic_weights(Checker *C, const Node *t, Scalar F, Node *w[4]) {
+  Type T = type_scalar(F);
+  const double A = -0.75;
+  Loc l = t->loc;
+  /* w0 = ((A (t + 1) - 5A) (t + 1) + 8A) (t + 1) - 4A */
+  Node *t1 = typed(C, ND_ADD, T, copy(C, t), fnum(C, 1, F, l));
+  Node *e = typed(C, ND_SUB, T, typed(C, ND_MUL, T, fnum(C, A, F, l), t1), fnum(C, 5 * A, F, l));
+  e = typed(C, ND_ADD, T, typed(C, ND_MUL, T, e, copy(C, t1)), fnum(C, 8 * A, F, l));
+  w[0] = typed(C, ND_SUB, T, typed(C, ND_MUL, T, e, copy(C, t1)), fnum(C, 4 * A, F, l));
+  /* w1 = ((A + 2) t - (A + 3)) t t + 1; w2 the same at 1 - t */
+  for (int k = 1; k <= 2; k++) {
+    Node *u = k == 1 ? copy(C, t) : typed(C, ND_SUB, T, fnum(C, 1, F, l), copy(C, t));
+    Node *g = typed(C, ND_SUB, T, typed(C, ND_MUL, T, fnum(C, A + 2, F, l), u), fnum(C, A + 3, F, l));
+    g = typed(C, ND_MUL, T, typed(C, ND_MUL, T, g, copy(C, u)), copy(C, u));
+    w[k] = typed(C, ND_ADD, T, g, fnum(C, 1, F, l));
+  }
+  Node *s = typed(C, ND_ADD, T, typed(C, ND_ADD, T, copy(C, w[0]), copy(C, w[1])), copy(C, w[2]));
+  w[3] = typed(C, ND_SUB, T, fnum(C, 1, F, l), s);
+}
+
+static Node *interpolate(Checker *C, Node *n) {
+  static const char *const names[] = {"at", "nearest", "linear", "cubic"};
+  const char *what = names[n->ival & 3];
+  if (!need_scalar(C, n->a, "an image coordinate") || !need_scalar(C, n->b, "an image coordinate")) return err_out(n);
+  Scalar F = n->a->type.s == T_F64 || n->b->type.s == T_F64 ? T_F64 : T_F32;
+  Type T = type_scalar(F), pix = n->param->type, V = type_vec(F, pix.lanes);
+  Node *fx = conv(C, n->a, T), *fy = conv(C, n->b, T);
+  Loc l = n->loc;
+  if (n->ival == 1) { /* nearest: the pixel at floor(f + 0.5) */
+    Node *cx = typed(C, ND_ADD, T, fx, fnum(C, 0.5, F, l)), *cy = typed(C, ND_ADD, T, fy, fnum(C, 0.5, F, l));
+    return tap(C, n, cx, cy, 0, 0, pix);
+  }
+  /* the fractions a = fx - floor(fx), b = fy - floor(fy) */
+  Node *a = typed(C, ND_SUB, T, copy(C, fx), floor_of(C, copy(C, fx)));
+  Node *b = typed(C, ND_SUB, T, copy(C, fy), floor_of(C, copy(C, fy)));
+  if (n->ival == 2) { /* linear: (1 - b) ((1 - a) p00 + a p10) + b ((1 - a) p01 + a p11) */
+    Node *rows[2];
+    for (int j = 0; j < 2; j++) {
+      Node *na = typed(C, ND_SUB, T, fnum(C, 1, F, l), copy(C, a));
+      Node *left = typed(C, ND_MUL, V, na, tap(C, n, fx, fy, 0, j, V));
+      Node *right = typed(C, ND_MUL, V, copy(C, a), tap(C, n, fx, fy, 1, j, V));
+      rows[j] = typed(C, ND_ADD, V, left, right);
+    }
+    Node *nb = typed(C, ND_SUB, T, fnum(C, 1, F, l), copy(C, b));
+    return typed(C, ND_ADD, V, typed(C, ND_MUL, V, nb, rows[0]), typed(C, ND_MUL, V, copy(C, b), rows[1]));
+  }
+  (void)what;
+  /* cubic: sum over j of wy[j] * (sum over i of wx[i] * p(i - 1, j - 1)), in that order */
+  Node *wx[4], *wy[4], *sum = NULL;
+  cubic_weights(C, a, F, wx);
+  cubic_weights(C, b, F, wy);
+  for (int j = 0; j < 4; j++) {
+    Node *row = NULL;
+    for (int i = 0; i < 4; i++) {
+      Node *term = typed(C, ND_MUL, V, copy(C, wx[i]), tap(C, n, fx, fy, i - 1, j - 1, V));
+      row = row ? typed(C, ND_ADD, V, row, term) : term;
+    }
+    Node *term = typed(C, ND_MUL, V, copy(C, wy[j]), row);
+    sum = sum ? typed(C, ND_ADD, V, sum, term) : term;
+  }
+  return sum;
+}
+
 static Node *check_expr(Checker *C, Node *n) {
   if (is_err(n)) return n;
   switch (n->kind) {
@@ -462,6 +578,7 @@ static Node *check_expr(Checker *C, Node *n) {
     const char *what = n->kind == ND_READ ? "an image offset" : "an image coordinate";
     n->a = check_expr(C, n->a);
     n->b = check_expr(C, n->b);
+    if (n->kind == ND_AT && n->ival) return interpolate(C, n);
     if (!need_scalar(C, n->a, what) || !need_scalar(C, n->b, what) || !need_int(C, n->a, what) ||
         !need_int(C, n->b, what))
       return err_out(n);

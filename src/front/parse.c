@@ -587,7 +587,7 @@ static Node *primary(Parser *P) {
     }
     if (accept(P, ".")) {
       Loc mloc = P->tok->loc;
-      const char *m = ident(P, "'width', 'height' or 'at'");
+      const char *m = ident(P, "'width', 'height', 'at', 'nearest', 'linear' or 'cubic'");
       if (!m) return error_node(P, loc);
       if (!strcmp(m, "width") || !strcmp(m, "height")) {
         Node *r = new_node(P, ND_IMGDIM, loc);
@@ -595,21 +595,30 @@ static Node *primary(Parser *P) {
         r->ival = m[0] == 'h';
         return r;
       }
-      if (!strcmp(m, "at")) {
+      /* at: an absolute read; nearest, linear, cubic: interpolating reads at fractional
+       * coordinates (ND_AT with ival = the mode, made into reads by the checker) */
+      static const char *const reads[] = {"at", "nearest", "linear", "cubic"};
+      for (int k = 0; k < 4; k++) {
+        if (strcmp(m, reads[k])) continue;
         Node **args;
         int n = call_args(P, &args);
         if (n < 0) return error_node(P, loc);
         if (n != 2) {
-          diag_error(P->d, mloc, "%s.at(x, y) takes 2 coordinates, got %d", name, n);
+          diag_error(P->d, mloc, "%s.%s(x, y) takes 2 coordinates, got %d", name, m, n);
           return error_node(P, loc);
         }
         Node *r = new_node(P, ND_AT, loc);
         r->param = img;
         r->a = args[0];
         r->b = args[1];
+        r->ival = k;
         return r;
       }
-      diag_error(P->d, mloc, "image '%s' has no member '%s' (use width, height or at)", name, m);
+      diag_error(P->d, mloc, "image '%s' has no member '%s' (use width, height, at, nearest, linear or cubic)", name, m);
+      if (is(P, "(")) { /* a call of it: its arguments skipped, no second error */
+        Node **args;
+        call_args(P, &args);
+      }
       return error_node(P, loc);
     }
     diag_error(P->d, loc, "image '%s' must be read: %s(dx, dy) or %s.at(x, y)", name, name, name);

@@ -81,7 +81,8 @@ typedef struct {
   X(ND_COORD)   /* built-in x, y, width, height: ival = 0,1,2,3 (output coordinates) */  \
   X(ND_IMGDIM)  /* image.width / image.height: param, ival = 0 width, 1 height */          \
   X(ND_READ)    /* relative read img(dx, dy): param, a = dx, b = dy */                    \
-  X(ND_AT)      /* absolute read img.at(ex, ey): param, a = ex, b = ey */                 \
+  X(ND_AT)      /* absolute read img.at(ex, ey): param, a = ex, b = ey; parsed with ival \
+                 * 1, 2, 3 for img.nearest, .linear, .cubic, made reads by the checker */ \
   X(ND_LANE)    /* vector component: a, ival = lane index */                              \
   X(ND_VEC)     /* vector constructor: args[nargs] scalars -> type */                     \
   X(ND_CAST)    /* conversion of a to type (saturating, see docs/LANGUAGE.md) */          \
