@@ -713,6 +713,7 @@ typedef struct {
   int roi[4], has_roi, time;
   int luma_only;    /* --planes y: of a y4m stream, the Y plane only */
   int in_flight;    /* --in-flight N: runs in flight over a y4m stream (0: the device's choice; 1: in turn) */
+  int has_in_flight; /* --in-flight was given */
   double time_limit;           /* seconds; 0: none */
   const char *time_limit_text; /* as given, for the message */
   Binding *ins, *params, *borders;
@@ -917,6 +918,7 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       if (errno || end == v || *end || n < 0 || n > 16)
         return usage_error("run", "--in-flight needs a number of runs from 0 (the device's choice) to 16, got '%s'", v);
       o->in_flight = (int)n;
+      o->has_in_flight = 1;
       break;
     }
     case O_TIME: o->time = 1; break;
@@ -1424,8 +1426,8 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     rc = run_stream(ctx, o, prog, entry0, sk);
     goto done;
   }
-  if (o->luma_only) {
-    rc = usage_error("run", "--planes is for a stream of frames (a .y4m --in)");
+  if (o->luma_only || o->has_in_flight) {
+    rc = usage_error("run", "%s is for a stream of frames (a .y4m --in)", o->luma_only ? "--planes" : "--in-flight");
     goto done;
   }
   for (int j = 0; j < o->nout; j++)

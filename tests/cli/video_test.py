@@ -180,6 +180,9 @@ ok("a reduction per frame in flight: the lines of one at a time, in order",
    rc3 == 0 and rc1 == 0 and out3 == out1 and out3.count("\n") == 27, out3[:200])
 rc, _, err = pxl("run", example("copy.pxl"), "--in", w("fl.y4m"), "--out", w("fl-x.y4m"), "--in-flight", "17")
 ok("--in-flight 17: exit 2", rc == 2 and "--in-flight" in err, err)
+cv2.imwrite(w("single.png"), src[0][0])
+rc, _, err = pxl("run", example("copy.pxl"), "--in", w("single.png"), "--out", w("single-out.png"), "--in-flight", "2")
+ok("--in-flight on a single image: exit 2, says it is for streams", rc == 2 and "stream of frames" in err, err)
 data = open(w("fl.y4m"), "rb").read()
 open(w("fltrunc.y4m"), "wb").write(data[:-50])
 rc, _, err = pxl("run", example("copy.pxl"), "--in", w("fltrunc.y4m"), "--out", w("fltrunc-out.y4m"), "--in-flight",
