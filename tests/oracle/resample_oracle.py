@@ -3,7 +3,7 @@
 
 Usage: resample_oracle.py PXL EXAMPLES_DIR DEVICE...
 
-  pyr_down        cv2.pyrDown (BORDER_DEFAULT)
+  pyr_down        cv2.pyrDown (BORDER_DEFAULT); pyr_down_sep, its two-pass form, the same
   pyr_up          cv2.pyrUp
   resize_nearest  cv2.resize INTER_NEAREST to sizes above and below, odd ratios, 1x1
   resize_area     cv2.resize INTER_AREA by k = 2, 3, 4 on the image cut to a multiple of k
@@ -45,7 +45,7 @@ def inputs(examples):
 def cases(img):
     """(entry, pxl run arguments, OpenCV's result) for one input."""
     h, w = img.shape[:2]
-    out = [("pyr_down", [], cv2.pyrDown(img)), ("pyr_up", [], cv2.pyrUp(img))]
+    out = [("pyr_down", [], cv2.pyrDown(img)), ("pyr_down_sep", [], cv2.pyrDown(img)), ("pyr_up", [], cv2.pyrUp(img))]
     for ow, oh in {(2 * w + 1, h // 2 + 1), (max(1, w // 3), 3 * h), (7, 5), (1, 1), (w, h)}:
         out.append(("resize_nearest", ["--param", "ow=%d" % ow, "--param", "oh=%d" % oh],
                     cv2.resize(img, (ow, oh), interpolation=cv2.INTER_NEAREST)))
