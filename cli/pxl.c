@@ -915,8 +915,9 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       char *end;
       errno = 0;
       long n = strtol(v, &end, 10);
-      if (errno || end == v || *end || n < 0 || n > 16)
-        return usage_error("run", "--in-flight needs a number of runs from 0 (the device's choice) to 16, got '%s'", v);
+      if (errno || end == v || *end || n < 0 || n > PXL_QUEUE_MAX_DEPTH)
+        return usage_error("run", "--in-flight needs a number of runs from 0 (the device's choice) to %d, got '%s'",
+                           PXL_QUEUE_MAX_DEPTH, v);
       o->in_flight = (int)n;
       o->has_in_flight = 1;
       break;
@@ -1174,7 +1175,7 @@ static int stream_queued(pxl_context *ctx, RunOpts *o, pxl_program *prog, int en
   static const char *const plane_names[3] = {"Y", "Cb", "Cr"};
   int nplanes = pxl_frames_planes(in), rc = RC_OK, st;
   pxl_queue *q = NULL;
-  Slot ring[17];
+  Slot ring[PXL_QUEUE_MAX_DEPTH + 1]; /* the queue's depth, and the frame being read */
   int R = 0;
   memset(ring, 0, sizeof ring);
   if ((st = pxl_queue_new(ctx, prog, o->entry, o->in_flight, &q))) return fail(ctx, st, "a queue of runs");

@@ -326,6 +326,9 @@ void pxl_frames_free(pxl_frames *f);
  * workers wait for it and take the compiled code from the cache. */
 typedef struct pxl_queue pxl_queue;
 
+/* The most runs a queue holds in flight (its depth). */
+#define PXL_QUEUE_MAX_DEPTH 16
+
 /* A queue for `entry` (NULL: pxl_run's default) of prog on ctx's device. depth: runs in
  * flight, 1 to 16, or 0 for the device's choice (GPUs 4: uploads, runs and downloads
  * overlap; the CPU and "ref" one per core, at most 8, the cores shared out among them). */

@@ -145,14 +145,10 @@ int pxl_image_wrap_device(pxl_context *ctx, void *data, int width, int height, p
   return rc;
 }
 
-static bool same_layout(const pxl_image *a, const pxl_image *b) {
-  return a->width == b->width && a->height == b->height && a->type == b->type && a->channels == b->channels;
-}
-
 int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst) {
   api_clear(ctx);
   if (!src || !dst) return api_fail(ctx, PXL_EARG, "no image to copy");
-  if (!same_layout(src, dst))
+  if (!image_same_layout(src, dst))
     return api_fail(ctx, PXL_EARG, "cannot copy a %dx%d %s image with %d channel(s) into a %dx%d %s image with %d", src->width,
                 src->height, pxl_type_name(src->type), src->channels, dst->width, dst->height,
                 pxl_type_name(dst->type), dst->channels);
@@ -160,7 +156,7 @@ int pxl_image_copy(pxl_context *ctx, const pxl_image *src, pxl_image *dst) {
     return api_fail(ctx, PXL_EARG, "cannot copy between the memories of two devices");
   Backend *be = src->device ? src->device : dst->device;
   if (!be) {
-    for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), image_row_bytes(src));
+    image_copy_host(dst, src);
     return PXL_OK;
   }
   Err e = {0};

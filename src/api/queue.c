@@ -24,7 +24,6 @@
 #include "runtime/backend.h"
 #include "util/alloc.h"
 
-#define QUEUE_MAX_DEPTH 16
 #define QUEUE_CPU_DEPTH 8 /* CPU workers at most (depth 0) */
 /* GPU workers (depth 0): bench_cuda --only stream on an H200, 300 HD frames plane by
  * plane, against the bare transfers: depth 2 1.49x, 3 1.55x, 4 1.10x */
@@ -54,13 +53,13 @@ struct pxl_queue {
   int depth;
   /* jobs[n % depth] is run n; pushed, taken by a worker, popped: popped <= taken <= pushed
    * and pushed - popped <= depth, so a slot is free again once its run is popped */
-  Job jobs[QUEUE_MAX_DEPTH];
+  Job jobs[PXL_QUEUE_MAX_DEPTH];
   int64_t pushed, taken, popped;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   bool quit;
   bool warm; /* run 0 is over: the others may start */
-  Worker w[QUEUE_MAX_DEPTH];
+  Worker w[PXL_QUEUE_MAX_DEPTH];
 };
 
 static char *dup_str(const char *s) {
@@ -146,8 +145,8 @@ int pxl_queue_new(pxl_context *ctx, pxl_program *prog, const char *entry, int de
   api_clear(ctx);
   *out = NULL;
   if (!prog) return api_fail(ctx, PXL_EARG, "no program");
-  if (depth < 0 || depth > QUEUE_MAX_DEPTH)
-    return api_fail(ctx, PXL_EARG, "a queue's depth is 1 to %d (or 0: the device's choice), not %d", QUEUE_MAX_DEPTH,
+  if (depth < 0 || depth > PXL_QUEUE_MAX_DEPTH)
+    return api_fail(ctx, PXL_EARG, "a queue's depth is 1 to %d (or 0: the device's choice), not %d", PXL_QUEUE_MAX_DEPTH,
                     depth);
   const Decl *D = entry ? program_find(prog->prog, entry) : NULL;
   if (entry && !D) return api_fail(ctx, PXL_ENOTFOUND, "no entry point '%s' in %s", entry, prog->prog->filename);

@@ -520,8 +520,6 @@ static void cubic_weights(Checker *C, const Node *t, Scalar F, Node *w[4]) {
 }
 
 static Node *interpolate(Checker *C, Node *n) {
-  static const char *const names[] = {"at", "nearest", "linear", "cubic"};
-  const char *what = names[n->ival & 3];
   if (!need_scalar(C, n->a, "an image coordinate") || !need_scalar(C, n->b, "an image coordinate")) return err_out(n);
   Scalar F = n->a->type.s == T_F64 || n->b->type.s == T_F64 ? T_F64 : T_F32;
   Type T = type_scalar(F), pix = n->param->type, V = type_vec(F, pix.lanes);
@@ -545,7 +543,6 @@ static Node *interpolate(Checker *C, Node *n) {
     Node *nb = typed(C, ND_SUB, T, fnum(C, 1, F, l), copy(C, b));
     return typed(C, ND_ADD, V, typed(C, ND_MUL, V, nb, rows[0]), typed(C, ND_MUL, V, copy(C, b), rows[1]));
   }
-  (void)what;
   /* cubic: sum over j of wy[j] * (sum over i of wx[i] * p(i - 1, j - 1)), in that order */
   Node *wx[4], *wy[4], *sum = NULL;
   cubic_weights(C, a, F, wx);

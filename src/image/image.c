@@ -11,6 +11,7 @@
 #include "image/image.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "image/types.h"
 #include "util/alloc.h"
@@ -120,6 +121,10 @@ size_t pxl_image_pitch(const pxl_image *img) { return img ? img->pitch : 0; }
 
 /* First element of row 0 (NULL for NULL). */
 void *pxl_image_data(pxl_image *img) { return img ? img->data : NULL; }
+
+void image_copy_host(struct pxl_image *dst, const struct pxl_image *src) {
+  for (int y = 0; y < src->height; y++) memmove(image_row(dst, y), image_row(src, y), image_row_bytes(src));
+}
 
 bool image_overlap(const struct pxl_image *a, const struct pxl_image *b) {
   if (a->device != b->device || a->buffer != b->buffer) return false; /* different memories */

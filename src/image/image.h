@@ -51,6 +51,13 @@ static inline void *image_row(const struct pxl_image *img, int y) {
 static inline size_t image_row_bytes(const struct pxl_image *img) {
   return (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
 }
+/* Whether a and b have the same size, pixel type and channels. */
+static inline bool image_same_layout(const struct pxl_image *a, const struct pxl_image *b) {
+  return a->width == b->width && a->height == b->height && a->type == b->type && a->channels == b->channels;
+}
+/* The pixels of host image src into host image dst of the same layout, row by row (the
+ * rows may overlap: a view copied into its own image). */
+void image_copy_host(struct pxl_image *dst, const struct pxl_image *src);
 /* Whether a and b share bytes: the same memory (host, or one device's buffer) and
  * intersecting spans. `data` may be an address or (OpenCL) an offset in the buffer: it is
  * compared as an integer. */

@@ -369,12 +369,11 @@ static int y4m_read(FrameReader *r, struct pxl_image **planes, bool given, int *
  * and channels; img freed. */
 static int copy_into(const FrameReader *r, struct pxl_image *img, struct pxl_image *dst, Err *err) {
   int rc = PXL_OK;
-  if (!dst || dst->device || dst->width != img->width || dst->height != img->height || dst->type != img->type ||
-      dst->channels != img->channels)
+  if (!dst || dst->device || !image_same_layout(dst, img))
     rc = err_set(err, PXL_EARG, "%s: frame %lld: %dx%d %s, %d channel%s; the image given for it is %s", r->name,
                  (long long)r->next, img->width, img->height, pxl_type_name(img->type), img->channels,
                  img->channels == 1 ? "" : "s", !dst ? "missing" : dst->device ? "in device memory" : "another");
-  for (int y = 0; !rc && y < img->height; y++) memcpy(image_row(dst, y), image_row(img, y), image_row_bytes(img));
+  if (!rc) image_copy_host(dst, img);
   image_free(img);
   return rc;
 }

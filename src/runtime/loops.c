@@ -158,7 +158,7 @@ static void trim(Run *R) {
 /* Pixels of src into dst (equal shapes), on the device where they live. */
 static int copy_pixels(Run *R, struct pxl_image *dst, const struct pxl_image *src) {
   if (R->be->copy) return R->be->copy(R->be, dst, src, R->err);
-  for (int y = 0; y < src->height; y++) memcpy(image_row(dst, y), image_row(src, y), image_row_bytes(src));
+  image_copy_host(dst, src);
   return PXL_OK;
 }
 

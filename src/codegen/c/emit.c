@@ -768,20 +768,15 @@ static void stmt(Gen *g, const Node *s) {
       return;
     }
     ind(g), OUT("{ ");
-    if (s->nargs && g->D->tile[0]) { /* a tiler: its tile's values, row by row */
-      for (int v = 0; v < s->nargs; v++)
-        for (int k = 0; k < lanes; k++) {
-          OUT("o[%d] = ", v * lanes + k);
-          cg_expr(g, s->args[v], lane_of(s->args[v], k));
-          OUT("; ");
-        }
-      OUT("return; }\n");
-      return;
-    }
-    for (int k = 0; k < lanes; k++) {
-      OUT("o[%d] = ", k);
-      cg_expr(g, s->a, lane_of(s->a, k));
-      OUT("; ");
+    /* one value, or a tiler's tile row by row (generators see no kernel with several
+     * outputs: their projections) */
+    for (int v = 0; v < (s->nargs ? s->nargs : 1); v++) {
+      const Node *e = s->nargs ? s->args[v] : s->a;
+      for (int k = 0; k < lanes; k++) {
+        OUT("o[%d] = ", v * lanes + k);
+        cg_expr(g, e, lane_of(e, k));
+        OUT("; ");
+      }
     }
     if (g->chg_img >= 0) changed_test(g, lanes);
     OUT("return; }\n");
