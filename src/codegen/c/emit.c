@@ -195,6 +195,7 @@ static void emit_read(Gen *g, const Node *n, int lane) {
         return;
       }
   }
+  if (!rel && cg_axes_read(g, n, lane)) return;
   if (k == g->virt) { /* the producer of a tile, computed there (its border mapping inside) */
     OUT("%s_vk(", g->pfx);
     img_args(g);
@@ -629,6 +630,7 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("}\n");
     return;
   case ND_DECL:
+    if (cg_axes_decl(g, s)) return;
     if (g->variant & V_SEP) /* temporaries of the window loop: replaced by column values */
       for (int i = 0; i < g->D->sep->ntmp; i++)
         if (g->D->sep->tmp[i] == s->var) return;
@@ -935,10 +937,8 @@ void cg_read_fns(Gen *g) {
     OUT("PXR_FN %s %s_rd%d(const PXR_GLOBAL %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n", T,
         g->pfx, k, T);
     if (b.kind == B_CONSTANT) {
-      Lane v = lane_convert((Lane){.f = b.value}, T_F64, p->type.s);
       OUT("  if (!pxr_inside(x, w) || !pxr_inside(y, h)) return ");
-      if (scalar_is_float(p->type.s)) emit_float(g->o, v.f, p->type.s);
-      else emit_int(g->o, v.i, p->type.s);
+      cg_border_value(g, k);
       OUT(";\n");
     } else {
       const char *fn = cg_border_index_fn(b.kind);
@@ -946,6 +946,13 @@ void cg_read_fns(Gen *g) {
     }
     OUT("  return p[(ptrdiff_t)y * pitch + (ptrdiff_t)x * %d + c];\n}\n", p->type.lanes);
   }
+}
+
+void cg_border_value(Gen *g, int k) {
+  Scalar s = cg_image_param(g->D, k)->type.s;
+  Lane v = lane_convert((Lane){.f = g->borders[k].value}, T_F64, s);
+  if (scalar_is_float(s)) emit_float(g->o, v.f, s);
+  else emit_int(g->o, v.i, s);
 }
 
 /* Marks the image and scalar parameters used, for the variants that read some images
@@ -997,6 +1004,7 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
   else if (variant & V_SEP)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", const %s *PXR_RESTRICT c%d", cg_ctype(D->sep->col[i].s), i);
   if ((variant & V_SEP) && !(variant & V_ROWSUM)) OUT(", int xa");
+  if (variant & V_AXES) cg_axes_params(g);
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
         counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
@@ -1004,6 +1012,10 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", cg_ctype(D->type.s));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
   void_params(g);
+  if (variant & V_AXES) {
+    cg_axes_voids(g);
+    OUT("\n");
+  }
   g->depth = 1;
   g->counts32 = counts32;
   stmts(g, D->body->body);

@@ -23,7 +23,8 @@
  * thread's private array. */
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
        V_ROWSUM = 64 /* with V_SEP: the window's values given as r<i> (sums the caller slides; GPU packed min/max) */,
-       V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */ };
+       V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */,
+       V_AXES = 256 /* C: column values, row values and separable reads as arguments (axes.c) */ };
 
 /* The marker before the generated statements of each .pxl line: a comment
  * "/" "* .pxl line N *" "/". */
@@ -35,6 +36,24 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
  * 8 KiB of int64 */
 #define PXL_CG_SHARED_ARRAY 1024
 #define PXL_CG_ROW_ARRAY_BYTES 4096
+
+/* The axis values of a C kernel (axes.c): declarations computed once per column (dim
+ * AX_X, 1: a table ac<i> over the output's columns), once per row (AX_Y, 2) or once per
+ * launch (0), and absolute reads whose column index depends on x alone and row index on
+ * y alone: read i reads image k at column table aq<rq[i]> (the mapped index times the
+ * channels) plus row offset ar<rr[i]> (the mapped row times the pitch). */
+#define PXL_CG_MAX_AXES 48
+typedef struct {
+  const Node *decl[PXL_CG_MAX_AXES];
+  int dim[PXL_CG_MAX_AXES];
+  int ndecl;
+  const Node *read[PXL_CG_MAX_AXES];
+  int rq[PXL_CG_MAX_AXES], rr[PXL_CG_MAX_AXES];
+  int nread;
+  const Node *qx[PXL_CG_MAX_AXES], *ry[PXL_CG_MAX_AXES]; /* index expressions */
+  int qimg[PXL_CG_MAX_AXES], rimg[PXL_CG_MAX_AXES];     /* of image */
+  int nq, nr;
+} Axes;
 
 typedef struct {
   StrBuf *o;
@@ -75,6 +94,7 @@ typedef struct {
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */
+  const Axes *axes;  /* C: the kernel's axis values (cg_axes_plan), or NULL */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
@@ -156,6 +176,30 @@ bool cg_sliding_rows(const Separable *S);
 /* The unsigned C type of the same width as integer type s (32 bits for narrower ones):
  * where sliding sums wrap. */
 const char *cg_unsigned_ctype(Scalar s);
+/* The constant of B_CONSTANT image k in its pixel type, as C text. */
+void cg_border_value(Gen *g, int k);
+
+/* axes.c. Plans the axis values of kernel g->D into A and points g->axes at it; false
+ * (g->axes NULL) for kernels with none worth tables (no column value, no separable read)
+ * and for every kernel but a plain gather. */
+bool cg_axes_plan(Gen *g, Axes *A);
+/* The V_AXES pixel function's extra parameters, their (void) casts, and the call's
+ * arguments (appended to buf). */
+void cg_axes_params(Gen *g);
+void cg_axes_voids(Gen *g);
+void cg_axes_args(Gen *g, StrBuf *buf);
+/* In a V_AXES pixel function: statement s if it is a planned declaration (a column value
+ * read from its table; row and uniform values are arguments); read n at lane `lane` if
+ * it is a separable one. False: not planned, emit as usual. */
+bool cg_axes_decl(Gen *g, const Node *s);
+bool cg_axes_read(Gen *g, const Node *n, int lane);
+/* The entry's part: the uniform values, the column tables and `axes_` (they were
+ * allocated and the region is the whole output); each row's values and row offsets
+ * (at indentation ind); freeing the tables. */
+void cg_axes_tables(Gen *g);
+void cg_axes_row(Gen *g, const char *ind);
+void cg_axes_free(Gen *g);
+
 /* The parameter of image number k of D. */
 const Param *cg_image_param(const Decl *D, int k);
 

@@ -25,7 +25,7 @@
 
 /* The CPU's names of the pixel-function variants. */
 static const char *variant_name(int v) {
-  return v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
+  return v == V_AXES ? "pa" : v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
          : (v & V_SEP) ? "ph" : "pt";
 }
 
@@ -436,6 +436,23 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   /* dynamic chunks of about 64K pixels: a core shared with another process does not hold
    * the whole launch back, as it would with a static split */
   OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n  (void)chunk_;\n");
+  if (g->axes) { /* column tables, row values: the loop below where they cannot be allocated */
+    StrBuf aargs = {0};
+    sb_printf(&aargs, "%s", A_text(&args));
+    cg_axes_args(g, &aargs);
+    cg_axes_tables(g);
+    OUT("  if (axes_) {\n");
+    OUT("    #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
+    OUT("    for (int y = 0; y < H; y++) {\n");
+    OUT("      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+    cg_axes_row(g, "      ");
+    OUT("      for (int x = 0; x < W; x++) %s_%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n    }\n", g->pfx,
+        variant_name(V_AXES), A_text(&aargs), C);
+    OUT("  }\n");
+    cg_axes_free(g);
+    OUT("  if (axes_) return;\n");
+    sb_free(&aargs);
+  }
   bool fused = fused_scan(D);
   if (fused) { /* bands of rows, each scanned down as it is made (scan_entry adds the bands above) */
     OUT("  const int nb_ = nt_ < H ? nt_ : (H > 0 ? H : 1); /* bands: as in the map */\n");
@@ -721,6 +738,8 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     }
     histogram_entry(g, fname, exported);
   } else {
+    Axes axes;
+    if (!cg_tabulated(D) && !cg_corner_tiles(D) && cg_axes_plan(g, &axes)) pixel_fn(g, V_AXES, false);
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
     if (!cg_corner_tiles(D) && !D->sep && !D->tile[0]) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
     if (cg_corner_tiles(D) || D->tile[0]) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
