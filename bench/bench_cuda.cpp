@@ -749,16 +749,17 @@ void npp_canny(NppRun &r, const NppStreamContext &c, const DevImage &src, const 
   };
 }
 
-// Resampling to half the size: pyr_down nppiFilterGaussPyramidLayerDownBorder (taps 1 4 6 4
-// 1 / 16 in device memory, rate 2, reflect-101 as pxl's mirror101), resize_area nppiResize
-// NPPI_INTER_SUPER, resize_nearest nppiResize NPPI_INTER_NN.
+// Resampling to half the size: pyr_down and pyr_down_sep nppiFilterGaussPyramidLayerDownBorder
+// (taps 1 4 6 4 1 / 16 in device memory, rate 2, reflect-101 as pxl's mirror101), resize_area
+// nppiResize NPPI_INTER_SUPER, resize_nearest nppiResize NPPI_INTER_NN, resize_linear
+// (examples/warp.pxl, INTER_LINEAR_EXACT) nppiResize NPPI_INTER_LINEAR.
 void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c, const DevImage &src,
                   const DevImage &dst) {
   const Npp8u *s = src.ptr<Npp8u>();
   Npp8u *d = dst.ptr<Npp8u>();
   int ss = src.step(), ds = dst.step();
   NppiSize ssz = src.size(), dsz = dst.size();
-  if (name == "pyr_down") {
+  if (name == "pyr_down" || name == "pyr_down_sep") {
     const Npp32f taps[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
     r.bufs.emplace_back(sizeof taps);
     Npp32f *k = r.bufs.back().as<Npp32f>();
@@ -771,7 +772,7 @@ void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c,
     return;
   }
   NppiRect srect = {0, 0, ssz.width, ssz.height}, drect = {0, 0, dsz.width, dsz.height};
-  int mode = name == "resize_area" ? NPPI_INTER_SUPER : NPPI_INTER_NN;
+  int mode = name == "resize_area" ? NPPI_INTER_SUPER : name == "resize_linear" ? NPPI_INTER_LINEAR : NPPI_INTER_NN;
   r.run = [=]() { NPP_CALL(nppiResize_8u_C1R_Ctx, s, ss, ssz, srect, d, ds, dsz, drect, mode, c); };
 }
 
@@ -816,6 +817,8 @@ const KernelDef kKernels[] = {
     {"pyr_down",       Kind::Image, PXL_U8, false, 2, 2, 1,   "resample", 2},  // NPP rounds its float sums
     {"resize_area",    Kind::Image, PXL_U8, false, 0, 0, 1,   "resample", 2},  // k = 2
     {"resize_nearest", Kind::Image, PXL_U8, false, 0, 0, 255, "resample", 2},  // NPP's own positions: counted
+    {"pyr_down_sep",   Kind::Image, PXL_U8, false, 2, 2, 1,   "resample", 2},  // two tilers, pyr_down's bits
+    {"resize_linear",  Kind::Image, PXL_U8, false, 1, 1, 255, "warp", 2},      // NPP's own weights: counted
 };
 // clang-format on
 
@@ -860,7 +863,8 @@ std::unique_ptr<NppRun> npp_prepare(const KernelDef &k, pxl_context *px, const N
     npp_equalize(*r, c, src, *dst);
   else if (name == "canny")
     npp_canny(*r, c, src, *dst);
-  else if (name == "pyr_down" || name == "resize_area" || name == "resize_nearest")
+  else if (name == "pyr_down" || name == "pyr_down_sep" || name == "resize_area" || name == "resize_nearest" ||
+           name == "resize_linear")
     npp_resample(*r, name, c, src, *dst);
   else
     throw Failure("no NPP peer for " + name);
@@ -952,7 +956,7 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
     PxlRun pr(px.ctx(), px.example(k.file ? k.file : k.name), k.name, k.kind);
     pr.image("in", src);
     if (name == "resize_area") pr.scalar("k", 2);
-    if (name == "resize_nearest") pr.scalar("ow", (w + 1) / 2), pr.scalar("oh", (h + 1) / 2);
+    if (name == "resize_nearest" || name == "resize_linear") pr.scalar("ow", (w + 1) / 2), pr.scalar("oh", (h + 1) / 2);
     if (name == "binarize") pr.scalar("t", 128);
     if (name == "boxr") pr.scalar("r", 15);
     if (name == "canny") pr.scalar("lo", kCannyLow), pr.scalar("hi", kCannyHigh), pr.scalar("l2", 0);
@@ -1032,8 +1036,9 @@ int run_table(Pxl &px, const NppStreamContext &c, const std::vector<std::pair<in
       "boxr nppiFilterBoxBorder 31x31 (pxl: radius 15, rounded), integral nppiIntegral_8u32s (W+1 x H+1),\n"
       "equalize nppiHistogramEven + table on the host + nppiLUTPalette, canny nppiFilterCannyBorder\n"
       "(L1, 50/150; on 64x64 blocks with noise; NPP's edges are its own: the check counts differences);\n"
-      "to half the size: pyr_down nppiFilterGaussPyramidLayerDownBorder (1 4 6 4 1 / 16, mirror),\n"
-      "resize_area nppiResize SUPER, resize_nearest nppiResize NN (NPP's own positions: counted);\n"
+      "to half the size: pyr_down, pyr_down_sep nppiFilterGaussPyramidLayerDownBorder (1 4 6 4 1 / 16,\n"
+      "mirror), resize_area nppiResize SUPER, resize_nearest nppiResize NN, resize_linear nppiResize\n"
+      "LINEAR (NPP's own positions and weights: counted);\n"
       "all with NPP_BORDER_REPLICATE (pxl: clamp). pxl's reductions wait for the device on every run.\n");
   for (const auto &n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   return status;
