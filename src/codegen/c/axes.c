@@ -19,8 +19,9 @@
  * i<k>[ar<j> + aq<q>[x] + lane]. Every pixel computed the same declarations before
  * (nothing before them returns) from the same x or y, and every index expression is
  * total (no calls; pxl's division defines a zero divisor), so computing them for every
- * column and every row is the same arithmetic, in other places. Only the C generator
- * plans axes; on GPUs a thread's row and column values are registers anyway.
+ * column and every row is the same arithmetic, in other places. On GPUs (axes_regs) a
+ * thread owns one column and several rows: its column values and indices are scalars
+ * computed once (codegen/gpu/gen_gpu.c, kernel_axes).
  */
 #include <stdio.h>
 #include <string.h>
@@ -173,10 +174,10 @@ void cg_axes_params(Gen *g) {
   const Axes *A = g->axes;
   for (int i = 0; i < A->ndecl; i++) {
     const char *T = cg_ctype(A->decl[i]->var->type.s);
-    if (A->dim[i] == AX_X) OUT(", const %s *PXR_RESTRICT ac%d", T, i);
+    if (A->dim[i] == AX_X) OUT(g->axes_regs ? ", %s ac%d" : ", const %s *PXR_RESTRICT ac%d", T, i);
     else OUT(", %s v%d", T, A->decl[i]->var->slot);
   }
-  for (int i = 0; i < A->nq; i++) OUT(", const int32_t *PXR_RESTRICT aq%d", i);
+  for (int i = 0; i < A->nq; i++) OUT(g->axes_regs ? ", int32_t aq%d" : ", const int32_t *PXR_RESTRICT aq%d", i);
   for (int i = 0; i < A->nr; i++) OUT(", ptrdiff_t ar%d", i);
 }
 
@@ -205,7 +206,8 @@ bool cg_axes_decl(Gen *g, const Node *s) {
     if (A->decl[i] != s) continue;
     if (A->dim[i] == AX_X) {
       for (int d = 0; d < g->depth; d++) OUT("  ");
-      OUT("%s v%d = ac%d[x]; (void)v%d;\n", cg_ctype(s->var->type.s), s->var->slot, i, s->var->slot);
+      OUT("%s v%d = ac%d%s; (void)v%d;\n", cg_ctype(s->var->type.s), s->var->slot, i, g->axes_regs ? "" : "[x]",
+          s->var->slot);
     }
     return true; /* a row or uniform value: an argument */
   }
@@ -218,12 +220,13 @@ bool cg_axes_read(Gen *g, const Node *n, int lane) {
   for (int i = 0; i < A->nread; i++) {
     if (A->read[i] != n) continue;
     int k = n->param->img_index, q = A->rq[i], r = A->rr[i];
+    const char *at = g->axes_regs ? "" : "[x]";
     if (g->borders[k].kind == B_CONSTANT) {
-      OUT("(((ptrdiff_t)aq%d[x] | ar%d) < 0 ? ", q, r);
+      OUT("(((ptrdiff_t)aq%d%s | ar%d) < 0 ? ", q, at, r);
       cg_border_value(g, k);
-      OUT(" : i%d[ar%d + aq%d[x] + %d])", k, r, q, lane);
+      OUT(" : i%d[ar%d + aq%d%s + %d])", k, r, q, at, lane);
     } else {
-      OUT("i%d[ar%d + aq%d[x] + %d]", k, r, q, lane);
+      OUT("i%d[ar%d + aq%d%s + %d]", k, r, q, at, lane);
     }
     return true;
   }
@@ -285,6 +288,29 @@ void cg_axes_tables(Gen *g) {
     OUT(" }\n");
   }
   OUT("    }\n");
+  g->variant = variant;
+}
+
+void cg_axes_columns(Gen *g, const char *ind) {
+  const Axes *A = g->axes;
+  int variant = g->variant;
+  g->variant = V_EDGE;
+  for (int i = 0; i < A->ndecl; i++)
+    if (!A->dim[i]) decl_value(g, i, ind);
+  for (int i = 0; i < A->ndecl; i++)
+    if (A->dim[i] == AX_X) {
+      decl_value(g, i, ind);
+      OUT("%sconst %s ac%d = v%d;\n", ind, cg_ctype(A->decl[i]->var->type.s), i, A->decl[i]->var->slot);
+    }
+  for (int i = 0; i < A->nq; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "aq%d", i);
+    OUT("%sint32_t aq%d; { const int i_ = ", ind, i);
+    cg_expr(g, A->qx[i], 0);
+    OUT("; ");
+    mapped(g, name, A->qimg[i], false);
+    OUT(" }\n");
+  }
   g->variant = variant;
 }
 

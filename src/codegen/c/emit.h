@@ -94,7 +94,9 @@ typedef struct {
   int virt;          /* a rule C kernel's tile image (Decl.stage), or -1: its reads outside a
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */
-  const Axes *axes;  /* C: the kernel's axis values (cg_axes_plan), or NULL */
+  const Axes *axes;  /* the kernel's axis values (cg_axes_plan), or NULL */
+  bool axes_regs;    /* GPU: a thread's column values and column indices are scalars ac<i>,
+                      * aq<q> (it owns one column), not tables indexed by x */
 } Gen;
 
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
@@ -198,6 +200,9 @@ bool cg_axes_read(Gen *g, const Node *n, int lane);
  * (at indentation ind); freeing the tables. */
 void cg_axes_tables(Gen *g);
 void cg_axes_row(Gen *g, const char *ind);
+/* GPU (axes_regs): the uniform values, then the thread's column values and mapped column
+ * indices for its x, as scalars. */
+void cg_axes_columns(Gen *g, const char *ind);
 void cg_axes_free(Gen *g);
 
 /* The parameter of image number k of D. */

@@ -1667,11 +1667,47 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 
 /* The entry point of a kernel, the first that applies; gen_gpu_stage emits the pixel
  * functions it calls. */
-typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER } EntryForm;
+/* ---- gathers with axis values ----
+ *
+ * A gather whose values of x alone and y alone the plan found (codegen/c/axes.c): a
+ * thread owns one column and AXES_ROWS rows, y0 + 8 j of its block's 8 * AXES_ROWS, so
+ * that the block's 8 warps work on neighbouring rows at once. Its column values and mapped column indices are computed once, in registers;
+ * each row computes its row values and row offsets, then the pixel ("pa"), whose reads
+ * need no border test. A region smaller than the output (border none) runs every pixel
+ * with every check. */
+#define AXES_ROWS 8
+
+static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
+  const Decl *D = g->D;
+  int C = D->type.lanes;
+  const char *OT = cg_ctype(D->type.s);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = AXES_ROWS};
+  kernel_open(g, OT, 256);
+  OUT("  const int x = PXG_BX * 32 + PXG_TX, y0 = PXG_BY * %d + PXG_TY;\n", 8 * AXES_ROWS);
+  OUT("  if (x >= W || y0 >= H) return;\n");
+  OUT("  if (rx0 != 0 || rx1 != W || ry0 != 0 || ry1 != H) {\n");
+  OUT("    for (int y = y0; y < y0 + %d && y < H; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
+      8 * AXES_ROWS, OT);
+  pixel_checked(g, A, C, "      ");
+  OUT("    }\n    return;\n  }\n");
+  cg_axes_columns(g, "  ");
+  StrBuf aargs = {0};
+  sb_printf(&aargs, "%s", A);
+  cg_axes_args(g, &aargs);
+  OUT("  for (int y = y0; y < y0 + %d && y < H; y += 8) {\n", 8 * AXES_ROWS);
+  OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  cg_axes_row(g, "    ");
+  pixel_to_row(g, "pa", aargs.s, C, "    ");
+  OUT("  }\n}\n");
+  sb_free(&aargs);
+}
+
+typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER, ENTRY_AXES } EntryForm;
 
 /* Kernel D's entry form; fills *wk for the walk and *sp for strips. */
 static EntryForm entry_form(const Gen *g, const GpuTile *tile, Walk *wk, Strip *sp) {
   if (g->D->tile[0]) return ENTRY_TILER;
+  if (g->axes) return ENTRY_AXES;
   if (reg_width(g->D)) return ENTRY_REG;
   if (g->dialect == GPU_CUDA && cg_tabulated(g->D)) return ENTRY_TABLE;
   if (walk_plan(g, tile, wk)) return ENTRY_WALK;
@@ -1690,6 +1726,7 @@ static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, EntryForm f
   case ENTRY_NONSEQ: kernel_nonseq(g, A, L); break;
   case ENTRY_TILES: kernel_tiles(g, A, tile, L); break;
   case ENTRY_TILER: kernel_tiler(g, A, L); break;
+  case ENTRY_AXES: kernel_axes(g, A, L); break;
   }
 }
 
@@ -2514,6 +2551,9 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
   if (nonseq) cg_use_tile_buffer(g);
   if (D->stage) stage_fns(g, borders); /* the producer's functions and <pfx>_vk, before D's */
   cg_functions(g);
+  Axes axes;
+  g->axes_regs = true;
+  if (D->kind == D_KERNEL && !D->stage && chg < 0 && cg_axes_plan(g, &axes)) cg_pixel_fn(g, V_AXES, "pa", false);
   int VP = D->kind == D_HISTOGRAM && !cg_counts_only(g) ? 0 : reg_width(D);
   if (D->kind == D_HISTOGRAM && cg_counts_only(g)) g->bin_copies = hist_copies(D);
   if (VP) cg_pixel_fn(g, V_REG | V_DIRECT_REL, "pv", D->kind == D_HISTOGRAM);
