@@ -190,12 +190,12 @@ void cg_axes_voids(Gen *g) {
   for (int i = 0; i < A->nr; i++) OUT(" (void)ar%d;", i);
 }
 
-void cg_axes_args(Gen *g, StrBuf *buf) {
+void cg_axes_args(Gen *g, StrBuf *buf, const char *sfx) {
   const Axes *A = g->axes;
   for (int i = 0; i < A->ndecl; i++)
-    if (A->dim[i] == AX_X) sb_printf(buf, ", ac%d", i);
+    if (A->dim[i] == AX_X) sb_printf(buf, ", ac%d%s", i, sfx);
     else sb_printf(buf, ", v%d", A->decl[i]->var->slot);
-  for (int i = 0; i < A->nq; i++) sb_printf(buf, ", aq%d", i);
+  for (int i = 0; i < A->nq; i++) sb_printf(buf, ", aq%d%s", i, sfx);
   for (int i = 0; i < A->nr; i++) sb_printf(buf, ", ar%d", i);
 }
 
@@ -291,25 +291,34 @@ void cg_axes_tables(Gen *g) {
   g->variant = variant;
 }
 
-void cg_axes_columns(Gen *g, const char *ind) {
+void cg_axes_columns(Gen *g, const char *ind, int PX) {
   const Axes *A = g->axes;
   int variant = g->variant;
   g->variant = V_EDGE;
   for (int i = 0; i < A->ndecl; i++)
     if (!A->dim[i]) decl_value(g, i, ind);
-  for (int i = 0; i < A->ndecl; i++)
-    if (A->dim[i] == AX_X) {
-      decl_value(g, i, ind);
-      OUT("%sconst %s ac%d = v%d;\n", ind, cg_ctype(A->decl[i]->var->type.s), i, A->decl[i]->var->slot);
+  char in2[64];
+  snprintf(in2, sizeof in2, "%s  ", ind);
+  for (int c = 0; c < PX; c++) {
+    for (int i = 0; i < A->ndecl; i++)
+      if (A->dim[i] == AX_X) OUT("%s%s ac%d_%d;\n", ind, cg_ctype(A->decl[i]->var->type.s), i, c);
+    for (int i = 0; i < A->nq; i++) OUT("%sint32_t aq%d_%d;\n", ind, i, c);
+    OUT("%s{\n%sconst int x = xs + %d;\n", ind, in2, c);
+    for (int i = 0; i < A->ndecl; i++)
+      if (A->dim[i] == AX_X) {
+        decl_value(g, i, in2);
+        OUT("%sac%d_%d = v%d;\n", in2, i, c, A->decl[i]->var->slot);
+      }
+    for (int i = 0; i < A->nq; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "aq%d_%d", i, c);
+      OUT("%s{ const int i_ = ", in2);
+      cg_expr(g, A->qx[i], 0);
+      OUT("; ");
+      mapped(g, name, A->qimg[i], false);
+      OUT(" }\n");
     }
-  for (int i = 0; i < A->nq; i++) {
-    char name[16];
-    snprintf(name, sizeof name, "aq%d", i);
-    OUT("%sint32_t aq%d; { const int i_ = ", ind, i);
-    cg_expr(g, A->qx[i], 0);
-    OUT("; ");
-    mapped(g, name, A->qimg[i], false);
-    OUT(" }\n");
+    OUT("%s}\n", ind);
   }
   g->variant = variant;
 }

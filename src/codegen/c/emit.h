@@ -186,10 +186,10 @@ void cg_border_value(Gen *g, int k);
  * and for every kernel but a plain gather. */
 bool cg_axes_plan(Gen *g, Axes *A);
 /* The V_AXES pixel function's extra parameters, their (void) casts, and the call's
- * arguments (appended to buf). */
+ * arguments (appended to buf; the column values' and indices' names end in sfx). */
 void cg_axes_params(Gen *g);
 void cg_axes_voids(Gen *g);
-void cg_axes_args(Gen *g, StrBuf *buf);
+void cg_axes_args(Gen *g, StrBuf *buf, const char *sfx);
 /* In a V_AXES pixel function: statement s if it is a planned declaration (a column value
  * read from its table; row and uniform values are arguments); read n at lane `lane` if
  * it is a separable one. False: not planned, emit as usual. */
@@ -200,9 +200,9 @@ bool cg_axes_read(Gen *g, const Node *n, int lane);
  * (at indentation ind); freeing the tables. */
 void cg_axes_tables(Gen *g);
 void cg_axes_row(Gen *g, const char *ind);
-/* GPU (axes_regs): the uniform values, then the thread's column values and mapped column
- * indices for its x, as scalars. */
-void cg_axes_columns(Gen *g, const char *ind);
+/* GPU (axes_regs): the uniform values, then the column values and mapped column indices
+ * of the thread's PX columns xs + c, as scalars ac<i>_<c>, aq<q>_<c>. */
+void cg_axes_columns(Gen *g, const char *ind, int PX);
 void cg_axes_free(Gen *g);
 
 /* The parameter of image number k of D. */

@@ -439,7 +439,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   if (g->axes) { /* column tables, row values: the loop below where they cannot be allocated */
     StrBuf aargs = {0};
     sb_printf(&aargs, "%s", A_text(&args));
-    cg_axes_args(g, &aargs);
+    cg_axes_args(g, &aargs, "");
     cg_axes_tables(g);
     OUT("  if (axes_) {\n");
     OUT("    #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");

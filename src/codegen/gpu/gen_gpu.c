@@ -1670,36 +1670,51 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 /* ---- gathers with axis values ----
  *
  * A gather whose values of x alone and y alone the plan found (codegen/c/axes.c): a
- * thread owns one column and AXES_ROWS rows, y0 + 8 j of its block's 8 * AXES_ROWS, so
- * that the block's 8 warps work on neighbouring rows at once. Its column values and mapped column indices are computed once, in registers;
- * each row computes its row values and row offsets, then the pixel ("pa"), whose reads
- * need no border test. A region smaller than the output (border none) runs every pixel
- * with every check. */
+ * thread owns PX neighbouring columns (4 bytes of output pixels, or one pixel) and
+ * AXES_ROWS rows, y0 + 8 j of its block's 8 * AXES_ROWS, so that the block's 8 warps work
+ * on neighbouring rows at once. The columns' values and mapped indices are computed
+ * once, in registers; each row computes its row values and row offsets once, then the
+ * PX pixels ("pa", whose reads need no border test), stored with one vector store where
+ * aligned. A region smaller than the output (border none) runs every pixel with every
+ * check. */
 #define AXES_ROWS 8
 
 static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
   const Decl *D = g->D;
-  int C = D->type.lanes;
+  int C = D->type.lanes, ob = bytes_of(D->type);
+  int PX = pow2(ob) && ob < 4 ? 4 / ob : 1, N = PX * C;
+  bool vec = pow2(PX * ob) && N > 1; /* one element needs no vector view (kernel_tiles) */
   const char *OT = cg_ctype(D->type.s);
-  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = AXES_ROWS};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = AXES_ROWS};
   kernel_open(g, OT, 256);
-  OUT("  const int x = PXG_BX * 32 + PXG_TX, y0 = PXG_BY * %d + PXG_TY;\n", 8 * AXES_ROWS);
-  OUT("  if (x >= W || y0 >= H) return;\n");
+  OUT("  const int xs = (PXG_BX * 32 + PXG_TX) * %d, y0 = PXG_BY * %d + PXG_TY;\n", PX, 8 * AXES_ROWS);
+  OUT("  if (xs >= W || y0 >= H) return;\n");
   OUT("  if (rx0 != 0 || rx1 != W || ry0 != 0 || ry1 != H) {\n");
   OUT("    for (int y = y0; y < y0 + %d && y < H; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
       8 * AXES_ROWS, OT);
+  OUT("      for (int x = xs; x < xs + %d && x < W; x++)\n", PX);
   pixel_checked(g, A, C, "      ");
   OUT("    }\n    return;\n  }\n");
-  cg_axes_columns(g, "  ");
-  StrBuf aargs = {0};
-  sb_printf(&aargs, "%s", A);
-  cg_axes_args(g, &aargs);
+  cg_axes_columns(g, "  ", PX);
   OUT("  for (int y = y0; y < y0 + %d && y < H; y += 8) {\n", 8 * AXES_ROWS);
-  OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n", OT);
+  OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op + (ptrdiff_t)xs * %d;\n", OT, C);
   cg_axes_row(g, "    ");
-  pixel_to_row(g, "pa", aargs.s, C, "    ");
+  if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", PX * ob, OT, N);
+  else OUT("    struct { %s e[%d]; } v_;\n", OT, N);
+  for (int c = 0; c < PX; c++) {
+    StrBuf aargs = {0};
+    char sfx[16];
+    snprintf(sfx, sizeof sfx, "_%d", c);
+    sb_printf(&aargs, "%s", A);
+    cg_axes_args(g, &aargs, sfx);
+    OUT("    %s_pa(%s, xs + %d, y, W, H, v_.e + %d);\n", g->pfx, aargs.s, c, c * C);
+    sb_free(&aargs);
+  }
+  if (vec) OUT("    if (xs + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_.v;\n    else ", PX,
+               PX * ob - 1, PX * ob);
+  else OUT("    ");
+  OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_.e[e];\n", N, C);
   OUT("  }\n}\n");
-  sb_free(&aargs);
 }
 
 typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER, ENTRY_AXES } EntryForm;
