@@ -146,14 +146,18 @@ Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), voi
   return c;
 }
 
+bool ir_any_in(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx) {
+  if (pred(n, ctx) || ir_any(n->a, pred, ctx) || ir_any(n->b, pred, ctx) || ir_any(n->c, pred, ctx) ||
+      ir_any(n->init, pred, ctx) || ir_any(n->step, pred, ctx) || ir_any(n->body, pred, ctx))
+    return true;
+  for (int i = 0; i < n->nargs; i++)
+    if (ir_any(n->args[i], pred, ctx)) return true;
+  return false;
+}
+
 bool ir_any(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx) {
-  for (; n; n = n->next) {
-    if (pred(n, ctx) || ir_any(n->a, pred, ctx) || ir_any(n->b, pred, ctx) || ir_any(n->c, pred, ctx) ||
-        ir_any(n->init, pred, ctx) || ir_any(n->step, pred, ctx) || ir_any(n->body, pred, ctx))
-      return true;
-    for (int i = 0; i < n->nargs; i++)
-      if (ir_any(n->args[i], pred, ctx)) return true;
-  }
+  for (; n; n = n->next)
+    if (ir_any_in(n, pred, ctx)) return true;
   return false;
 }
 

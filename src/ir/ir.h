@@ -512,6 +512,8 @@ Node *ir_clone(Arena *a, const Node *n, void (*edit)(void *ctx, Node *copy), voi
 /* Whether pred holds for a node of the tree n (its next chain and every child, operands
  * and arguments included). */
 bool ir_any(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx);
+/* The same for node n and its children only (a statement, not the statements after it). */
+bool ir_any_in(const Node *n, bool (*pred)(const Node *n, const void *ctx), const void *ctx);
 /* n without the casts around it (NULL for NULL). */
 const Node *ir_strip_casts(const Node *n);
 /* The pipeline value call pv reads as its callee's first image (image 0, whose size a

@@ -83,16 +83,6 @@ static bool returns(const Node *n, const void *ctx) {
   return n->kind == ND_RETURN;
 }
 
-/* pred on statement s or a node inside it (not the statements after it). */
-static bool in_stmt(const Node *s, bool (*pred)(const Node *n, const void *ctx), const void *ctx) {
-  if (pred(s, ctx) || ir_any(s->a, pred, ctx) || ir_any(s->b, pred, ctx) || ir_any(s->c, pred, ctx) ||
-      ir_any(s->init, pred, ctx) || ir_any(s->step, pred, ctx) || ir_any(s->body, pred, ctx))
-    return true;
-  for (int i = 0; i < s->nargs; i++)
-    if (ir_any(s->args[i], pred, ctx)) return true;
-  return false;
-}
-
 static bool assigns(const Node *n, const void *ctx) {
   return (n->kind == ND_ASSIGN || n->kind == ND_LANESET || n->kind == ND_ISET) && n->var == ctx;
 }
@@ -153,7 +143,7 @@ bool cg_axes_plan(Gen *g, Axes *A) {
   if (D->kind != D_KERNEL || D->skel != SK_GATHER || D->scan || D->sep || D->nouts || D->tile[0] || !D->body)
     return false;
   for (const Node *s = D->body->body; s && A->ndecl < PXL_CG_MAX_AXES; s = s->next) {
-    if (in_stmt(s, returns, NULL)) break;
+    if (ir_any_in(s, returns, NULL)) break;
     if (s->kind != ND_DECL || !s->a || s->var->len || s->var->type.lanes != 1 || ir_any(D->body, assigns, s->var))
       continue;
     int d = dep(A, s->a);
