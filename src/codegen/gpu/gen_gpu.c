@@ -1696,7 +1696,11 @@ static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
   pixel_checked(g, A, C, "      ");
   OUT("    }\n    return;\n  }\n");
   cg_axes_columns(g, "  ", PX);
-  OUT("  for (int y = y0; y < y0 + %d && y < H; y += 8) {\n", 8 * AXES_ROWS);
+  /* the rows one after another: unrolled (their loads in flight together), resize_linear
+   * went 0.0487 -> 0.0511 ms at 8192^2 on the H200, resize_nearest 0.0231 -> 0.0236. A
+   * guarded block, not `break` (tile_store: PoCL 3.1's optimiser stored rows past H with
+   * the break) */
+  OUT("  #pragma unroll 1\n  for (int j = 0; j < %d; j++) {\n    const int y = y0 + 8 * j;\n    if (y < H) {\n", AXES_ROWS);
   OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op + (ptrdiff_t)xs * %d;\n", OT, C);
   cg_axes_row(g, "    ");
   if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", PX * ob, OT, N);
@@ -1714,7 +1718,7 @@ static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
                PX * ob - 1, PX * ob);
   else OUT("    ");
   OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_.e[e];\n", N, C);
-  OUT("  }\n}\n");
+  OUT("    }\n  }\n}\n");
 }
 
 typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER, ENTRY_AXES } EntryForm;
