@@ -164,10 +164,14 @@ void cg_axes_params(Gen *g) {
   const Axes *A = g->axes;
   for (int i = 0; i < A->ndecl; i++) {
     const char *T = cg_ctype(A->decl[i]->var->type.s);
-    if (A->dim[i] == AX_X) OUT(g->axes_regs ? ", %s ac%d" : ", const %s *PXR_RESTRICT ac%d", T, i);
+    const char *rs = g->plain_ptrs ? "" : "PXR_RESTRICT ";
+    if (A->dim[i] == AX_X && g->axes_regs) OUT(", %s ac%d", T, i);
+    else if (A->dim[i] == AX_X) OUT(", const %s *%sac%d", T, rs, i);
     else OUT(", %s v%d", T, A->decl[i]->var->slot);
   }
-  for (int i = 0; i < A->nq; i++) OUT(g->axes_regs ? ", int32_t aq%d" : ", const int32_t *PXR_RESTRICT aq%d", i);
+  for (int i = 0; i < A->nq; i++)
+    if (g->axes_regs) OUT(", int32_t aq%d", i);
+    else OUT(", const int32_t *%saq%d", g->plain_ptrs ? "" : "PXR_RESTRICT ", i);
   for (int i = 0; i < A->nr; i++) OUT(", ptrdiff_t ar%d", i);
 }
 
@@ -204,6 +208,46 @@ bool cg_axes_decl(Gen *g, const Node *s) {
   return false;
 }
 
+/* Whether image k's separable reads may load 4 bytes (V_WIDE): pixels of 1 or 2 bytes
+ * whose indices the border mode maps inside (not constant). The 3 (1) bytes past a pixel
+ * of any row but the last lie in the next row; the row test keeps the last row out. */
+static bool wide_image(const Gen *g, int k) {
+  Scalar t = cg_image_param(g->D, k)->type.s;
+  return (t == T_U8 || t == T_U16 || t == T_I16) && g->borders[k].kind != B_CONSTANT;
+}
+
+bool cg_axes_wide(const Gen *g) {
+  const Axes *A = g->axes;
+  for (int i = 0; A && i < A->nread; i++)
+    if (wide_image(g, A->read[i]->param->img_index)) return true;
+  return false;
+}
+
+void cg_axes_wide_helpers(Gen *g) {
+  /* A 4-byte load at any address (aligned(1)) whose low bytes are the pixel: on a
+   * little-endian target only (<pfx>_WIDE). Not memcpy: gcc treats its load as aliasing
+   * every store and then vectorises no gather; the output is a restrict parameter of the
+   * row function and the images are only read. */
+  OUT("#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__\n#define %s_WIDE 1\n#else\n#define %s_WIDE 0\n#endif\n",
+      g->pfx, g->pfx);
+  OUT("typedef uint32_t %s_u32u __attribute__((aligned(1)));\n", g->pfx);
+  OUT("PXR_FN uint32_t %s_ld4(const uint8_t *p) { return *(const %s_u32u *)p; }\n", g->pfx, g->pfx);
+}
+
+void cg_axes_wide_test(Gen *g, const char *ind) {
+  const Axes *A = g->axes;
+  OUT("%sconst int wide_ = %s_WIDE", ind, g->pfx);
+  for (int r = 0; r < A->nr; r++) {
+    int k = A->rimg[r];
+    bool used = false;
+    for (int i = 0; i < A->nread; i++)
+      if (A->rr[i] == r && wide_image(g, k)) used = true;
+    if (used) /* the last element a 4-byte load can touch, elements 3 (1) past the row's */
+      OUT(" && ar%d + %d <= (ptrdiff_t)(h%d - 1) * p%d", r, scalar_size(cg_image_param(g->D, k)->type.s) == 1 ? 3 : 1, k, k);
+  }
+  OUT(";\n");
+}
+
 bool cg_axes_read(Gen *g, const Node *n, int lane) {
   const Axes *A = g->axes;
   if (!(g->variant & V_AXES)) return false;
@@ -211,6 +255,12 @@ bool cg_axes_read(Gen *g, const Node *n, int lane) {
     if (A->read[i] != n) continue;
     int k = n->param->img_index, q = A->rq[i], r = A->rr[i];
     const char *at = g->axes_regs ? "" : "[x]";
+    if ((g->variant & V_WIDE) && wide_image(g, k)) { /* the low bytes of a 4-byte load */
+      Scalar t = n->param->type.s;
+      OUT("((%s)(%s)%s_ld4((const uint8_t *)(i%d + ar%d + aq%d%s + %d)))", cg_ctype(t), t == T_U8 ? "uint8_t" : "uint16_t",
+          g->pfx, k, r, q, at, lane);
+      return true;
+    }
     if (g->borders[k].kind == B_CONSTANT) {
       OUT("(((ptrdiff_t)aq%d%s | ar%d) < 0 ? ", q, at, r);
       cg_border_value(g, k);

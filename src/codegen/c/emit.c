@@ -851,13 +851,16 @@ static int tile_buffer_image(const Decl *D) {
 }
 
 /* Parameter list of the pixel and read functions: images then scalars. */
+/* "PXR_RESTRICT " for pointer parameters, or nothing (Gen.plain_ptrs). */
+static const char *restrict_kw(const Gen *g) { return g->plain_ptrs ? "" : "PXR_RESTRICT "; }
+
 static void img_params(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
     if (p->is_image)
-      OUT("const PXR_GLOBAL %s *PXR_RESTRICT i%d, ptrdiff_t p%d, int w%d, int h%d", cg_ctype(p->type.s), p->img_index, p->img_index,
+      OUT("const PXR_GLOBAL %s *%si%d, ptrdiff_t p%d, int w%d, int h%d", cg_ctype(p->type.s), restrict_kw(g), p->img_index, p->img_index,
           p->img_index, p->img_index);
     else
       cg_scalar_param(g, p);
@@ -868,7 +871,7 @@ static void img_params(Gen *g) {
 
 void cg_scalar_param(Gen *g, const Param *p) {
   if (typed_array(g, p))
-    OUT("const %s%s *PXR_RESTRICT s%d", g->shared_arrays ? "PXR_LOCAL " : "", cg_ctype(p->type.s), p->scalar_index);
+    OUT("const %s%s *%ss%d", g->shared_arrays ? "PXR_LOCAL " : "", cg_ctype(p->type.s), restrict_kw(g), p->scalar_index);
   else if (p->len) OUT("const PXR_GLOBAL pxlc_scalar *s%d", p->scalar_index);
   else OUT("%s s%d", cg_ctype(p->type.s), p->scalar_index);
 }
@@ -1009,7 +1012,7 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
         counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
   else
-    OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT o) {\n", cg_ctype(D->type.s));
+    OUT(", int x, int y, int W, int H, %s *%so) {\n", cg_ctype(D->type.s), restrict_kw(g));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");
   void_params(g);
   if (variant & V_AXES) {

@@ -24,7 +24,8 @@
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
        V_ROWSUM = 64 /* with V_SEP: the window's values given as r<i> (sums the caller slides; GPU packed min/max) */,
        V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */,
-       V_AXES = 256 /* C: column values, row values and separable reads as arguments (axes.c) */ };
+       V_AXES = 256 /* column values, row values and separable reads as arguments (axes.c) */,
+       V_WIDE = 512 /* with V_AXES, C: separable reads of 1- and 2-byte pixels as 4-byte loads */ };
 
 /* The marker before the generated statements of each .pxl line: a comment
  * "/" "* .pxl line N *" "/". */
@@ -95,6 +96,10 @@ typedef struct {
                       * staged tile call <pfx>_vk, which computes the producer there (the
                       * GPU generator defines it); it has no read function */
   const Axes *axes;  /* the kernel's axis values (cg_axes_plan), or NULL */
+  bool plain_ptrs;   /* C: the pixel function's pointer parameters without restrict (the
+                      * axes' row functions hold them restrict: gcc then vectorises the
+                      * row's gathers, which it does not through an inlined function's
+                      * own restrict parameters) */
   bool axes_regs;    /* GPU: a thread's column values and column indices are scalars ac<i>,
                       * aq<q> (it owns one column), not tables indexed by x */
 } Gen;
@@ -195,6 +200,12 @@ void cg_axes_args(Gen *g, StrBuf *buf, const char *sfx);
  * it is a separable one. False: not planned, emit as usual. */
 bool cg_axes_decl(Gen *g, const Node *s);
 bool cg_axes_read(Gen *g, const Node *n, int lane);
+/* C: whether some separable read can load 4 bytes for a 1- or 2-byte pixel (V_WIDE); the
+ * unit's helpers for it (<pfx>_ld4, <pfx>_WIDE); the row's test that its wide loads stay
+ * inside every image (`ind`int wide_ = ...;). */
+bool cg_axes_wide(const Gen *g);
+void cg_axes_wide_helpers(Gen *g);
+void cg_axes_wide_test(Gen *g, const char *ind);
 /* The entry's part: the uniform values, the column tables and `axes_` (they were
  * allocated and the region is the whole output); each row's values and row offsets
  * (at indentation ind); freeing the tables. */

@@ -25,7 +25,7 @@
 
 /* The CPU's names of the pixel-function variants. */
 static const char *variant_name(int v) {
-  return v == V_AXES ? "pa" : v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
+  return v == V_AXES ? "pa" : v == (V_AXES | V_WIDE) ? "pw" : v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
          : (v & V_SEP) ? "ph" : "pt";
 }
 
@@ -446,9 +446,13 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("    for (int y = 0; y < H; y++) {\n");
     OUT("      %s *orow = o + (ptrdiff_t)y * op;\n", OT);
     cg_axes_row(g, "      ");
-    OUT("      for (int x = 0; x < W; x++) %s_%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n    }\n", g->pfx,
-        variant_name(V_AXES), A_text(&aargs), C);
-    OUT("  }\n");
+    if (cg_axes_wide(g)) { /* 4-byte loads where every one of the row stays inside its image */
+      cg_axes_wide_test(g, "      ");
+      OUT("      if (wide_) %s_rw(%s, y, W, H, orow);\n      else ", g->pfx, A_text(&aargs));
+    } else {
+      OUT("      ");
+    }
+    OUT("%s_ra(%s, y, W, H, orow);\n    }\n  }\n", g->pfx, A_text(&aargs));
     cg_axes_free(g);
     OUT("  if (axes_) return;\n");
     sb_free(&aargs);
@@ -704,6 +708,36 @@ static const char threads_text[] =
     "#ifdef _OPENMP\n  return omp_get_thread_num();\n#else\n  return 0;\n#endif\n}\n";
 
 /* Emits the static functions and the entry point of one instance. */
+/* A row of a kernel with axis values: row function <pfx>_<name> calls pixel function
+ * `variant` for x in [0, W). Its pointer parameters are restrict, the pixel function's
+ * are not: so gcc vectorises the row's gathers (4-byte loads, V_WIDE). */
+static void axes_row_fn(Gen *g, int variant, const char *name) {
+  StrBuf params = {0}, args = {0};
+  cg_params_text(g, &params);
+  cg_args_text(g, &args);
+  cg_axes_args(g, &args, "");
+  OUT("static void %s_%s(%s", g->pfx, name, A_text(&params));
+  cg_axes_params(g);
+  OUT(", int y, int W, int H, %s *PXR_RESTRICT orow) {\n", cg_ctype(g->D->type.s));
+  OUT("  for (int x = 0; x < W; x++) %s_%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n}\n", g->pfx,
+      variant_name(variant), A_text(&args), g->D->type.lanes);
+  sb_free(&params);
+  sb_free(&args);
+}
+
+/* The pixel and row functions of a kernel with axis values (g->axes): "pa" / "ra", and
+ * where some read can load 4 bytes (cg_axes_wide), "pw" / "rw". */
+static void axes_fns(Gen *g) {
+  bool wide = cg_axes_wide(g);
+  if (wide) cg_axes_wide_helpers(g);
+  g->plain_ptrs = true;
+  pixel_fn(g, V_AXES, false);
+  if (wide) pixel_fn(g, V_AXES | V_WIDE, false);
+  g->plain_ptrs = false;
+  axes_row_fn(g, V_AXES, "ra");
+  if (wide) axes_row_fn(g, V_AXES | V_WIDE, "rw");
+}
+
 static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, const char *pfx, const char *fname,
                          bool exported, Err *err) {
   bool direct[64] = {0};
@@ -739,7 +773,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     histogram_entry(g, fname, exported);
   } else {
     Axes axes;
-    if (!cg_tabulated(D) && !cg_corner_tiles(D) && cg_axes_plan(g, &axes)) pixel_fn(g, V_AXES, false);
+    if (!cg_tabulated(D) && !cg_corner_tiles(D) && cg_axes_plan(g, &axes)) axes_fns(g);
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
     if (!cg_corner_tiles(D) && !D->sep && !D->tile[0]) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
     if (cg_corner_tiles(D) || D->tile[0]) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
