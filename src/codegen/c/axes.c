@@ -273,19 +273,21 @@ bool cg_axes_read(Gen *g, const Node *n, int lane) {
   return false;
 }
 
-/* `name = ` index i_ mapped by image k's border mode onto a column (times the
- * channels) or a row (times the pitch); -1 outside for a constant border. */
-static void mapped(Gen *g, const char *name, int k, bool row) {
+/* `ind`{ const int i_ = e; name = i_ mapped by image k's border mode onto a column
+ * (times the channels) or a row (times the pitch), -1 outside for a constant border; } */
+static void mapped(Gen *g, const char *ind, const char *name, const Node *e, int k, bool row) {
   const char *T = row ? "ptrdiff_t" : "int32_t";
   char n[16], scale[16];
   snprintf(n, sizeof n, "%c%d", row ? 'h' : 'w', k);
   if (row) snprintf(scale, sizeof scale, "p%d", k);
   else snprintf(scale, sizeof scale, "%d", cg_image_param(g->D, k)->type.lanes);
+  OUT("%s{ const int i_ = ", ind);
+  cg_expr(g, e, 0);
   if (g->borders[k].kind == B_CONSTANT)
-    OUT("%s = pxr_inside(i_, %s) ? (%s)i_ * %s : -1;", name, n, T, scale);
+    OUT("; %s = pxr_inside(i_, %s) ? (%s)i_ * %s : -1; }\n", name, n, T, scale);
   else
-    OUT("%s = (%s)(pxr_inside(i_, %s) ? i_ : %s(i_, %s)) * %s;", name, T, n, cg_border_index_fn(g->borders[k].kind), n,
-        scale);
+    OUT("; %s = (%s)(pxr_inside(i_, %s) ? i_ : %s(i_, %s)) * %s; }\n", name, T, n, cg_border_index_fn(g->borders[k].kind),
+        n, scale);
 }
 
 static void decl_value(Gen *g, int i, const char *ind) {
@@ -295,13 +297,33 @@ static void decl_value(Gen *g, int i, const char *ind) {
   OUT(";\n");
 }
 
+static void uniform_values(Gen *g, const char *ind) {
+  for (int i = 0; i < g->axes->ndecl; i++)
+    if (!g->axes->dim[i]) decl_value(g, i, ind);
+}
+
+/* The column values and mapped column indices of column x (in scope), stored into
+ * ac<i><sfx> and aq<q><sfx>. */
+static void column_values(Gen *g, const char *ind, const char *sfx) {
+  const Axes *A = g->axes;
+  for (int i = 0; i < A->ndecl; i++)
+    if (A->dim[i] == AX_X) {
+      decl_value(g, i, ind);
+      OUT("%sac%d%s = v%d;\n", ind, i, sfx, A->decl[i]->var->slot);
+    }
+  for (int i = 0; i < A->nq; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "aq%d%s", i, sfx);
+    mapped(g, ind, name, A->qx[i], A->qimg[i], false);
+  }
+}
+
 void cg_axes_tables(Gen *g) {
   const Axes *A = g->axes;
   int variant = g->variant;
   g->variant = V_EDGE;
   OUT("  /* axis values (codegen/c/axes.c): uniform ones, then tables over the columns */\n");
-  for (int i = 0; i < A->ndecl; i++)
-    if (!A->dim[i]) decl_value(g, i, "  ");
+  uniform_values(g, "  ");
   for (int i = 0; i < A->ndecl; i++)
     if (A->dim[i] == AX_X) {
       const char *T = cg_ctype(A->decl[i]->var->type.s);
@@ -313,20 +335,7 @@ void cg_axes_tables(Gen *g) {
     if (A->dim[i] == AX_X) OUT(" && ac%d", i);
   for (int i = 0; i < A->nq; i++) OUT(" && aq%d", i);
   OUT(";\n  if (axes_)\n    for (int x = 0; x < W; x++) {\n");
-  for (int i = 0; i < A->ndecl; i++)
-    if (A->dim[i] == AX_X) {
-      decl_value(g, i, "      ");
-      OUT("      ac%d[x] = v%d;\n", i, A->decl[i]->var->slot);
-    }
-  for (int i = 0; i < A->nq; i++) {
-    char name[16];
-    snprintf(name, sizeof name, "aq%d[x]", i);
-    OUT("      { const int i_ = ");
-    cg_expr(g, A->qx[i], 0);
-    OUT("; ");
-    mapped(g, name, A->qimg[i], false);
-    OUT(" }\n");
-  }
+  column_values(g, "      ", "[x]");
   OUT("    }\n");
   g->variant = variant;
 }
@@ -335,29 +344,16 @@ void cg_axes_columns(Gen *g, const char *ind, int PX) {
   const Axes *A = g->axes;
   int variant = g->variant;
   g->variant = V_EDGE;
-  for (int i = 0; i < A->ndecl; i++)
-    if (!A->dim[i]) decl_value(g, i, ind);
-  char in2[64];
+  uniform_values(g, ind);
+  char in2[64], sfx[16];
   snprintf(in2, sizeof in2, "%s  ", ind);
   for (int c = 0; c < PX; c++) {
     for (int i = 0; i < A->ndecl; i++)
       if (A->dim[i] == AX_X) OUT("%s%s ac%d_%d;\n", ind, cg_ctype(A->decl[i]->var->type.s), i, c);
     for (int i = 0; i < A->nq; i++) OUT("%sint32_t aq%d_%d;\n", ind, i, c);
     OUT("%s{\n%sconst int x = xs + %d;\n", ind, in2, c);
-    for (int i = 0; i < A->ndecl; i++)
-      if (A->dim[i] == AX_X) {
-        decl_value(g, i, in2);
-        OUT("%sac%d_%d = v%d;\n", in2, i, c, A->decl[i]->var->slot);
-      }
-    for (int i = 0; i < A->nq; i++) {
-      char name[16];
-      snprintf(name, sizeof name, "aq%d_%d", i, c);
-      OUT("%s{ const int i_ = ", in2);
-      cg_expr(g, A->qx[i], 0);
-      OUT("; ");
-      mapped(g, name, A->qimg[i], false);
-      OUT(" }\n");
-    }
+    snprintf(sfx, sizeof sfx, "_%d", c);
+    column_values(g, in2, sfx);
     OUT("%s}\n", ind);
   }
   g->variant = variant;
@@ -372,11 +368,8 @@ void cg_axes_row(Gen *g, const char *ind) {
   for (int i = 0; i < A->nr; i++) {
     char name[16];
     snprintf(name, sizeof name, "ar%d", i);
-    OUT("%sptrdiff_t ar%d; { const int i_ = ", ind, i);
-    cg_expr(g, A->ry[i], 0);
-    OUT("; ");
-    mapped(g, name, A->rimg[i], true);
-    OUT(" }\n");
+    OUT("%sptrdiff_t ar%d;\n", ind, i);
+    mapped(g, ind, name, A->ry[i], A->rimg[i], true);
   }
   g->variant = variant;
 }

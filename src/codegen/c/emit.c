@@ -850,10 +850,10 @@ static int tile_buffer_image(const Decl *D) {
   return k;
 }
 
-/* Parameter list of the pixel and read functions: images then scalars. */
 /* "PXR_RESTRICT " for pointer parameters, or nothing (Gen.plain_ptrs). */
 static const char *restrict_kw(const Gen *g) { return g->plain_ptrs ? "" : "PXR_RESTRICT "; }
 
+/* Parameter list of the pixel and read functions: images then scalars. */
 static void img_params(Gen *g) {
   const Decl *D = g->D;
   for (int i = 0; i < D->nparams; i++) {

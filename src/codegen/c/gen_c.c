@@ -707,7 +707,6 @@ static const char threads_text[] =
     "static inline int pxlc_thread_id(void) {\n"
     "#ifdef _OPENMP\n  return omp_get_thread_num();\n#else\n  return 0;\n#endif\n}\n";
 
-/* Emits the static functions and the entry point of one instance. */
 /* A row of a kernel with axis values: row function <pfx>_<name> calls pixel function
  * `variant` for x in [0, W). Its pointer parameters are restrict, the pixel function's
  * are not: so gcc vectorises the row's gathers (4-byte loads, V_WIDE). */
@@ -738,6 +737,7 @@ static void axes_fns(Gen *g) {
   if (wide) axes_row_fn(g, V_AXES | V_WIDE, "rw");
 }
 
+/* Emits the static functions and the entry point of one instance. */
 static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, const char *pfx, const char *fname,
                          bool exported, Err *err) {
   bool direct[64] = {0};

@@ -1665,8 +1665,6 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    } else {\n      for (int e = 0; e < 16 && xs + e < W; e++) orow[e] = lut_[irow[e]];\n    }\n  }\n}\n");
 }
 
-/* The entry point of a kernel, the first that applies; gen_gpu_stage emits the pixel
- * functions it calls. */
 /* ---- gathers with axis values ----
  *
  * A gather whose values of x alone and y alone the plan found (codegen/c/axes.c): a
@@ -1721,6 +1719,8 @@ static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    }\n  }\n}\n");
 }
 
+/* The entry point of a kernel, the first that applies; gen_gpu_stage emits the pixel
+ * functions it calls. */
 typedef enum { ENTRY_REG, ENTRY_TABLE, ENTRY_WALK, ENTRY_STRIPS, ENTRY_NONSEQ, ENTRY_TILES, ENTRY_TILER, ENTRY_AXES } EntryForm;
 
 /* Kernel D's entry form; fills *wk for the walk and *sp for strips. */
