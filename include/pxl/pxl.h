@@ -330,7 +330,7 @@ typedef struct pxl_queue pxl_queue;
 #define PXL_QUEUE_MAX_DEPTH 16
 
 /* A queue for `entry` (NULL: pxl_run's default) of prog on ctx's device. depth: runs in
- * flight, 1 to 16, or 0 for the device's choice (GPUs 4: uploads, runs and downloads
+ * flight, 1 to PXL_QUEUE_MAX_DEPTH, or 0 for the device's choice (GPUs 4: uploads, runs and downloads
  * overlap; the CPU and "ref" one per core, at most 8, the cores shared out among them). */
 int pxl_queue_new(pxl_context *ctx, pxl_program *prog, const char *entry, int depth, pxl_queue **out);
 /* Queues a run with args (taken over: freed by the queue, also on failure). PXL_EARG when
