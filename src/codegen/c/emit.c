@@ -209,6 +209,18 @@ static void emit_read(Gen *g, const Node *n, int lane) {
   if (!rel && (g->variant & V_TILEBUF) && k == g->tb_img) { /* the tile's footprint, copied */
     /* rows of the buffer follow the coordinate that varies with the output's y, so the
      * pixel loop over x reads it contiguously */
+    if (g->variant & V_WIN) { /* a GPU thread's window, widened (kernel_tiler_walk): the position less
+                               * the paving's part (x and y times their coefficients, which the
+                               * compiler cancels against the read's own, so that the index is a
+                               * constant once unrolled) less the constant fx0, fy0 */
+      const Access *ac = &g->D->access[k];
+      OUT("((%s)tb[(ptrdiff_t)(pxr_sub_i32(", cg_ctype(p->type.s));
+      cg_expr(g, n->b, 0);
+      OUT(", pxr_mul_i32(%lld, y)) - fy0) * fs + (ptrdiff_t)(pxr_sub_i32(", (long long)ac->ay.cy);
+      cg_expr(g, n->a, 0);
+      OUT(", pxr_mul_i32(%lld, x)) - fx0) * %d + %d])", (long long)ac->ax.cx, p->type.lanes, lane);
+      return;
+    }
     OUT("tb[(ptrdiff_t)(");
     cg_expr(g, g->tb_t ? n->a : n->b, 0);
     OUT(g->tb_t ? " - fx0) * fs + (ptrdiff_t)(" : " - fy0) * fs + (ptrdiff_t)(");
@@ -1000,8 +1012,11 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
         OUT(", const %s%s *PXR_RESTRICT t%d, int ox%d, int oy%d, int tp%d", (variant & V_WIN) ? "" : "PXR_LOCAL ",
             (variant & V_WIN) ? cg_window_ctype(p->type.s) : cg_ctype(p->type.s), k, k, k, k);
     }
-  if (variant & V_TILEBUF)
-    OUT(", const PXR_LOCAL %s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", cg_ctype(cg_image_param(D, g->tb_img)->type.s));
+  if (variant & V_TILEBUF) { /* with V_WIN, a private array of widened pixels (a GPU thread's window) */
+    Scalar ts = cg_image_param(D, g->tb_img)->type.s;
+    OUT(", const %s%s *PXR_RESTRICT tb, int fx0, int fy0, ptrdiff_t fs", (variant & V_WIN) ? "" : "PXR_LOCAL ",
+        (variant & V_WIN) ? cg_window_ctype(ts) : cg_ctype(ts));
+  }
   if (variant & V_ROWSUM)
     for (int i = 0; i < D->sep->nacc; i++) OUT(", %s r%d", cg_ctype(D->sep->acc[i]->type.s), i);
   else if (variant & V_SEP)

@@ -23,7 +23,7 @@
  * thread's private array. */
 enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, V_REG = 16, V_SMEM = 32,
        V_ROWSUM = 64 /* with V_SEP: the window's values given as r<i> (sums the caller slides; GPU packed min/max) */,
-       V_WIN = 128 /* with V_SMEM: the window is a private array (a GPU thread's registers), not shared memory */,
+       V_WIN = 128 /* with V_SMEM or V_TILEBUF: the window or footprint is a private array of widened pixels (a GPU thread's registers), not shared memory */,
        V_AXES = 256 /* column values, row values and separable reads as arguments (axes.c) */,
        V_WIDE = 512 /* with V_AXES, C: separable reads of 1- and 2-byte pixels as 4-byte loads */ };
 

@@ -1631,11 +1631,155 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
  * 0.2205 against 0.0228 / 0.1309 without (byte loads from shared memory, bank
  * conflicts at the stride of 2). */
 #define TILER_ROWS 1
-static void kernel_tiler(Gen *g, const char *A, GpuLaunch *L) {
+/* ---- tilers walking down their image ----
+ *
+ * A tiler that reads one one-channel image of 1- or 2-byte pixels at affine positions on
+ * a diagonal paving, whose rows of PX repetitions start on 4-byte boundaries (the paving
+ * times PX a multiple of 4 bytes): a thread makes PX neighbouring repetitions in each of
+ * the tuned number of rows of repetitions (GpuTile.rows; with 8 bytes, twice PX), one below the other. Its window - the rows and columns
+ * its repetitions read, widened to 32 bits - is a private array (registers, once
+ * unrolled) loaded with 4-byte words; from one row of repetitions to the next the rows
+ * they share move up and only the paving's new rows are loaded. The repetitions read it
+ * ("pw": the footprint reads of V_TILEBUF on a private array, V_WIN). A thread whose
+ * window crosses an edge of the image, or whose image is not aligned, makes its
+ * repetitions one by one as kernel_tiler does. pyr_down read 25 bytes a pixel from L1
+ * one by one there. */
+#define TWALK_BY 4    /* thread rows per block: 128 threads */
+#define TWALK_REGS 96 /* window elements per thread at most */
+
+static int tiler_px(const Decl *D);
+
+typedef struct {
+  int PX, SH; /* repetitions per thread along x; rows of them (the tuned shape's rows) */
+  int E;      /* pixels per 4-byte word */
+  int NW, NR; /* words per window row; window rows */
+  int off;    /* pixels of the first word left of the first column read */
+} TilerWalk;
+
+static bool tiler_walk_plan(const Decl *D, const GpuTile *tile, TilerWalk *t) {
+  if (D->kind != D_KERNEL || !D->tile[0] || D->nimages != 1) return false;
+  const Access *ac = &D->access[0];
+  const Param *ip = image_param(D, 0);
+  Scalar s = ip->type.s;
+  if (!ac->read_abs || !ac->abs_affine || ac->read_rel || ac->gather || ip->type.lanes != 1) return false;
+  if (s != T_U8 && s != T_U16 && s != T_I16) return false;
+  const Affine *ax = &ac->ax, *ay = &ac->ay;
+  if (ax->cy || ay->cx || ax->cw || ax->ch || ay->cw || ay->ch || ax->cx < 1 || ay->cy < 1 || ax->cx > 64 ||
+      ay->cy > 64 || ax->c1 - ax->c0 > 64 || ay->c1 - ay->c0 > 64)
+    return false;
+  int es = scalar_size(s);
+  t->E = 4 / es, t->PX = tiler_px(D) * (tile && tile->bytes == 8 ? 2 : 1);
+  t->SH = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  if ((ax->cx * t->PX * es) % 4) return false;
+  t->off = (int)(((ax->c0 % t->E) + t->E) % t->E);
+  int span = (int)(ax->cx * (t->PX - 1) + ax->c1 - ax->c0 + 1);
+  t->NW = (t->off + span + t->E - 1) / t->E;
+  t->NR = (int)(ay->c1 - ay->c0 + 1);
+  return t->NR * t->NW * t->E <= TWALK_REGS;
+}
+
+/* Loads image row `yy` (a C expression) into window row `r`: its words, unpacked. */
+static void twalk_row(Gen *g, const TilerWalk *t, const char *r, const char *yy, const char *ind) {
+  Scalar s = image_param(g->D, 0)->type.s;
+  OUT("%s{\n%s  const PXR_GLOBAL uint32_t *q_ = (const PXR_GLOBAL uint32_t *)(i0 + (ptrdiff_t)(%s) * p0 + wx0);\n", ind,
+      ind, yy);
+  OUT("%s  #pragma unroll\n%s  for (int q = 0; q < %d; q++) {\n%s    const uint32_t w_ = q_[q];\n", ind, ind, t->NW, ind);
+  /* shifts and masks, not byte permutes: the compiler then knows the values' high bits
+   * are zero, and a read's conversion to the pixel type costs nothing */
+  for (int e = 0; e < t->E; e++) {
+    OUT("%s    wn[%s][q * %d + %d] = ", ind, r, t->E, e);
+    if (s == T_I16) OUT("PXG_SHALF(w_, %d);\n", e);
+    else if ((e + 1) * (32 / t->E) == 32) OUT("w_ >> %d;\n", e * (32 / t->E));
+    else OUT("(w_ >> %d) & %uu;\n", e * (32 / t->E), s == T_U8 ? 255u : 65535u);
+  }
+  OUT("%s  }\n%s}\n", ind, ind);
+}
+
+/* The stores of one row of repetitions (y) of a tiler thread: PX tiles t_[k] side by
+ * side, each tile row one vector store where aligned (xs + PX <= W is `full`). */
+static void tiler_store(Gen *g, int PX, const char *ind) {
   const Decl *D = g->D;
-  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1], rb = TW * bytes_of(D->type);
-  int PX = pow2(rb) && rb < 4 ? 4 / rb : 1, N = PX * TW * C; /* a row of the thread's tiles: N values */
+  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1], rb = TW * bytes_of(D->type), N = PX * TW * C;
   bool vec = pow2(PX * rb) && PX * rb <= 16 && N > 1;
+  const char *OT = cg_ctype(D->type.s);
+  OUT("%s#pragma unroll\n%sfor (int j = 0; j < %d; j++) {\n", ind, ind, TH);
+  OUT("%s  PXR_GLOBAL %s *orow = o + (ptrdiff_t)(%d * y + j) * op + (ptrdiff_t)xs * %d;\n", ind, OT, TH, TW * C);
+  if (vec) OUT("%s  union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", ind, PX * rb, OT, N);
+  else OUT("%s  struct { %s e[%d]; } v_;\n", ind, OT, N);
+  OUT("%s  #pragma unroll\n%s  for (int e = 0; e < %d; e++) v_.e[e] = t_[e / %d][j * %d + e %% %d];\n", ind, ind, N,
+      TW * C, TW * C, TW * C);
+  if (vec)
+    OUT("%s  if (xs + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_.v;\n%s  else ", ind, PX,
+        PX * rb - 1, PX * rb, ind);
+  else OUT("%s  ", ind);
+  OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_.e[e];\n%s}\n", N, TW * C, ind);
+}
+
+static void kernel_tiler_walk(Gen *g, const char *A, const TilerWalk *t, GpuLaunch *L) {
+  const Decl *D = g->D;
+  const Access *ac = &D->access[0];
+  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1], PX = t->PX, NWE = t->NW * t->E, es = 4 / t->E;
+  long long cx = ac->ax.cx, cy = ac->ay.cy;
+  const char *OT = cg_ctype(D->type.s);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = TWALK_BY, .px = PX * TW, .py = t->SH * TH, .tiled = true};
+  kernel_open(g, OT, 32 * TWALK_BY);
+  OUT("  const int xs = (PXG_BX * 32 + PXG_TX) * %d, ys = (PXG_BY * %d + PXG_TY) * %d;\n", PX, TWALK_BY, t->SH);
+  OUT("  if (xs >= W || ys >= H) return;\n");
+  OUT("  const int tx = xs, ty = ys, xe = xs + %d < W ? xs + %d : W, ye = ys + %d < H ? ys + %d : H;\n", PX, PX,
+      t->SH, t->SH);
+  /* the window's first column (on a word boundary) and first row */
+  OUT("  const int wx0 = %lld * xs + %lld, wy0 = %lld * ys + %lld;\n", cx, (long long)ac->ax.c0 - t->off, cy,
+      (long long)ac->ay.c0);
+  OUT("  if (xs + %d <= W && wx0 >= 0 && wx0 + %d <= w0 && wy0 >= 0 && %lldLL * (ye - 1) + %lld < h0 && "
+      "!((uintptr_t)i0 & 3) && !((p0 * %d) & 3)) {\n",
+      PX, NWE, cy, (long long)ac->ay.c1, es);
+  OUT("    %s wn[%d][%d];\n", cg_window_ctype(image_param(D, 0)->type.s), t->NR, NWE);
+  OUT("    #pragma unroll\n    for (int r_ = 0; r_ < %d; r_++)\n", t->NR);
+  twalk_row(g, t, "r_", "wy0 + r_", "      ");
+  OUT("    #pragma unroll\n    for (int jr = 0; jr < %d; jr++) {\n      const int y = ys + jr;\n      if (y < H) {\n",
+      t->SH);
+  char yy[64];
+  if (cy < t->NR) { /* the rows shared with the previous row of repetitions move up */
+    OUT("        if (jr) {\n          #pragma unroll\n          for (int r_ = 0; r_ < %lld; r_++)\n", t->NR - cy);
+    OUT("            #pragma unroll\n            for (int c_ = 0; c_ < %d; c_++) wn[r_][c_] = wn[r_ + %lld][c_];\n",
+        NWE, cy);
+    OUT("          #pragma unroll\n          for (int r_ = %lld; r_ < %d; r_++)\n", t->NR - cy, t->NR);
+  } else {
+    OUT("        if (jr) {\n          #pragma unroll\n          for (int r_ = 0; r_ < %d; r_++)\n", t->NR);
+  }
+  snprintf(yy, sizeof yy, "wy0 + %lld * jr + r_", cy);
+  twalk_row(g, t, "r_", yy, "            ");
+  OUT("        }\n");
+  OUT("        %s t_[%d][%d];\n", OT, PX, TW * TH * C);
+  OUT("        #pragma unroll\n        for (int k = 0; k < %d; k++)\n", PX);
+  /* the window's origin relative to the repetition's (emit.c, V_WIN): constants */
+  OUT("          %s_pw(%s, &wn[0][0], %lld - %lld * k, %lld, %d, xs + k, y, W, H, t_[k]);\n", g->pfx, A,
+      (long long)ac->ax.c0 - t->off, cx, (long long)ac->ay.c0, NWE);
+  tiler_store(g, PX, "        ");
+  OUT("      }\n    }\n    return;\n  }\n");
+  /* the thread's repetitions one by one */
+  cg_tiler_fast(g, "  ");
+  OUT("  for (int y = ys; y < ye; y++) {\n    %s t_[%d][%d];\n", OT, PX, TW * TH * C);
+  OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++)\n", PX);
+  OUT("      if (xs + k < W) {\n        if (fast) %s_pt(%s, xs + k, y, W, H, t_[k]);\n", g->pfx, A);
+  OUT("        else %s_pe(%s, xs + k, y, W, H, t_[k]);\n      }\n", g->pfx, A);
+  tiler_store(g, PX, "    ");
+  OUT("  }\n}\n");
+}
+
+static int tiler_px(const Decl *D) {
+  int rb = D->tile[0] * bytes_of(D->type);
+  return pow2(rb) && rb < 4 ? 4 / rb : 1;
+}
+
+static void kernel_tiler(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
+  const Decl *D = g->D;
+  TilerWalk tw;
+  if (tiler_walk_plan(D, tile, &tw)) {
+    kernel_tiler_walk(g, A, &tw, L);
+    return;
+  }
+  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1], PX = tiler_px(D);
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX * TW, .py = TILER_ROWS * TH};
   kernel_open(g, OT, 256);
@@ -1651,18 +1795,8 @@ static void kernel_tiler(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++)\n", PX);
   OUT("      if (xs + k < W) {\n        if (fast) %s_pt(%s, xs + k, y, W, H, t_[k]);\n", g->pfx, A);
   OUT("        else %s_pe(%s, xs + k, y, W, H, t_[k]);\n      }\n", g->pfx, A);
-  OUT("    #pragma unroll\n    for (int j = 0; j < %d; j++) {\n", TH);
-  OUT("      PXR_GLOBAL %s *orow = o + (ptrdiff_t)(%d * y + j) * op + (ptrdiff_t)xs * %d;\n", OT, TH, TW * C);
-  if (vec) OUT("      union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", PX * rb, OT, N);
-  else OUT("      struct { %s e[%d]; } v_;\n", OT, N);
-  OUT("      #pragma unroll\n      for (int e = 0; e < %d; e++) v_.e[e] = t_[e / %d][j * %d + e %% %d];\n", N, TW * C,
-      TW * C, TW * C);
-  if (vec)
-    OUT("      if (xs + %d <= W && !((uintptr_t)orow & %d)) *(PXR_GLOBAL PXG_VEC(%d) *)orow = v_.v;\n      else ", PX,
-        PX * rb - 1, PX * rb);
-  else OUT("      ");
-  OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_.e[e];\n", N, TW * C);
-  OUT("    }\n    }\n  }\n}\n");
+  tiler_store(g, PX, "    ");
+  OUT("    }\n  }\n}\n");
 }
 
 /* A u8 -> u8 function of the pixel alone (cg_tabulated), CUDA: each block first computes
@@ -1771,7 +1905,7 @@ static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, EntryForm f
   case ENTRY_STRIPS: kernel_strips(g, A, sp, L); break;
   case ENTRY_NONSEQ: kernel_nonseq(g, A, L); break;
   case ENTRY_TILES: kernel_tiles(g, A, tile, L); break;
-  case ENTRY_TILER: kernel_tiler(g, A, L); break;
+  case ENTRY_TILER: kernel_tiler(g, A, tile, L); break;
   case ENTRY_AXES: kernel_axes(g, A, L); break;
   }
 }
@@ -2595,6 +2729,9 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
   header(g);
   bool nonseq = D->kind == D_KERNEL && D->skel == SK_P2P_NONSEQ;
   if (nonseq) cg_use_tile_buffer(g);
+  TilerWalk twk;
+  bool twalk = tiler_walk_plan(D, tile, &twk);
+  if (twalk) g->tb_img = 0, g->tb_t = false; /* the thread's window: kernel_tiler_walk */
   if (D->stage) stage_fns(g, borders); /* the producer's functions and <pfx>_vk, before D's */
   cg_functions(g);
   Axes axes;
@@ -2631,7 +2768,8 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
   }
   if (form == ENTRY_NONSEQ || form == ENTRY_TILER) {
     cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, "pt", false);
-    if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
+    if (twalk) cg_pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT | V_TILEBUF | V_WIN, "pw", false);
+    else if (g->tb_img >= 0) cg_pixel_fn(g, V_DIRECT_REL | V_TILEBUF, "pb", false);
   }
   StrBuf args = {0};
   cg_args_text(g, &args);
