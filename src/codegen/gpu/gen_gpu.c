@@ -1829,28 +1829,30 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 /* ---- gathers with axis values ----
  *
  * A gather whose values of x alone and y alone the plan found (codegen/c/axes.c): a
- * thread owns PX neighbouring columns (4 bytes of output pixels, or one pixel) and
- * AXES_ROWS rows, y0 + 8 j of its block's 8 * AXES_ROWS, so that the block's 8 warps work
- * on neighbouring rows at once. The columns' values and mapped indices are computed
+ * thread owns PX neighbouring columns (4 bytes of output pixels, or one pixel) and R
+ * rows, y0 + 8 j of its block's 8 R, so that the block's 8 warps work on neighbouring
+ * rows at once; R is the tuned shape's rows (GpuTile.rows, AXES_ROWS untuned: small
+ * images want fewer rows a thread, more blocks, large ones more - docs/PERFORMANCE.md). The columns' values and mapped indices are computed
  * once, in registers; each row computes its row values and row offsets once, then the
  * PX pixels ("pa", whose reads need no border test), stored with one vector store where
  * aligned. A region smaller than the output (border none) runs every pixel with every
  * check. */
 #define AXES_ROWS 8
 
-static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
+static void kernel_axes(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   const Decl *D = g->D;
+  int R = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : AXES_ROWS;
   int C = D->type.lanes, ob = bytes_of(D->type);
   int PX = pow2(ob) && ob < 4 ? 4 / ob : 1, N = PX * C;
   bool vec = pow2(PX * ob) && N > 1; /* one element needs no vector view (kernel_tiles) */
   const char *OT = cg_ctype(D->type.s);
-  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = AXES_ROWS};
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = R, .tiled = true};
   kernel_open(g, OT, 256);
-  OUT("  const int xs = (PXG_BX * 32 + PXG_TX) * %d, y0 = PXG_BY * %d + PXG_TY;\n", PX, 8 * AXES_ROWS);
+  OUT("  const int xs = (PXG_BX * 32 + PXG_TX) * %d, y0 = PXG_BY * %d + PXG_TY;\n", PX, 8 * R);
   OUT("  if (xs >= W || y0 >= H) return;\n");
   OUT("  if (rx0 != 0 || rx1 != W || ry0 != 0 || ry1 != H) {\n");
   OUT("    for (int y = y0; y < y0 + %d && y < H; y += 8) {\n      PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op;\n",
-      8 * AXES_ROWS, OT);
+      8 * R, OT);
   OUT("      for (int x = xs; x < xs + %d && x < W; x++)\n", PX);
   pixel_checked(g, A, C, "      ");
   OUT("    }\n    return;\n  }\n");
@@ -1859,7 +1861,7 @@ static void kernel_axes(Gen *g, const char *A, GpuLaunch *L) {
    * went 0.0487 -> 0.0511 ms at 8192^2 on the H200, resize_nearest 0.0231 -> 0.0236. A
    * guarded block, not `break` (tile_store: PoCL 3.1's optimiser stored rows past H with
    * the break) */
-  OUT("  #pragma unroll 1\n  for (int j = 0; j < %d; j++) {\n    const int y = y0 + 8 * j;\n    if (y < H) {\n", AXES_ROWS);
+  OUT("  #pragma unroll 1\n  for (int j = 0; j < %d; j++) {\n    const int y = y0 + 8 * j;\n    if (y < H) {\n", R);
   OUT("    PXR_GLOBAL %s *orow = o + (ptrdiff_t)y * op + (ptrdiff_t)xs * %d;\n", OT, C);
   cg_axes_row(g, "    ");
   if (vec) OUT("    union { PXG_VEC(%d) v; %s e[%d]; } v_;\n", PX * ob, OT, N);
@@ -1906,7 +1908,7 @@ static void kernel_entry(Gen *g, const char *A, const GpuTile *tile, EntryForm f
   case ENTRY_NONSEQ: kernel_nonseq(g, A, L); break;
   case ENTRY_TILES: kernel_tiles(g, A, tile, L); break;
   case ENTRY_TILER: kernel_tiler(g, A, tile, L); break;
-  case ENTRY_AXES: kernel_axes(g, A, L); break;
+  case ENTRY_AXES: kernel_axes(g, A, tile, L); break;
   }
 }
 
