@@ -1715,6 +1715,17 @@ static void tiler_store(Gen *g, int PX, const char *ind) {
   OUT("for (int e = 0; e < %d && xs + e / %d < W; e++) orow[e] = v_.e[e];\n%s}\n", N, TW * C, ind);
 }
 
+/* The PX repetitions xs.. of row y, one by one ("pt" where `fast`, else "pe"), and their
+ * stores. */
+static void tiler_reps(Gen *g, const char *A, int PX) {
+  const Decl *D = g->D;
+  OUT("    %s t_[%d][%d];\n", cg_ctype(D->type.s), PX, D->tile[0] * D->tile[1] * D->type.lanes);
+  OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++)\n", PX);
+  OUT("      if (xs + k < W) {\n        if (fast) %s_pt(%s, xs + k, y, W, H, t_[k]);\n", g->pfx, A);
+  OUT("        else %s_pe(%s, xs + k, y, W, H, t_[k]);\n      }\n", g->pfx, A);
+  tiler_store(g, PX, "    ");
+}
+
 static void kernel_tiler_walk(Gen *g, const char *A, const TilerWalk *t, GpuLaunch *L) {
   const Decl *D = g->D;
   const Access *ac = &D->access[0];
@@ -1759,11 +1770,8 @@ static void kernel_tiler_walk(Gen *g, const char *A, const TilerWalk *t, GpuLaun
   OUT("      }\n    }\n    return;\n  }\n");
   /* the thread's repetitions one by one */
   cg_tiler_fast(g, "  ");
-  OUT("  for (int y = ys; y < ye; y++) {\n    %s t_[%d][%d];\n", OT, PX, TW * TH * C);
-  OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++)\n", PX);
-  OUT("      if (xs + k < W) {\n        if (fast) %s_pt(%s, xs + k, y, W, H, t_[k]);\n", g->pfx, A);
-  OUT("        else %s_pe(%s, xs + k, y, W, H, t_[k]);\n      }\n", g->pfx, A);
-  tiler_store(g, PX, "    ");
+  OUT("  for (int y = ys; y < ye; y++) {\n");
+  tiler_reps(g, A, PX);
   OUT("  }\n}\n");
 }
 
@@ -1779,7 +1787,7 @@ static void kernel_tiler(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
     kernel_tiler_walk(g, A, &tw, L);
     return;
   }
-  int C = D->type.lanes, TW = D->tile[0], TH = D->tile[1], PX = tiler_px(D);
+  int TW = D->tile[0], TH = D->tile[1], PX = tiler_px(D);
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX * TW, .py = TILER_ROWS * TH};
   kernel_open(g, OT, 256);
@@ -1791,11 +1799,7 @@ static void kernel_tiler(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
   /* rolled, and a guarded block rather than `break` (kernel_axes) */
   OUT("  #pragma unroll 1\n  for (int r = 0; r < %d; r++) {\n    const int y = ty + PXG_TY + 8 * r;\n    if (y < ye) {\n",
       TILER_ROWS);
-  OUT("    %s t_[%d][%d];\n", OT, PX, TW * TH * C);
-  OUT("    #pragma unroll\n    for (int k = 0; k < %d; k++)\n", PX);
-  OUT("      if (xs + k < W) {\n        if (fast) %s_pt(%s, xs + k, y, W, H, t_[k]);\n", g->pfx, A);
-  OUT("        else %s_pe(%s, xs + k, y, W, H, t_[k]);\n      }\n", g->pfx, A);
-  tiler_store(g, PX, "    ");
+  tiler_reps(g, A, PX);
   OUT("    }\n  }\n}\n");
 }
 
