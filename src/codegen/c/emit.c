@@ -1475,12 +1475,14 @@ void cg_corner_checks(Gen *g, const char *ind) {
   }
 }
 
+bool cg_tiler_direct(const Decl *D) {
+  for (int i = 0; i < D->nimages; i++) /* a data-dependent read is checked always */
+    if (D->access[i].gather || (D->access[i].read_abs && !D->access[i].abs_affine)) return false;
+  return true;
+}
+
 void cg_tiler_fast(Gen *g, const char *ind) {
-  const Decl *D = g->D;
-  bool direct = true; /* a data-dependent read is checked always */
-  for (int i = 0; i < D->nimages; i++)
-    if (D->access[i].gather || (D->access[i].read_abs && !D->access[i].abs_affine)) direct = false;
-  OUT("%sint fast = %d;\n", ind, direct);
+  OUT("%sint fast = %d;\n", ind, cg_tiler_direct(g->D));
   cg_corner_checks(g, ind);
 }
 

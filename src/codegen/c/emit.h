@@ -131,6 +131,8 @@ bool cg_counts_only(const Gen *g);
  * reads, checked at the block's corners; a data-dependent read makes it false), so that
  * the block calls "pt", which reads directly, and otherwise "pe". */
 void cg_tiler_fast(Gen *g, const char *ind);
+/* Whether a tiler's reads can be direct at all (none data-dependent). */
+bool cg_tiler_direct(const Decl *D);
 /* The image a non-sequential P2P kernel can stage through a tile buffer (one image read
  * by affine absolute reads only), or -1; sets g->tb_img and g->tb_t. */
 int cg_use_tile_buffer(Gen *g);

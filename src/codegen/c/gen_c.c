@@ -353,6 +353,13 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
         D->tile[0] * D->tile[1]);
     OUT("  for (int ty = 0; ty < H; ty += 8) {\n");
     OUT("    const int ye = ty + 8 < H ? ty + 8 : H;\n    int run = -1, direct;\n");
+    if (!cg_tiler_direct(D)) { /* data-dependent reads: every repetition through the border code */
+      OUT("    (void)run; (void)direct;\n    const int cx = 0;\n");
+      tiler_rows(g, "cx", "W", A_text(&args));
+      OUT("  }\n}\n");
+      sb_free(&args);
+      return;
+    }
     OUT("    for (int bx = 0; bx < W; bx += 32) {\n      const int be = bx + 32 < W ? bx + 32 : W;\n");
     tiler_check(g, "bx", "be");
     OUT("      if (direct) {\n        if (run < 0) run = bx;\n        continue;\n      }\n");
