@@ -190,6 +190,14 @@ static const Param *image_param(const Decl *D, int k) {
 static int bytes_of(Type t) { return scalar_size(t.s) * t.lanes; }
 static bool pow2(int v) { return v > 0 && !(v & (v - 1)); }
 
+/* Elements of `bytes` bytes that make one 4-byte word (1 where they do not divide it). */
+static int per_word(int bytes) { return pow2(bytes) && bytes < 4 ? 4 / bytes : 1; }
+
+/* The rows a thread takes in the tuned shape (1..8), or `dflt` untuned. */
+static int tuned_rows(const GpuTile *tile, int dflt) {
+  return tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : dflt;
+}
+
 /* Whether kernel D reads no image: its pixels come from scalars and arrays alone (a
  * table made from a histogram, filter weights), usually few of them, each often a loop
  * over an array. It runs one pixel per thread: with 16 per thread, equalize's 256-entry
@@ -354,7 +362,7 @@ static void tile_shape(const Decl *D, const GpuTile *tile, int *px, int *py) {
   }
   int ob = bytes_of(D->type), wb = tile && tile->bytes == 8 ? 8 : 4;
   *px = ob <= wb && wb % ob == 0 ? wb / ob : 1;
-  *py = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  *py = tuned_rows(tile, 4);
   const Separable *S = D->sep;
   if (S && cg_sliding_columns(S) && cg_sliding_rows(S))
     while (*py < 8 && 8 * *py < S->y1 - S->y0 + 1) *py *= 2;
@@ -667,7 +675,7 @@ static bool strip_plan(const Gen *g, const GpuTile *tile, Strip *sp) {
     if (smem <= STAGE_SMEM) break;
   }
   if (sp->R < 8) return false;
-  int rows = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  int rows = tuned_rows(tile, 4);
   sp->SH = 32 * rows * (tile && tile->bytes == 8 ? 4 : 1);
   return true;
 }
@@ -1174,7 +1182,7 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   int vb = tile && tile->bytes == 8 ? 16 : 8;
   w->PX = vb / ib;
   if (w->PX * ob > 16) w->PX = 16 / ob;
-  w->SH = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 1;
+  w->SH = tuned_rows(tile, 1);
   for (int i = 0; i < D->nimages; i++) {
     if (!w->on[i]) continue;
     const Access *ac = &D->access[i];
@@ -1618,32 +1626,19 @@ static void kernel_nonseq(Gen *g, const char *A, GpuLaunch *L) {
   OUT("    }\n  }\n}\n");
 }
 
-/* A tiler: a thread makes PX neighbouring repetitions (PX tiles whose rows together
- * make 4 bytes, where a tile's row is 1 or 2: pyr_down's u8 pixels four to a thread) in
- * TILER_ROWS rows of repetitions 8 apart, so that a block of 32 x 8 threads covers 32 PX
- * x 8 TILER_ROWS repetitions, checked at its corners (cg_tiler_fast: "pt" reads directly,
- * "pe" through the border functions). A repetition's tile is made in private memory;
- * each of its rows, the PX tiles side by side, is one vector store where aligned.
- * Measured on an H200 (2048^2 / 8192^2 ms): a thread per repetition, pyr_down_sep 0.0151
- * / 0.1925; PX repetitions, 1 row 0.0139 / 0.1226; 4 rows 0.0213 / 0.1628 (and the HD
- * downscaler, 28800 repetitions a plane, then had too few threads); 4 rows with the
- * block's footprint staged in shared memory and read from there, pyr_down 0.0444 /
- * 0.2205 against 0.0228 / 0.1309 without (byte loads from shared memory, bank
- * conflicts at the stride of 2). */
-#define TILER_ROWS 1
 /* ---- tilers walking down their image ----
  *
  * A tiler that reads one one-channel image of 1- or 2-byte pixels at affine positions on
  * a diagonal paving, whose rows of PX repetitions start on 4-byte boundaries (the paving
  * times PX a multiple of 4 bytes): a thread makes PX neighbouring repetitions in each of
- * the tuned number of rows of repetitions (GpuTile.rows; with 8 bytes, twice PX), one below the other. Its window - the rows and columns
- * its repetitions read, widened to 32 bits - is a private array (registers, once
- * unrolled) loaded with 4-byte words; from one row of repetitions to the next the rows
- * they share move up and only the paving's new rows are loaded. The repetitions read it
- * ("pw": the footprint reads of V_TILEBUF on a private array, V_WIN). A thread whose
- * window crosses an edge of the image, or whose image is not aligned, makes its
- * repetitions one by one as kernel_tiler does. pyr_down read 25 bytes a pixel from L1
- * one by one there. */
+ * the tuned number of rows of repetitions (GpuTile.rows; with 8 bytes, twice PX), one
+ * below the other. Its window - the rows and columns its repetitions read, widened to
+ * 32 bits - is a private array (registers, once unrolled) loaded with 4-byte words;
+ * from one row of repetitions to the next the rows they share move up and only the
+ * paving's new rows are loaded. The repetitions read it ("pw": the footprint reads of
+ * V_TILEBUF on a private array, V_WIN). A thread whose window crosses an edge of the
+ * image, or whose image is not aligned, makes its repetitions one by one as
+ * kernel_tiler does (which read pyr_down's 25 bytes a pixel from L1 one by one). */
 #define TWALK_BY 4    /* thread rows per block: 128 threads */
 #define TWALK_REGS 96 /* window elements per thread at most */
 
@@ -1669,7 +1664,7 @@ static bool tiler_walk_plan(const Decl *D, const GpuTile *tile, TilerWalk *t) {
     return false;
   int es = scalar_size(s);
   t->E = 4 / es, t->PX = tiler_px(D) * (tile && tile->bytes == 8 ? 2 : 1);
-  t->SH = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : 4;
+  t->SH = tuned_rows(tile, 4);
   if ((ax->cx * t->PX * es) % 4) return false;
   t->off = (int)(((ax->c0 % t->E) + t->E) % t->E);
   int span = (int)(ax->cx * (t->PX - 1) + ax->c1 - ax->c0 + 1);
@@ -1775,11 +1770,19 @@ static void kernel_tiler_walk(Gen *g, const char *A, const TilerWalk *t, GpuLaun
   OUT("  }\n}\n");
 }
 
-static int tiler_px(const Decl *D) {
-  int rb = D->tile[0] * bytes_of(D->type);
-  return pow2(rb) && rb < 4 ? 4 / rb : 1;
-}
+static int tiler_px(const Decl *D) { return per_word(D->tile[0] * bytes_of(D->type)); }
 
+/* A tiler that does not walk: a thread makes PX neighbouring repetitions (PX tiles whose
+ * rows together make 4 bytes, where a tile's row is 1 or 2 bytes) of one row, so that a
+ * block of 32 x 8 threads covers 32 PX x 8 repetitions, checked at its corners
+ * (cg_tiler_fast: "pt" reads directly, "pe" through the border functions); tiler_reps
+ * stores each tile row of the PX tiles with one vector store where aligned. Measured on
+ * an H200 (2048^2 / 8192^2 ms): a thread per repetition, pyr_down_sep 0.0151 / 0.1925;
+ * PX repetitions of one row 0.0139 / 0.1226; of 4 rows 8 apart 0.0213 / 0.1628 (and the
+ * HD downscaler, 28800 repetitions a plane, then had too few threads); 4 rows with the
+ * block's footprint staged in shared memory and read from there, pyr_down 0.0444 /
+ * 0.2205 against 0.0228 / 0.1309 without (byte loads from shared memory, bank conflicts
+ * at the stride of 2). */
 static void kernel_tiler(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   const Decl *D = g->D;
   TilerWalk tw;
@@ -1788,19 +1791,14 @@ static void kernel_tiler(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *
     return;
   }
   int TW = D->tile[0], TH = D->tile[1], PX = tiler_px(D);
-  const char *OT = cg_ctype(D->type.s);
-  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX * TW, .py = TILER_ROWS * TH};
-  kernel_open(g, OT, 256);
-  OUT("  const int tx = PXG_BX * %d, ty = PXG_BY * %d;\n  if (tx >= W || ty >= H) return;\n", 32 * PX, 8 * TILER_ROWS);
-  OUT("  const int xe = tx + %d < W ? tx + %d : W, ye = ty + %d < H ? ty + %d : H;\n", 32 * PX, 32 * PX,
-      8 * TILER_ROWS, 8 * TILER_ROWS);
+  *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX * TW, .py = TH};
+  kernel_open(g, cg_ctype(D->type.s), 256);
+  OUT("  const int tx = PXG_BX * %d, ty = PXG_BY * 8;\n  if (tx >= W || ty >= H) return;\n", 32 * PX);
+  OUT("  const int xe = tx + %d < W ? tx + %d : W, ye = ty + 8 < H ? ty + 8 : H;\n", 32 * PX, 32 * PX);
   cg_tiler_fast(g, "  ");
-  OUT("  const int xs = tx + PXG_TX * %d;\n  if (xs >= W) return;\n", PX);
-  /* rolled, and a guarded block rather than `break` (kernel_axes) */
-  OUT("  #pragma unroll 1\n  for (int r = 0; r < %d; r++) {\n    const int y = ty + PXG_TY + 8 * r;\n    if (y < ye) {\n",
-      TILER_ROWS);
+  OUT("  const int xs = tx + PXG_TX * %d, y = ty + PXG_TY;\n  if (xs >= W || y >= ye) return;\n", PX);
   tiler_reps(g, A, PX);
-  OUT("    }\n  }\n}\n");
+  OUT("}\n");
 }
 
 /* A u8 -> u8 function of the pixel alone (cg_tabulated), CUDA: each block first computes
@@ -1845,9 +1843,9 @@ static void kernel_table(Gen *g, const char *A, GpuLaunch *L) {
 
 static void kernel_axes(Gen *g, const char *A, const GpuTile *tile, GpuLaunch *L) {
   const Decl *D = g->D;
-  int R = tile && tile->rows >= 1 && tile->rows <= 8 ? tile->rows : AXES_ROWS;
+  int R = tuned_rows(tile, AXES_ROWS);
   int C = D->type.lanes, ob = bytes_of(D->type);
-  int PX = pow2(ob) && ob < 4 ? 4 / ob : 1, N = PX * C;
+  int PX = per_word(ob), N = PX * C;
   bool vec = pow2(PX * ob) && N > 1; /* one element needs no vector view (kernel_tiles) */
   const char *OT = cg_ctype(D->type.s);
   *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = PX, .py = R, .tiled = true};
