@@ -311,13 +311,13 @@ static void tiler_check(Gen *g, const char *x0, const char *x1) {
   OUT("        direct = fast;\n      }\n");
 }
 
-/* A tiler's repetitions [x0, x1) x [ty, ye): with x0 "run", the run of direct ones (the
- * loop without a branch, vectorised across tiles; the run then ends), else through the
- * border functions. A repetition's TW x TH pixels are made in t_ and copied to its rows. */
-static void tiler_rows(Gen *g, const char *x0, const char *x1, const char *args) {
+/* A tiler's repetitions [x0, x1) x [ty, ye) when x0 >= 0: with `run`, the run of direct
+ * ones (x0 is `run`: the loop without a branch, vectorised across tiles; the run then
+ * ends), else through the border functions. A repetition's TW x TH pixels are made in t_
+ * and copied to its rows. */
+static void tiler_rows(Gen *g, bool run, const char *x0, const char *x1, const char *args) {
   const Decl *D = g->D;
   int TW = D->tile[0], TH = D->tile[1], C = D->type.lanes;
-  bool run = !strcmp(x0, "run");
   const char *OT = cg_ctype(D->type.s);
   OUT("      if (%s >= 0) {\n", x0);
   OUT("        for (int y = ty; y < ye; y++) {\n          %s *orow = o + (ptrdiff_t)y * %d * op;\n", OT, TH);
@@ -355,7 +355,7 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("    const int ye = ty + 8 < H ? ty + 8 : H;\n    int run = -1, direct;\n");
     if (!cg_tiler_direct(D)) { /* data-dependent reads: every repetition through the border code */
       OUT("    (void)run; (void)direct;\n    const int cx = 0;\n");
-      tiler_rows(g, "cx", "W", A_text(&args));
+      tiler_rows(g, false, "cx", "W", A_text(&args));
       OUT("  }\n}\n");
       sb_free(&args);
       return;
@@ -366,10 +366,10 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("      for (int cx = bx; cx < be; cx++) {\n");
     tiler_check(g, "cx", "cx + 1");
     OUT("        if (direct) {\n          if (run < 0) run = cx;\n          continue;\n        }\n");
-    tiler_rows(g, "run", "cx", A_text(&args));
-    tiler_rows(g, "cx", "cx + 1", A_text(&args));
+    tiler_rows(g, true, "run", "cx", A_text(&args));
+    tiler_rows(g, false, "cx", "cx + 1", A_text(&args));
     OUT("      }\n    }\n");
-    tiler_rows(g, "run", "W", A_text(&args));
+    tiler_rows(g, true, "run", "W", A_text(&args));
     OUT("  }\n}\n");
     sb_free(&args);
     return;
