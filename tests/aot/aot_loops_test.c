@@ -13,21 +13,16 @@
 #include "pxl/pxl.h"
 #include "reconstruct_aot.h"
 
+#include "aot_common.h"
+
 typedef int (*Entry)(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads);
 static int failed, passed;
 
-static pxlc_image as_c(pxl_image *img) {
-  pxlc_image c = {pxl_image_data(img), pxl_image_width(img), pxl_image_height(img), (int64_t)pxl_image_pitch(img)};
-  return c;
-}
-
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
-  pxl_context *ctx = pxl_context_new();
-  pxl_set_device(ctx, "ref");
-  pxl_program *dist, *rec;
-  if (pxl_program_from_file(ctx, argv[1], &dist) || pxl_program_from_file(ctx, argv[2], &rec)) {
-    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
+  pxl_context *ctx = aot_context();
+  pxl_program *dist = aot_program(ctx, argv[1]), *rec = dist ? aot_program(ctx, argv[2]) : NULL;
+  if (!rec) {
     return 1;
   }
   struct {
@@ -77,10 +72,8 @@ int main(int argc, char **argv) {
         pxlc_image cout = as_c(aot_out);
         rc |= cases[c].fn(cin, sc, &cout, 0);
         size_t row = (size_t)w * (cases[c].out == PXL_U16 ? 2 : 1);
-        int same = rc == 0 && size.width == pxl_image_width(ref_out) && size.height == pxl_image_height(ref_out);
-        for (int y = 0; same && y < h; y++)
-          same = !memcmp((char *)pxl_image_data(ref_out) + (size_t)y * pxl_image_pitch(ref_out),
-                         (char *)pxl_image_data(aot_out) + (size_t)y * pxl_image_pitch(aot_out), row);
+        int same = rc == 0 && size.width == pxl_image_width(ref_out) && size.height == pxl_image_height(ref_out) &&
+                   aot_images_equal(ref_out, aot_out, row, h);
         printf("%s %s %dx%d cap %d: generated C == interpreter\n", same ? "ok" : "FAIL", cases[c].entry, w, h,
                caps[k]);
         if (same) passed++;
@@ -93,6 +86,5 @@ int main(int argc, char **argv) {
   pxl_program_free(dist);
   pxl_program_free(rec);
   pxl_context_free(ctx);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return aot_summary(passed, failed);
 }

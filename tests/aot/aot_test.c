@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "edges_aot.h"
+
+#include "aot_common.h"
 #include "pxl/pxl.h"
 
 static int failed, passed;
@@ -23,20 +25,11 @@ static void check(int ok, const char *what) {
   else failed++;
 }
 
-static pxlc_image as_c(pxl_image *img) {
-  pxlc_image c = {pxl_image_data(img), pxl_image_width(img), pxl_image_height(img), (int64_t)pxl_image_pitch(img)};
-  return c;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
-  pxl_context *ctx = pxl_context_new();
-  pxl_set_device(ctx, "ref");
-  pxl_program *prog;
-  if (pxl_program_from_file(ctx, argv[1], &prog)) {
-    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-    return 1;
-  }
+  pxl_context *ctx = aot_context();
+  pxl_program *prog = aot_program(ctx, argv[1]);
+  if (!prog) return 1;
   const int sizes[][2] = {{1, 1}, {3, 5}, {64, 33}, {257, 129}};
   unsigned seed = 12345;
   for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
@@ -68,10 +61,8 @@ int main(int argc, char **argv) {
     pxl_image_create(ctx, ow, oh, PXL_U8, 1, &aot_out);
     pxlc_image cout = as_c(aot_out);
     rc |= edges_aot_edges(&cin, sc, &cout, 0);
-    int same = rc == 0 && ow == pxl_image_width(ref_out) && oh == pxl_image_height(ref_out);
-    for (int y = 0; same && y < oh; y++)
-      same = !memcmp((char *)pxl_image_data(ref_out) + (size_t)y * pxl_image_pitch(ref_out),
-                     (char *)pxl_image_data(aot_out) + (size_t)y * pxl_image_pitch(aot_out), (size_t)ow);
+    int same = rc == 0 && ow == pxl_image_width(ref_out) && oh == pxl_image_height(ref_out) &&
+               aot_images_equal(ref_out, aot_out, (size_t)ow, oh);
     char what[128];
     snprintf(what, sizeof what, "edges %dx%d: generated C == interpreter", w, h);
     check(same, what);
@@ -82,6 +73,5 @@ int main(int argc, char **argv) {
   }
   pxl_program_free(prog);
   pxl_context_free(ctx);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return aot_summary(passed, failed);
 }

@@ -17,6 +17,8 @@
 #include "pxl/pxl.h"
 #include "warp_aot.h"
 
+#include "aot_common.h"
+
 typedef int (*ResizeFn)(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads);
 
 static const struct {
@@ -30,13 +32,9 @@ static const struct {
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
-  pxl_context *ctx = pxl_context_new();
-  pxl_set_device(ctx, "ref");
-  pxl_program *prog;
-  if (pxl_program_from_file(ctx, argv[1], &prog)) {
-    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-    return 1;
-  }
+  pxl_context *ctx = aot_context();
+  pxl_program *prog = aot_program(ctx, argv[1]);
+  if (!prog) return 1;
   /* w, h in; ow, oh out */
   const int sizes[][4] = {{1, 1, 3, 3}, {2, 1, 5, 4}, {3, 2, 1, 1}, {5, 3, 7, 2},
                           {4, 4, 2, 2}, {9, 7, 4, 11}, {17, 5, 13, 9}, {64, 33, 48, 25}};
@@ -72,9 +70,8 @@ int main(int argc, char **argv) {
         sc[0].i = ow;
         sc[1].i = oh;
         memset(got, 0, (size_t)ow * oh);
-        int same = resizes[k].fn(&cin, sc, &cout, nt) == 0;
-        for (int y = 0; same && y < oh; y++)
-          same = !memcmp((char *)pxl_image_data(ref) + (size_t)y * pxl_image_pitch(ref), got + (size_t)y * ow, (size_t)ow);
+        int same = resizes[k].fn(&cin, sc, &cout, nt) == 0 &&
+                   aot_rows_equal(pxl_image_data(ref), pxl_image_pitch(ref), got, (size_t)ow, (size_t)ow, oh);
         printf("%s %s %dx%d -> %dx%d, %d thread%s: generated C == interpreter\n", same ? "ok" : "FAIL", resizes[k].name, w,
                h, ow, oh, nt, nt == 1 ? "" : "s");
         if (same) passed++;
@@ -89,6 +86,5 @@ int main(int argc, char **argv) {
   }
   pxl_program_free(prog);
   pxl_context_free(ctx);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return aot_summary(passed, failed);
 }

@@ -16,30 +16,18 @@
 #include "pxl/pxl.h"
 #include "sobel_xy_aot.h"
 
-static pxlc_image as_c(pxl_image *img) {
-  pxlc_image c = {pxl_image_data(img), pxl_image_width(img), pxl_image_height(img), (int64_t)pxl_image_pitch(img)};
-  return c;
-}
+#include "aot_common.h"
 
 static int same_pixels(pxl_image *a, pxl_image *b, size_t bpp) {
-  if (pxl_image_width(a) != pxl_image_width(b) || pxl_image_height(a) != pxl_image_height(b)) return 0;
-  size_t row = (size_t)pxl_image_width(a) * bpp;
-  for (int y = 0; y < pxl_image_height(a); y++)
-    if (memcmp((char *)pxl_image_data(a) + (size_t)y * pxl_image_pitch(a),
-               (char *)pxl_image_data(b) + (size_t)y * pxl_image_pitch(b), row))
-      return 0;
-  return 1;
+  return pxl_image_width(a) == pxl_image_width(b) && pxl_image_height(a) == pxl_image_height(b) &&
+         aot_images_equal(a, b, (size_t)pxl_image_width(a) * bpp, pxl_image_height(a));
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
-  pxl_context *ctx = pxl_context_new();
-  pxl_set_device(ctx, "ref");
-  pxl_program *prog;
-  if (pxl_program_from_file(ctx, argv[1], &prog)) {
-    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-    return 1;
-  }
+  pxl_context *ctx = aot_context();
+  pxl_program *prog = aot_program(ctx, argv[1]);
+  if (!prog) return 1;
   const int sizes[][2] = {{1, 1}, {1, 17}, {17, 1}, {3, 5}, {257, 129}, {600, 300}};
   unsigned seed = 977;
   int passed = 0, failed = 0;
@@ -92,6 +80,5 @@ int main(int argc, char **argv) {
   }
   pxl_program_free(prog);
   pxl_context_free(ctx);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return aot_summary(passed, failed);
 }

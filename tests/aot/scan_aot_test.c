@@ -14,6 +14,8 @@
 #include "pxl/pxl.h"
 #include "scans_aot.h"
 
+#include "aot_common.h"
+
 typedef int (*ScanFn)(const pxlc_image *in, const pxlc_scalar *sc, pxlc_image *out, int nthreads);
 
 static const struct {
@@ -27,20 +29,11 @@ static const struct {
     {"runmax", scans_aot_runmax, PXL_U8, 1},
 };
 
-static pxlc_image as_c(pxl_image *img) {
-  pxlc_image c = {pxl_image_data(img), pxl_image_width(img), pxl_image_height(img), (int64_t)pxl_image_pitch(img)};
-  return c;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
-  pxl_context *ctx = pxl_context_new();
-  pxl_set_device(ctx, "ref");
-  pxl_program *prog;
-  if (pxl_program_from_file(ctx, argv[1], &prog)) {
-    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-    return 1;
-  }
+  pxl_context *ctx = aot_context();
+  pxl_program *prog = aot_program(ctx, argv[1]);
+  if (!prog) return 1;
   const int sizes[][2] = {{1, 1}, {1, 17}, {17, 1}, {3, 5}, {257, 129}, {600, 300}};
   unsigned seed = 4321;
   int passed = 0, failed = 0;
@@ -66,11 +59,7 @@ int main(int argc, char **argv) {
         pxl_image *aot_out;
         pxl_image_create(ctx, w, h, scans[k].type, 1, &aot_out);
         pxlc_image cin = as_c(in), cout = as_c(aot_out);
-        int same = scans[k].fn(&cin, NULL, &cout, nt) == 0;
-        size_t row = (size_t)w * scans[k].size;
-        for (int y = 0; same && y < h; y++)
-          same = !memcmp((char *)pxl_image_data(ref_out) + (size_t)y * pxl_image_pitch(ref_out),
-                         (char *)pxl_image_data(aot_out) + (size_t)y * pxl_image_pitch(aot_out), row);
+        int same = scans[k].fn(&cin, NULL, &cout, nt) == 0 && aot_images_equal(ref_out, aot_out, (size_t)w * scans[k].size, h);
         printf("%s %s %dx%d, %d thread%s: generated C == interpreter\n", same ? "ok" : "FAIL", scans[k].name, w, h,
                nt, nt == 1 ? "" : "s");
         if (same) passed++;
@@ -84,6 +73,5 @@ int main(int argc, char **argv) {
   }
   pxl_program_free(prog);
   pxl_context_free(ctx);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return aot_summary(passed, failed);
 }
