@@ -271,12 +271,23 @@ static Val read_image(Frame *F, const Param *p, int ix, int iy) {
 
 /* ---- expressions ---- */
 
-static Val eval(Frame *F, const Node *n);
+/* eval() writes a value of any lanes into *r (every lane: unused ones 0); eval_s() gives
+ * a value of one lane. Values go out through a pointer and are read lane by lane: a Val
+ * returned by value was written in 8-byte lanes and copied in 16-byte moves, a
+ * store-forwarding stall that took most of the interpreter's time. */
+static void eval(Frame *F, const Node *n, Val *r);
 static Lane eval_s(Frame *F, const Node *n);
 
-static Val broadcast(Val v, int lanes) {
-  for (int k = 1; k < lanes; k++) v.l[k] = v.l[0];
-  return v;
+/* Lane k of child n (a one-lane child broadcast). */
+static inline Lane lane_of(const Val *v, const Node *n, int k) { return v->l[n->type.lanes == 1 ? 0 : k]; }
+
+static void eval_any(Frame *F, const Node *n, Val *v) {
+  if (n->type.lanes <= 1) {
+    v->l[0] = eval_s(F, n);
+    v->l[1].i = v->l[2].i = v->l[3].i = 0;
+  } else {
+    eval(F, n, v);
+  }
 }
 
 /* Scalar fast path: a node whose value and operands all have one lane. The general
@@ -306,15 +317,49 @@ static Lane eval_s(Frame *F, const Node *n) {
   case ND_COORD:
     r.i = n->ival == 0 ? F->x : n->ival == 1 ? F->y : n->ival == 2 ? F->w : F->h;
     return r;
+  case ND_IMGDIM: {
+    const struct pxl_image *img = F->imgs[n->param->img_index].img;
+    r.i = n->ival ? img->height : img->width;
+    return r;
+  }
   case ND_READ:
     if (n->param->type.lanes == 1) {
       int dx = (int)eval_s(F, n->a).i, dy = (int)eval_s(F, n->b).i;
       return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy)).l[0];
     }
     break;
+  case ND_AT:
+    if (n->param->type.lanes == 1) {
+      int ex = (int)eval_s(F, n->a).i, ey = (int)eval_s(F, n->b).i;
+      return read_image(F, n->param, ex, ey).l[0];
+    }
+    break;
   case ND_CAST:
     if (n->a->type.lanes == 1) return lane_convert(eval_s(F, n->a), n->a->type.s, s);
     break;
+  case ND_NEG:
+    if (n->a->type.lanes == 1) {
+      Lane a = eval_s(F, n->a), zero = {0};
+      if (scalar_is_float(s)) r.f = s == T_F32 ? (double)-(float)a.f : -a.f;
+      else r = arith(ND_SUB, zero, a, s);
+      return r;
+    }
+    break;
+  case ND_BITNOT:
+    if (n->a->type.lanes == 1) {
+      r.i = wrap_int(~eval_s(F, n->a).i, s);
+      return r;
+    }
+    break;
+  case ND_NOT:
+    r.i = !truthy(eval_s(F, n->a), n->a->type.s);
+    return r;
+  case ND_LOGAND:
+    r.i = truthy(eval_s(F, n->a), n->a->type.s) && truthy(eval_s(F, n->b), n->b->type.s);
+    return r;
+  case ND_LOGOR:
+    r.i = truthy(eval_s(F, n->a), n->a->type.s) || truthy(eval_s(F, n->b), n->b->type.s);
+    return r;
   case ND_ADD: case ND_SUB: case ND_MUL: case ND_DIV: case ND_MOD: case ND_SHL: case ND_SHR:
   case ND_BITAND: case ND_BITOR: case ND_BITXOR:
     if (all_scalar(n)) return arith(n->kind, eval_s(F, n->a), eval_s(F, n->b), s);
@@ -336,153 +381,146 @@ static Lane eval_s(Frame *F, const Node *n) {
   default:
     break;
   }
-  return eval(F, n).l[0];
+  Val v;
+  eval(F, n, &v);
+  return v.l[0];
 }
 
 static bool exec(Frame *F, const Node *s);
 
-/* Element i of array v, or 0 (every lane) outside it. */
-static Val array_get(Frame *F, const Var *v, int64_t i) {
-  Val r;
-  memset(&r, 0, sizeof r);
-  if (i < 0 || i >= v->len) return r;
+/* Element i of array v into *r, or 0 (every lane) outside it. */
+static void array_get(Frame *F, const Var *v, int64_t i, Val *r) {
+  memset(r, 0, sizeof *r);
+  if (i < 0 || i >= v->len) return;
   if (v->param) { /* an array parameter: the run's values */
-    r.l[0] = F->scalars[v->param->scalar_index].arr[i];
-    return r;
+    r->l[0] = F->scalars[v->param->scalar_index].arr[i];
+    return;
   }
   if (v->is_const) {
     const Node *e = v->elems[i];
-    if (scalar_is_float(v->type.s)) r.l[0].f = e->fval;
-    else r.l[0].i = e->ival;
-    return r;
+    if (scalar_is_float(v->type.s)) r->l[0].f = e->fval;
+    else r->l[0].i = e->ival;
+    return;
   }
-  return F->slots[v->slot + i];
+  *r = F->slots[v->slot + i];
 }
 
 /* A call of a user function: the arguments (already of the parameters' types) become
  * its parameters' slots; the body runs in a frame of its own. Functions do not recurse,
  * so the depth of calls is bounded by the number of functions. */
-static Val call_func(Frame *F, const Node *n) {
+static void call_func(Frame *F, const Node *n, Val *r) {
   const Decl *f = n->func;
   Val local[16];
   Val *slots = local;
-  Val r;
-  memset(&r, 0, sizeof r);
+  memset(r, 0, sizeof *r);
   if (f->nslots > 16) {
     slots = PXL_CALLOC((size_t)f->nslots, sizeof(Val));
     if (!slots) {
       if (F->oom) *F->oom = true;
-      return r;
+      return;
     }
   } else {
     memset(local, 0, sizeof local);
   }
-  for (int i = 0; i < n->nargs; i++) slots[f->params[i]->var->slot] = eval(F, n->args[i]);
+  for (int i = 0; i < n->nargs; i++) eval_any(F, n->args[i], &slots[f->params[i]->var->slot]);
   Frame G = {.D = f, .slots = slots, .oom = F->oom};
   exec(&G, f->body);
-  r = G.ret;
+  *r = G.ret;
   if (slots != local) PXL_FREE(slots);
-  return r;
 }
 
-static Val eval(Frame *F, const Node *n) {
-  Val r;
-  memset(&r, 0, sizeof r);
+static void eval(Frame *F, const Node *n, Val *r) {
   int lanes = n->type.lanes > 0 ? n->type.lanes : 1;
   Scalar s = n->type.s;
+  Val a, b;
   switch (n->kind) {
   case ND_NUM:
-    if (scalar_is_float(s)) r.l[0].f = n->fval;
-    else r.l[0].i = n->ival;
-    return broadcast(r, lanes);
+    if (scalar_is_float(s)) r->l[0].f = n->fval;
+    else r->l[0].i = n->ival;
+    for (int k = 1; k < 4; k++) r->l[k] = k < lanes ? r->l[0] : (Lane){0};
+    return;
   case ND_VAR:
-    if (n->var->param) {
-      r.l[0] = F->scalars[n->var->param->scalar_index];
-      return r;
+    if (n->var->param || n->var->pval) {
+      r->l[0] = n->var->param ? F->scalars[n->var->param->scalar_index] : F->pvals[n->var->pval - 1];
+      r->l[1].i = r->l[2].i = r->l[3].i = 0;
+      return;
     }
-    if (n->var->pval) {
-      r.l[0] = F->pvals[n->var->pval - 1];
-      return r;
+    *r = F->slots[n->var->slot];
+    return;
+  case ND_READ: case ND_AT: {
+    int u = (int)eval_s(F, n->a).i, v = (int)eval_s(F, n->b).i;
+    if (n->kind == ND_READ) {
+      u = pxr_add_i32(F->x, u);
+      v = pxr_add_i32(F->y, v);
     }
-    return F->slots[n->var->slot];
-  case ND_COORD:
-    r.l[0].i = n->ival == 0 ? F->x : n->ival == 1 ? F->y : n->ival == 2 ? F->w : F->h;
-    return r;
-  case ND_IMGDIM: {
-    const struct pxl_image *img = F->imgs[n->param->img_index].img;
-    r.l[0].i = n->ival ? img->height : img->width;
-    return r;
-  }
-  case ND_READ: {
-    int dx = (int)eval(F, n->a).l[0].i, dy = (int)eval(F, n->b).l[0].i;
-    return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy));
-  }
-  case ND_AT: {
-    int ex = (int)eval(F, n->a).l[0].i, ey = (int)eval(F, n->b).l[0].i;
-    return read_image(F, n->param, ex, ey);
+    *r = read_image(F, n->param, u, v);
+    for (int k = n->param->type.lanes; k < 4; k++) r->l[k].i = 0;
+    return;
   }
   case ND_LANE:
-    r.l[0] = eval(F, n->a).l[n->ival];
-    return r;
+    eval(F, n->a, &a);
+    r->l[0] = a.l[n->ival];
+    r->l[1].i = r->l[2].i = r->l[3].i = 0;
+    return;
   case ND_VEC:
-    for (int k = 0; k < n->nargs; k++) r.l[k] = eval(F, n->args[k]).l[0];
-    return r;
-  case ND_CAST: {
-    Val a = eval(F, n->a);
-    int al = n->a->type.lanes;
-    for (int k = 0; k < lanes; k++) r.l[k] = lane_convert(a.l[al == 1 ? 0 : k], n->a->type.s, s);
-    return r;
-  }
+    memset(r, 0, sizeof *r);
+    for (int k = 0; k < n->nargs; k++) r->l[k] = eval_s(F, n->args[k]);
+    return;
+  case ND_CAST:
+    eval_any(F, n->a, &a);
+    memset(r, 0, sizeof *r);
+    for (int k = 0; k < lanes; k++) r->l[k] = lane_convert(lane_of(&a, n->a, k), n->a->type.s, s);
+    return;
   case ND_NEG: {
-    Val a = eval(F, n->a);
+    eval(F, n->a, &a);
     Lane zero = {0};
+    memset(r, 0, sizeof *r);
     for (int k = 0; k < lanes; k++) {
-      if (scalar_is_float(s)) r.l[k].f = s == T_F32 ? (double)-(float)a.l[k].f : -a.l[k].f;
-      else r.l[k] = arith(ND_SUB, zero, a.l[k], s);
+      if (scalar_is_float(s)) r->l[k].f = s == T_F32 ? (double)-(float)a.l[k].f : -a.l[k].f;
+      else r->l[k] = arith(ND_SUB, zero, a.l[k], s);
     }
-    return r;
+    return;
   }
-  case ND_BITNOT: {
-    Val a = eval(F, n->a);
-    for (int k = 0; k < lanes; k++) r.l[k].i = wrap_int(~a.l[k].i, s);
-    return r;
-  }
-  case ND_NOT:
-    r.l[0].i = !truthy(eval(F, n->a).l[0], n->a->type.s);
-    return r;
-  case ND_LOGAND:
-    r.l[0].i = truthy(eval(F, n->a).l[0], n->a->type.s) && truthy(eval(F, n->b).l[0], n->b->type.s);
-    return r;
-  case ND_LOGOR:
-    r.l[0].i = truthy(eval(F, n->a).l[0], n->a->type.s) || truthy(eval(F, n->b).l[0], n->b->type.s);
-    return r;
-  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
-    Lane a = eval(F, n->a).l[0], b = eval(F, n->b).l[0];
-    r.l[0].i = holds(n->kind, compare(a, b, n->a->type.s));
-    return r;
-  }
+  case ND_BITNOT:
+    eval(F, n->a, &a);
+    memset(r, 0, sizeof *r);
+    for (int k = 0; k < lanes; k++) r->l[k].i = wrap_int(~a.l[k].i, s);
+    return;
   case ND_COND:
-    return truthy(eval(F, n->a).l[0], n->a->type.s) ? eval(F, n->b) : eval(F, n->c);
+    if (truthy(eval_s(F, n->a), n->a->type.s)) eval_any(F, n->b, r);
+    else eval_any(F, n->c, r);
+    return;
   case ND_INDEX:
-    return array_get(F, n->var, eval(F, n->a).l[0].i);
+    array_get(F, n->var, eval_s(F, n->a).i, r);
+    return;
   case ND_FCALL:
-    return call_func(F, n);
+    call_func(F, n, r);
+    return;
   case ND_CALL: {
-    Val a[3];
-    for (int i = 0; i < n->nargs; i++) a[i] = eval(F, n->args[i]);
+    Val v3[3];
+    for (int i = 0; i < n->nargs; i++) eval_any(F, n->args[i], &v3[i]);
+    memset(r, 0, sizeof *r);
     for (int k = 0; k < lanes; k++) {
       Lane v[3];
-      for (int i = 0; i < n->nargs; i++) v[i] = a[i].l[n->args[i]->type.lanes == 1 ? 0 : k];
-      r.l[k] = call_n(n->builtin, v, s);
+      for (int i = 0; i < n->nargs; i++) v[i] = lane_of(&v3[i], n->args[i], k);
+      r->l[k] = call_n(n->builtin, v, s);
     }
-    return r;
+    return;
   }
+  case ND_NOT: case ND_LOGAND: case ND_LOGOR:
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE:
+  case ND_COORD: case ND_IMGDIM:
+    /* one lane always (the checker's types): eval_s has them */
+    r->l[0] = eval_s(F, n);
+    r->l[1].i = r->l[2].i = r->l[3].i = 0;
+    return;
   default: {
     /* binary arithmetic */
-    Val a = eval(F, n->a), b = eval(F, n->b);
-    int al = n->a->type.lanes, bl = n->b->type.lanes;
-    for (int k = 0; k < lanes; k++) r.l[k] = arith(n->kind, a.l[al == 1 ? 0 : k], b.l[bl == 1 ? 0 : k], s);
-    return r;
+    eval_any(F, n->a, &a);
+    eval_any(F, n->b, &b);
+    memset(r, 0, sizeof *r);
+    for (int k = 0; k < lanes; k++) r->l[k] = arith(n->kind, lane_of(&a, n->a, k), lane_of(&b, n->b, k), s);
+    return;
   }
   }
 }
@@ -500,7 +538,7 @@ static bool exec(Frame *F, const Node *s) {
       if (s->var->len) { /* an array: its initialiser, the rest 0 */
         for (int i = 0; i < s->var->len; i++) {
           Val v = {0};
-          if (i < s->nargs) v = eval(F, s->args[i]);
+          if (i < s->nargs) eval_any(F, s->args[i], &v);
           F->slots[s->var->slot + i] = v;
         }
         break;
@@ -513,16 +551,17 @@ static bool exec(Frame *F, const Node *s) {
         F->slots[s->var->slot].l[0] = v;
       } else {
         Val v = {0};
-        if (s->a) v = eval(F, s->a);
+        if (s->a) eval_any(F, s->a, &v);
         F->slots[s->var->slot] = v;
       }
       break;
     case ND_LANESET:
-      F->slots[s->var->slot].l[s->ival] = eval(F, s->a).l[0];
+      F->slots[s->var->slot].l[s->ival] = eval_s(F, s->a);
       break;
     case ND_ISET: { /* outside the array: no effect */
-      int64_t i = eval(F, s->a).l[0].i;
-      Val v = eval(F, s->b);
+      int64_t i = eval_s(F, s->a).i;
+      Val v;
+      eval_any(F, s->b, &v);
       if (i >= 0 && i < s->var->len) F->slots[s->var->slot + i] = v;
       break;
     }
@@ -543,23 +582,27 @@ static bool exec(Frame *F, const Node *s) {
     case ND_RETURN:
       if (s->nargs) { /* return (a, b, ...): every value, in order */
         for (int i = 0; i < s->nargs; i++) {
-          Val v = eval(F, s->args[i]);
+          Val v;
+          eval_any(F, s->args[i], &v);
           if (F->rets) F->rets[i] = v;
         }
         if (F->rets) F->ret = F->rets[0];
         return true;
       }
-      F->ret = eval(F, s->a);
+      eval_any(F, s->a, &F->ret);
       return true;
     case ND_BIN: {
       int64_t i = eval_s(F, s->a).i;
       if (i < 0 || i >= F->D->nbins) break;
       if (F->D->weighted_float) {
         double w = 1;
-        if (s->b) w = s->b->type.s == T_F64 ? eval(F, s->b).l[0].f : (double)eval(F, s->b).l[0].i;
+        if (s->b) {
+          Lane b = eval_s(F, s->b);
+          w = s->b->type.s == T_F64 ? b.f : (double)b.i;
+        }
         F->bins[i].f += w;
       } else {
-        int64_t w = s->b ? eval(F, s->b).l[0].i : 1;
+        int64_t w = s->b ? eval_s(F, s->b).i : 1;
         F->bins[i].i = (int64_t)((uint64_t)F->bins[i].i + (uint64_t)w);
       }
       break;
@@ -590,7 +633,7 @@ Lane interp_host_expr(const Node *n, const Decl *D, const ImgArg *imgs, const La
 
 Lane interp_pipe_expr(const Node *n, const Decl *P, const ImgArg *imgs, const Lane *scalars, const Lane *pvals) {
   Frame F = {.D = P, .imgs = imgs, .scalars = scalars, .pvals = pvals};
-  return eval(&F, n).l[0];
+  return eval_s(&F, n);
 }
 
 int interp_output_size(const Decl *D, const ImgArg *imgs, const Lane *scalars, int *w, int *h, Err *err) {
@@ -805,7 +848,7 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
       default:
         F.slots[D->combine_a->slot].l[0] = acc;
         F.slots[D->combine_b->slot].l[0] = v;
-        acc = eval(&F, D->combine).l[0];
+        acc = eval_s(&F, D->combine);
         break;
       }
     }
