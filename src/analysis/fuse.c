@@ -16,7 +16,11 @@
  *     once per pixel into a temporary first - its statements, returns turned into
  *     assignments to the temporary - and reads the temporary where C read the image.
  *     The producer's reads keep their offsets and border modes: F's pixel is the same
- *     position as both stages' (the three iteration spaces have one size).
+ *     position as both stages' (the three iteration spaces have one size). Where every
+ *     exact fusion is asked for (model -1), a producer with size() (not a tiler) read
+ *     under clamp is computed at F's pixel clamped into its own size (clamped_position):
+ *     its x, y, width and height become F's locals, its relative reads absolute ones at
+ *     that position (F is then a gather).
  *  B. the producer P is a point stage that is one expression (locals assigned once,
  *     returns under ifs): each read of its image in C, at offsets (a, b) with a border
  *     mode that maps the position into the image (clamp, mirror, mirror101, wrap), becomes
@@ -31,9 +35,9 @@
  * then never written.
  * Never fused: a value the pipeline returns or a loop carries, an image read by more
  * than one stage, stages in different loop bodies, border `none` anywhere (its zeroed
- * frame follows the kernel's window) or `constant` on B's and C's uses, size() clauses,
- * scans, several outputs, array parameters of the producer and declarations specialised
- * at run time.
+ * frame follows the kernel's window) or `constant` on B's and C's uses, size() clauses
+ * but A's clamped producers, tilers, scans, several outputs, array parameters of the
+ * producer and declarations specialised at run time.
  */
 #include <string.h>
 
@@ -56,6 +60,8 @@ typedef struct {
   Var **kvars;         /* K's locals by slot -> their copies in F (made on first use) */
   int shift;           /* K's slots + shift are F's */
   Var *t;              /* rule A: the temporary holding K's value */
+  Var *pos[4];         /* rule A at a clamped position: K's x, y, width and height in F
+                        * (NULL otherwise) */
   const Node *expr;    /* rule B, and rule A into a reduction's map: K's value as one
                         * expression of K's nodes */
   bool moved;          /* rule B: K's reads move to the consumer's read and take its border */
@@ -86,11 +92,12 @@ static int size_root(const Decl *P, int v) {
   return v;
 }
 
-/* A kernel that may take part: one output, no size(), no scan, no run-time specialisation. */
-static bool plain_kernel(const PipeValue *pv) {
+/* A kernel that may take part: one output, no scan, no run-time specialisation, no
+ * size() unless `sized` (a producer read at (0, 0) under clamp; never a tiler). */
+static bool plain_kernel(const PipeValue *pv, bool sized) {
   const Decl *K = pv->callee;
   return K && !pv->fused && pv->kind == PV_IMAGE && pv->carried < 0 && !pv->nouts && K->kind == D_KERNEL &&
-         !K->nouts && !K->scan && !K->size_w && !K->spec_mask;
+         !K->nouts && !K->scan && (!K->size_w || (sized && !K->tile[0])) && !K->spec_mask;
 }
 
 /* A consumer: such a kernel, a reduction (`T s = total(k(in));`: its map computes the
@@ -99,7 +106,7 @@ static bool consumer(const PipeValue *pv) {
   const Decl *K = pv->callee;
   if (K && !pv->fused && pv->kind == PV_SCALAR && K->kind == D_REDUCE) return !K->spec_mask;
   if (K && !pv->fused && pv->kind == PV_ARRAY && K->kind == D_HISTOGRAM) return !K->spec_mask;
-  return plain_kernel(pv);
+  return plain_kernel(pv, false);
 }
 
 static bool any_none(const PipeValue *pv) {
@@ -297,11 +304,32 @@ static Param *k_image(Fuse *f, const Param *p) {
 
 static void edit_k(void *ctx, Node *c);
 
+static Node *var_node(Fuse *f, Var *v) {
+  Node *n = node_new(f->a, ND_VAR, v->type, v->loc);
+  if (!n) return f->failed = true, NULL;
+  n->var = v;
+  return n;
+}
+
+/* v + e (i32) */
+static Node *plus_var(Fuse *f, Var *v, Node *e) {
+  Node *n = node_new(f->a, ND_ADD, type_scalar(T_I32), v->loc), *vn = var_node(f, v);
+  if (!n || !vn) return f->failed = true, e;
+  n->a = vn;
+  n->b = e;
+  return n;
+}
+
 /* Rule B: replaces node c by a copy of K's local's initialiser, or K's read at (0, 0) by
  * a read at the consumer's offsets. */
 static void edit_k(void *ctx, Node *c) {
   Fuse *f = ctx;
   if (f->failed) return;
+  if (f->pos[0] && c->kind == ND_COORD) { /* K's x, y, width or height */
+    c->kind = ND_VAR;
+    c->var = f->pos[c->ival];
+    return;
+  }
   if (f->expr && c->kind == ND_VAR && c->var && !c->var->param && c->var->slot >= 0 && !c->var->is_const) {
     for (int i = 0; i < f->nenv; i++)
       if (f->env[i] == c->var) {
@@ -316,6 +344,11 @@ static void edit_k(void *ctx, Node *c) {
     Param *q = k_image(f, c->param);
     if (!q) return;
     c->param = q;
+    if (f->pos[0] && c->kind == ND_READ) { /* in(dx, dy) at K's position: in.at(px + dx, py + dy) */
+      c->kind = ND_AT;
+      c->a = plus_var(f, f->pos[0], c->a);
+      c->b = plus_var(f, f->pos[1], c->b);
+    }
     if (f->moved && c->kind == ND_READ) {
       c->a = ir_clone(f->a, f->dx, NULL, NULL, &f->failed);
       c->b = ir_clone(f->a, f->dy, NULL, NULL, &f->failed);
@@ -331,9 +364,14 @@ static void edit_c(void *ctx, Node *c) {
   Fuse *f = ctx;
   if (f->failed) return;
   if (c->param && of_k(f, c->param)) {
-    if (c->kind == ND_IMGDIM) { /* the producer's size is the pixel space's */
-      c->kind = ND_COORD;
-      c->ival = c->ival ? 3 : 2;
+    if (c->kind == ND_IMGDIM) { /* the producer's size is the pixel space's, or K's own */
+      if (f->pos[0]) {
+        c->kind = ND_VAR;
+        c->var = f->pos[c->ival ? 3 : 2];
+      } else {
+        c->kind = ND_COORD;
+        c->ival = c->ival ? 3 : 2;
+      }
       c->param = NULL;
       return;
     }
@@ -406,10 +444,76 @@ static void commit(Decl *P, int k, int c, const Fuse *f) {
   P->values[k].into = c;
 }
 
+/* `T v = e;` for a new local v of F in slot `slot` (i32), chained before next. */
+static Node *decl_i32(Fuse *f, Var **v, int slot, Node *e, Node *next) {
+  Node *d = node_new(f->a, ND_DECL, TYPE_VOID, f->K->loc);
+  *v = arena_alloc(f->a, sizeof **v);
+  if (!d || !*v || !e) return f->failed = true, NULL;
+  **v = (Var){.name = f->K->name, .type = type_scalar(T_I32), .slot = slot, .loc = f->K->loc, .table = -1};
+  d->var = *v;
+  d->a = e;
+  d->next = next;
+  return d;
+}
+
+/* Rule A at a clamped position: the declarations of K's width and height (its size()
+ * expressions, or its first image's size) and of its position clamp(x, 0, width - 1),
+ * clamp(y, 0, height - 1), from F slot `slot` on (4 slots), chained before next; they go
+ * to f->pos. The consumer reads K's image at (0, 0) under clamp, so its pixel (x, y) reads
+ * K's value there, on whatever size K has. */
+static Node *clamped_position(Fuse *f, int slot, Node *next) {
+  const Decl *K = f->K;
+  Node *dim[2] = {NULL, NULL};
+  Loc loc = K->loc;
+  for (int d = 0; d < 2; d++) {
+    if (K->size_w) {
+      dim[d] = ir_clone(f->a, d ? K->size_h : K->size_w, edit_k, f, &f->failed);
+    } else {
+      int first = -1;
+      for (int i = 0; i < K->nparams && first < 0; i++)
+        if (K->params[i]->is_image) first = i;
+      dim[d] = first < 0 ? NULL : node_new(f->a, ND_IMGDIM, type_scalar(T_I32), loc);
+      if (dim[d]) {
+        dim[d]->param = K->params[first];
+        dim[d]->ival = d;
+        edit_k(f, dim[d]);
+      }
+    }
+    if (!dim[d]) return f->failed = true, NULL;
+  }
+  Var *wh[2];
+  Node *coords[2];
+  for (int d = 0; d < 2; d++) { /* clamp(x or y, 0, size - 1) */
+    Node *call = node_new(f->a, ND_CALL, type_scalar(T_I32), loc), *xy = node_new(f->a, ND_COORD, type_scalar(T_I32), loc),
+         *zero = node_new(f->a, ND_NUM, type_scalar(T_I32), loc), *one = node_new(f->a, ND_NUM, type_scalar(T_I32), loc),
+         *last = node_new(f->a, ND_SUB, type_scalar(T_I32), loc);
+    Node **args = arena_alloc(f->a, sizeof *args * 3);
+    if (!call || !xy || !zero || !one || !last || !args) return f->failed = true, NULL;
+    xy->ival = d;
+    one->ival = 1;
+    last->b = one;
+    args[0] = xy, args[1] = zero, args[2] = last;
+    call->builtin = BI_CLAMP;
+    call->args = args;
+    call->nargs = 3;
+    coords[d] = call;
+  }
+  Node *py = decl_i32(f, &f->pos[1], slot + 3, coords[1], next);
+  Node *px = decl_i32(f, &f->pos[0], slot + 2, coords[0], py);
+  Node *kh = decl_i32(f, &wh[1], slot + 1, dim[1], px);
+  Node *kw = decl_i32(f, &wh[0], slot, dim[0], kh);
+  if (f->failed) return NULL;
+  f->pos[2] = wh[0], f->pos[3] = wh[1];
+  coords[0]->args[2]->a = var_node(f, wh[0]);
+  coords[1]->args[2]->a = var_node(f, wh[1]);
+  return f->failed ? NULL : kw;
+}
+
 /* Makes F, value c's kernel with value k's computed inside it (rule A when `at_origin`,
- * else B with expr), and points the pipeline at it. False: not fused (nothing changed),
- * or out of memory (f->a->failed). */
-static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, const Node *expr, Fuse *f) {
+ * at a clamped position when `clamped`, else B with expr), and points the pipeline at it.
+ * False: not fused (nothing changed), or out of memory (f->a->failed). */
+static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, bool clamped, const Node *expr,
+                      Fuse *f) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
   Arena *a = prog->arena;
@@ -417,7 +521,7 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   if (!f->kvars || !begin(f, C, K, C->nparams + K->nparams * (C->nimages + 1))) return false;
   Decl *F = f->F;
   f->shift = C->nslots;
-  F->nslots = C->nslots + K->nslots + 1;
+  F->nslots = C->nslots + K->nslots + 1 + (clamped ? 4 : 0);
   /* C's parameters in order, the images of value k left out (they become K's), then K's
    * scalars, then (rule A) K's images */
   for (int i = 0; i < C->nparams && !f->failed; i++) {
@@ -435,25 +539,32 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, cons
   if (at_origin && !expr) {
     f->t = arena_alloc(a, sizeof *f->t);
     if (!f->t) return false;
-    *f->t = (Var){.name = K->name, .type = K->type, .slot = F->nslots - 1, .loc = K->loc, .table = -1};
-    Node *kbody = ir_clone(a, K->body, edit_k, f, &f->failed);
-    if (f->failed) return false;
+    *f->t = (Var){.name = K->name, .type = K->type, .slot = C->nslots + K->nslots, .loc = K->loc, .table = -1};
     Node *decl = node_new(a, ND_DECL, TYPE_VOID, K->loc);
     if (!decl) return false;
-    decl->var = f->t;
-    decl->next = block_of(f, tail(f, kbody->body), K->loc);
     first = decl;
+    if (clamped) first = clamped_position(f, C->nslots + K->nslots + 1, decl);
+    Node *kbody = ir_clone(a, K->body, edit_k, f, &f->failed);
+    if (f->failed || !first) return false;
+    decl->var = f->t;
+    /* clamped: K's statements at the top level, where the C generator's axis values
+     * (codegen/c/axes.c) find the declarations that depend on x or y alone (pyr_up's
+     * source columns); its locals have slots of their own either way */
+    decl->next = clamped ? tail(f, kbody->body) : block_of(f, tail(f, kbody->body), K->loc);
   } else {
     f->expr = expr;
   }
   cbody = ir_clone(a, C->body, edit_c, f, &f->failed);
   if (f->failed || !cbody) return false;
-  if (first) { /* a kernel's or a histogram's statements */
-    first->next->next = cbody->body;
+  if (first) { /* a kernel's or a histogram's statements: (the position,) t, K's block */
+    Node *last = first;
+    while (last->next) last = last->next;
+    last->next = cbody->body;
     cbody->body = first;
   }
   if (!finish(prog, F, cbody)) return false;
-  if (F->spec_mask || F->skel == SK_GATHER) return false; /* bounded windows only (never expected) */
+  /* bounded windows only (never expected), but where K's position is computed */
+  if (F->spec_mask || (F->skel == SK_GATHER && !clamped)) return false;
   if (f->model >= 0 && !cost_fusion_pays(K, C, F, &cost_devices[f->model])) return false;
   commit(P, k, c, f);
   return true;
@@ -544,10 +655,20 @@ static bool tile_ok(const Decl *P, int k, int c) {
 static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles) {
   const PipeValue *kv = &P->values[k], *cv = &P->values[c];
   const Decl *C = cv->callee, *K = kv->callee;
-  if (!plain_kernel(kv) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
+  if (!plain_kernel(kv, true) || !consumer(cv) || kv->loop != cv->loop || C->parent || any_none(kv) ||
       any_none(cv) || pinned(P, k, c) || C->stage || K->stage) /* a rule C kernel takes no further part */
     return false;
-  if (size_root(P, k) != size_root(P, c)) return false;
+  /* K's values at C's pixels: the same positions where both have one size (the size
+   * roots are one value); a K with size() at its position clamped into that size (rule A
+   * only; a K of another root without size() stays a stage: computed at a clamped
+   * position it would be a gather where the sizes are the same) */
+  bool clamped = K->size_w != NULL;
+  if (!clamped && size_root(P, k) != size_root(P, c)) return false;
+  /* ... made only when every exact fusion is asked for (model -1, `--fuse all`): the
+   * fused kernel is a gather, and the one pipeline measured, a Laplacian level's pyrUp
+   * (then a gather) into the difference, ran slower fused than as written - 1.25x on the
+   * 2-core VM at 2048^2, 1.11-1.17x on an H100 - where the model predicted it faster */
+  if (clamped && model >= 0) return false;
   for (int i = 0; i < K->nparams; i++)
     if (K->params[i]->len) return false;
   bool at_origin = true, window_ok = true;
@@ -560,7 +681,9 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles
     if (ac->read_rel && (ac->x0 || ac->x1 || ac->y0 || ac->y1)) at_origin = false;
     BorderKind b = cv->args[i].border.kind;
     if (b == B_CONSTANT || b == B_NONE) window_ok = false;
+    if (clamped && b != B_CLAMP) return false;
   }
+  if (clamped && (!at_origin || C->kind != D_KERNEL)) return false;
   Fuse f = {.a = prog->arena, .K = K, .cv = cv, .kv = kv, .model = model, .moved = !at_origin};
   /* K as one expression: rule B (at a window's taps), or A into a reduction's map */
   bool b_ok = window_ok && K->skel == SK_P2P && !C->sep;
@@ -580,7 +703,7 @@ static bool try_pair(Program *prog, Decl *P, int k, int c, int model, bool tiles
   }
   if (at_origin && C->kind == D_REDUCE && !expr) return false;
   /* a failed attempt leaves the pipeline as it was: fuse_pair changes it last */
-  return fuse_pair(prog, P, k, c, at_origin, expr, &f);
+  return fuse_pair(prog, P, k, c, at_origin, clamped, expr, &f);
 }
 
 Decl *fuse_pipeline(Program *prog, const Decl *P0, const bool *keep, int model, bool tiles) {
