@@ -510,6 +510,25 @@ static bool reads_image(const Node *n, const Param *img) {
 }
 
 static Node *tmp_reads[PXL_MAX_SEP_ACC]; /* scratch: the read behind each temporary */
+static const Decl *sep_tiler;             /* scratch: the tiler find_separable looks at, else NULL */
+
+/* Coordinate `axis` of a tiler's read at window offset v: origin + paving * x (or y) + v,
+ * the tree the checker makes of the relative read (tiler_coord in front/check.c). */
+static bool tiler_offset(const Node *e, int axis, const Var *v) {
+  if (!e || e->kind != ND_ADD || !is_var(e->b, v)) return false;
+  const Node *o = e->a, *m = o ? o->b : NULL;
+  return o->kind == ND_ADD && o->a->kind == ND_NUM && o->a->ival == sep_tiler->origin[axis] && m &&
+         m->kind == ND_MUL && m->a->kind == ND_NUM && m->a->ival == sep_tiler->paving[axis] && m->b &&
+         m->b->kind == ND_COORD && m->b->ival == axis;
+}
+
+/* Whether r reads its image at the window's position (vx, vy): img(vx, vy), or in a tiler
+ * the absolute read the checker made of it. */
+static bool window_read(const Node *r, const Separable *S) {
+  if (sep_tiler) return r->kind == ND_AT && tiler_offset(r->a, 0, S->vx) && tiler_offset(r->b, 1, S->vy);
+  return r->kind == ND_READ && is_var(r->a, S->vx) && is_var(r->b, S->vy) && widening_chain(r->a) &&
+         widening_chain(r->b);
+}
 
 static const Node *tmp_read(const Separable *S, int i) {
   (void)S;
@@ -520,8 +539,8 @@ static const Node *tmp_read(const Separable *S, int i) {
 static bool match_temp(Separable *S, const Node *d) {
   if (d->kind != ND_DECL || !d->var || !d->a || d->var->type.lanes != 1 || !widening_chain(d->a)) return false;
   const Node *r = ir_strip_casts(d->a);
-  if (r->kind != ND_READ || r->param->type.lanes != 1 || (S->img && r->param != S->img)) return false;
-  if (!is_var(r->a, S->vx) || !is_var(r->b, S->vy) || S->ntmp == PXL_MAX_SEP_ACC) return false;
+  if (!window_read(r, S) || r->param->type.lanes != 1 || (S->img && r->param != S->img)) return false;
+  if (S->ntmp == PXL_MAX_SEP_ACC) return false;
   tmp_reads[S->ntmp] = (Node *)r;
   S->tmp[S->ntmp++] = d->var;
   return true;
@@ -582,7 +601,7 @@ static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node
   const Node *leaf = NULL, *wy = NULL, *wx = NULL;
   for (int k = 0; k < n; k++) {
     const Node *r = ir_strip_casts(f[k]);
-    bool is_read = (r->kind == ND_READ && is_var(r->a, S->vx) && is_var(r->b, S->vy)) ||
+    bool is_read = window_read(r, S) ||
                    (r->kind == ND_VAR && r->var != S->vx && r->var != S->vy && !r->var->param && r->var->len == 0 &&
                     !r->var->is_const);
     int64_t dummy;
@@ -633,9 +652,8 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
       if (S->tmp[i] == leaf->var) r = tmp_read(S, i);
     if (!r) return false;
   }
-  if (r->kind != ND_READ || r->param->type.lanes != 1) return false;
+  if (!window_read(r, S) || r->param->type.lanes != 1) return false;
   if (S->img && r->param != S->img) return false;
-  if (!is_var(r->a, S->vx) || !is_var(r->b, S->vy) || !widening_chain(r->a) || !widening_chain(r->b)) return false;
   if (!widens(leaf->type, acc->type) || !widens(r->type, leaf->type)) return false;
   if (S->nacc == PXL_MAX_SEP_ACC) return false;
   for (int i = 0; i < S->nacc; i++)
@@ -665,10 +683,108 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
   return true;
 }
 
+/* The column offset dy of a tiler's read at (vx, dy): its row is origin + paving * y +
+ * dy with dy a number. */
+static bool tiler_row_number(const Node *e, int64_t *dy) {
+  if (!e || e->kind != ND_ADD) return false;
+  const Node *d = ir_strip_casts(e->b), *o = e->a, *m = o ? o->b : NULL;
+  if (!d || d->kind != ND_NUM || o->kind != ND_ADD || o->a->kind != ND_NUM || o->a->ival != sep_tiler->origin[1] ||
+      !m || m->kind != ND_MUL || m->a->kind != ND_NUM || m->a->ival != sep_tiler->paving[1] || !m->b ||
+      m->b->kind != ND_COORD || m->b->ival != 1)
+    return false;
+  *dy = d->ival;
+  return true;
+}
+
+/* A column of a tiler's window as one expression of type t: a sum or difference of terms
+ * w * img(vx, dy) (w and dy numbers, either order, w absent: 1), every +, - and * of type
+ * t. Adds each term's weight times sign to wy[dy + 64] and records the image in S. */
+static bool column_terms(Separable *S, const Node *n, Type t, int64_t *wy, int sign, int depth) {
+  if (depth > 64) return false;
+  if ((n->kind == ND_ADD || n->kind == ND_SUB) && type_eq(n->type, t))
+    return column_terms(S, n->a, t, wy, sign, depth + 1) &&
+           column_terms(S, n->b, t, wy, n->kind == ND_SUB ? -sign : sign, depth + 1);
+  int64_t w = 1;
+  const Node *r = n;
+  if (n->kind == ND_MUL && type_eq(n->type, t)) {
+    const Node *f = ir_strip_casts(n->a), *g = ir_strip_casts(n->b);
+    if (f->kind != ND_NUM) {
+      const Node *h = f;
+      f = g;
+      g = h;
+      r = n->a;
+    } else {
+      r = n->b;
+    }
+    if (f->kind != ND_NUM || scalar_is_float(f->type.s) || f->ival < -(1 << 20) || f->ival > (1 << 20)) return false;
+    w = f->ival;
+  }
+  if (!widening_chain(r)) return false;
+  r = ir_strip_casts(r);
+  int64_t dy;
+  if (r->kind != ND_AT || r->param->type.lanes != 1 || scalar_is_float(r->param->type.s) ||
+      (S->img && r->param != S->img) || !tiler_offset(r->a, 0, S->vx) || !tiler_row_number(r->b, &dy) ||
+      dy < -64 || dy > 64 || !widens(r->type, t))
+    return false;
+  S->img = r->param;
+  wy[dy + 64] += sign * w;
+  return llabs(wy[dy + 64]) <= (1 << 20);
+}
+
+/* A tiler's window written as its columns: `for (vx) acc += WX(vx) * COLUMN` (factors in
+ * either order), COLUMN a sum of weighted reads of rows with a number as offset
+ * (column_terms) - examples/resample.pxl's pyr_down, column sums first. The same
+ * Separable as the two loops with WY the column's weights; integer sums wrap, so the
+ * grouping gives the same bits. */
+static bool match_columns(Separable *S, const Node *u, Arena *ar) {
+  if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param || S->nacc) return false;
+  Var *acc = u->var;
+  const Node *e = u->a;
+  if (e->kind != ND_ADD || scalar_is_float(e->type.s) || e->type.s != acc->type.s) return false;
+  const Node *x = e->a, *y = e->b;
+  if (!is_var(x, acc)) x = e->b, y = e->a;
+  if (!is_var(x, acc) || !widening_chain(x) || y->kind != ND_MUL || !type_eq(y->type, acc->type)) return false;
+  int64_t dummy;
+  const Node *wx = y->a, *col = y->b;
+  if (!weight_value(wx, S->vx, S->x0, &dummy)) wx = y->b, col = y->a;
+  if (!weight_value(wx, S->vx, S->x0, &dummy)) return false;
+  int64_t wyall[129] = {0};
+  if (!column_terms(S, col, acc->type, wyall, 1, 0)) return false;
+  int lo = 64, hi = -64;
+  for (int d = -64; d <= 64; d++)
+    if (wyall[d + 64]) lo = d < lo ? d : lo, hi = d > hi ? d : hi;
+  if (lo > hi) return false;
+  S->y0 = lo, S->y1 = hi;
+  S->wy[0] = arena_alloc(ar, sizeof *S->wy[0] * (size_t)(hi - lo + 1));
+  S->wx[0] = weights(wx, S->vx, S->x0, S->x1, ar);
+  if (!S->wy[0] || !S->wx[0]) return false;
+  for (int d = lo; d <= hi; d++) S->wy[0][d - lo] = wyall[d + 64];
+  S->acc[0] = acc;
+  S->op[0] = -1;
+  S->read[0] = (Node *)col;
+  S->wy_node[0] = NULL;
+  /* the column sums in 16 bits when u8 rows under weights >= 0 cannot pass 65535 */
+  int64_t most = 0;
+  bool narrow = S->img->type.s == T_U8 && scalar_size(acc->type.s) >= 4;
+  for (int d = lo; narrow && d <= hi; d++) {
+    int64_t w = S->wy[0][d - lo];
+    narrow = w >= 0 && w <= 65535;
+    most += w * 255;
+    narrow = narrow && most <= 65535;
+  }
+  S->col[0] = narrow ? type_scalar(T_U16) : acc->type;
+  S->nacc = 1;
+  return true;
+}
+
 /* Finds `decls; for (vy) for (vx) { acc_i = OP_i(acc_i, img(vx, vy)); } rest` in a
- * kernel whose other statements do not read that image. */
+ * kernel whose other statements do not read that image. In a tiler of 1 x 1 tiles only
+ * weighted sums (the C generator's row pass steps over the column values by the paving:
+ * gen_c.c, separable_loop). */
 static Separable *find_separable(Decl *D, Arena *a) {
   if (D->kind != D_KERNEL || D->type.lanes != 1 || !D->body || D->nimages != 1) return NULL;
+  sep_tiler = D->tile[0] ? D : NULL;
+  if (sep_tiler && (D->tile[0] != 1 || D->tile[1] != 1)) return NULL;
   const Node *loop = NULL;
   for (const Node *s = D->body->body; s; s = s->next) {
     if (s->kind == ND_FOR && !loop) {
@@ -679,13 +795,17 @@ static Separable *find_separable(Decl *D, Arena *a) {
   }
   if (!loop) return NULL;
   Separable S = {0};
-  if (!const_loop(loop, &S.vy, &S.y0, &S.y1)) return NULL;
   const Node *inner = only_stmt(loop->b);
-  if (!inner || inner->kind != ND_FOR || !const_loop(inner, &S.vx, &S.x0, &S.x1)) return NULL;
-  const Node *u = inner->b;
-  while (u && u->kind == ND_BLOCK && !u->next) u = u->body;
-  for (; u; u = u->next)
-    if (!match_temp(&S, u) && !match_update(&S, u, a)) return NULL;
+  if (sep_tiler && inner && inner->kind != ND_FOR) { /* one loop over the window's columns */
+    if (!const_loop(loop, &S.vx, &S.x0, &S.x1) || !match_columns(&S, inner, a)) return NULL;
+  } else {
+    if (!const_loop(loop, &S.vy, &S.y0, &S.y1)) return NULL;
+    if (!inner || inner->kind != ND_FOR || !const_loop(inner, &S.vx, &S.x0, &S.x1)) return NULL;
+    const Node *u = inner->b;
+    while (u && u->kind == ND_BLOCK && !u->next) u = u->body;
+    for (; u; u = u->next)
+      if (!match_temp(&S, u) && !match_update(&S, u, a)) return NULL;
+  }
   if (!S.nacc || (S.y1 == S.y0 && S.x1 == S.x0)) return NULL;
   /* accumulators must be declared before the loop, and nothing else may read the image */
   for (const Node *s = D->body->body; s; s = s->next) {
@@ -696,6 +816,8 @@ static Separable *find_separable(Decl *D, Arena *a) {
     for (int i = 0; i < s->nargs; i++) /* return (a, b) */
       if (reads_image(s->args[i], S.img)) return NULL;
   }
+  for (int i = 0; sep_tiler && i < S.nacc; i++)
+    if (!S.wy[i]) return NULL;
   Separable *out = arena_alloc(a, sizeof *out);
   if (!out) return NULL;
   *out = S;
@@ -895,7 +1017,8 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     D->metrics.arith += passes;
     D->metrics.reads += passes;
   }
-  if (D->skel == SK_N2P && !D->nouts) D->sep = find_separable(D, arena); /* several outputs: per projection */
+  if ((D->skel == SK_N2P || D->skel == SK_TILER) && !D->nouts)
+    D->sep = find_separable(D, arena); /* several outputs: per projection */
   an_mark_ranges(&A, D);
   spec_mark(D);
   return true;

@@ -10,7 +10,8 @@
  * windows come from caches), plus the output it writes; a scan moves its output again
  * per pass after the first. ops: the analysis's arithmetic operations and reads per pixel
  * (Metrics.arith + Metrics.reads, counted as written: a loop's counter arithmetic too), a
- * separable window's scaled to its column and row passes (arithmetic on vectors counts
+ * separable window's scaled to its column and row passes (a tiler's on the CPU only, GPUs
+ * run its window as written; arithmetic on vectors counts
  * once per channel). scalar: code with a call the C compiler does not vectorise (exp,
  * log, pow, sin, cos, atan2, round), an integer division by a value not known when it is
  * compiled or a loop with run-time bounds; milder, code reading a table at data-dependent
@@ -138,7 +139,7 @@ static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h
   ir_any(D->body, count_slow, &slow);
   if (D->combine) ir_any(D->combine, count_slow, &slow);
   double ops = m->arith - m->flops + m->reads, flops = m->flops + slow * (slow_op[d] - 1);
-  if (D->sep) {
+  if (D->sep && (!D->tile[0] || d == COST_CPU)) { /* GPUs run a tiler's window as written */
     double nx = D->sep->x1 - D->sep->x0 + 1, ny = D->sep->y1 - D->sep->y0 + 1;
     ops *= (nx + ny) / (nx * ny);
     flops *= (nx + ny) / (nx * ny);

@@ -41,11 +41,21 @@ static void xloop(Gen *g, const char *from, const char *to, int variant, const c
 
 static const char *A_text(const StrBuf *b) { return b->s ? b->s : ""; }
 
-/* One read of the column pass: image k at (xs, y + dy), direct or through its border
+/* The input row of output row y in a separable window's passes: y, or a tiler's origin
+ * of row y of repetitions (OY + PY * y, C expression text). */
+static const char *sep_row(const Decl *D, char *buf, size_t n) {
+  if (!D->tile[0]) return "y";
+  snprintf(buf, n, "(%d + %d * y)", D->origin[1], D->paving[1]);
+  return buf;
+}
+
+/* One read of the column pass: image k at (xs, yb + dy), direct or through its border
  * function, converted to CT. */
 static void column_read(Gen *g, bool direct, int k, const char *CT, int dy) {
-  if (direct) OUT("(%s)i%d[(ptrdiff_t)(y + %d) * p%d + xs]", CT, k, dy, k);
-  else OUT("(%s)%s_rd%d(i%d, p%d, w%d, h%d, xs, y + %d, 0)", CT, g->pfx, k, k, k, k, k, dy);
+  char b[64];
+  const char *yb = sep_row(g->D, b, sizeof b);
+  if (direct) OUT("(%s)i%d[(ptrdiff_t)(%s + %d) * p%d + xs]", CT, k, yb, dy, k);
+  else OUT("(%s)%s_rd%d(i%d, p%d, w%d, h%d, xs, %s + %d, 0)", CT, g->pfx, k, k, k, k, k, yb, dy);
 }
 
 /* Column value of accumulator i at column xs (C expression text in `xs`), direct or
@@ -107,9 +117,15 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   const Decl *D = g->D;
   const Separable *S = D->sep;
   int k = S->img->img_index;
+  /* a tiler of 1 x 1 tiles (weighted sums only: analysis): output x reads the column
+   * values from PX * x on, row y the input rows from OY + PY * y */
+  int PX = D->tile[0] ? D->paving[0] : 1, OX = D->tile[0] ? D->origin[0] : 0;
+  char yb_buf[64];
+  const char *yb = sep_row(D, yb_buf, sizeof yb_buf);
   OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n  (void)chunk_;\n");
   OUT("  #pragma omp parallel num_threads(nt_) if ((int64_t)W * H > 16384)\n  {\n");
-  OUT("    const int cn = rx1 - rx0 + %d;\n", S->x1 - S->x0);
+  if (PX != 1) OUT("    const int cn = rx1 > rx0 ? %d * (rx1 - rx0 - 1) + %d : 0;\n", PX, S->x1 - S->x0 + 1);
+  else OUT("    const int cn = rx1 - rx0 + %d;\n", S->x1 - S->x0);
   for (int i = 0; i < S->nacc; i++)
     OUT("    %s *c%d = (%s *)malloc(sizeof(%s) * (size_t)(cn > 0 ? cn : 1));\n", cg_ctype(S->col[i].s), i,
         cg_ctype(S->col[i].s), cg_ctype(S->col[i].s));
@@ -120,7 +136,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   for (int i = 0; i < S->nacc; i++) OUT(" && c%d", i);
   for (int i = 0; prefix && i < S->nacc; i++) OUT(" && q%d", i);
   OUT(";\n");
-  bool slide = cg_sliding_columns(S);
+  bool slide = cg_sliding_columns(S) && !D->tile[0];
   if (slide) OUT("    int prev_y = -2; /* the last row whose column values are in c<i>, with its window inside */\n");
   OUT("    #pragma omp for schedule(dynamic, chunk_)\n");
   OUT("    for (int y = 0; y < H; y++) {\n");
@@ -131,9 +147,10 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("      if (!okbuf) {\n");
   OUT("        for (int x = rx0; x < rx1; x++) %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", g->pfx, A, C);
   OUT("        continue;\n      }\n");
-  OUT("      const int xa = rx0 + %d;\n", S->x0);
+  if (D->tile[0]) OUT("      const int xa = %d + %d * rx0 + %d;\n", OX, PX, S->x0);
+  else OUT("      const int xa = rx0 + %d;\n", S->x0);
   OUT("      int jd0 = 0, jd1 = 0;\n");
-  OUT("      if (y + %d >= 0 && y + %d < h%d) {\n", S->y0, S->y1, k);
+  OUT("      if (%s + %d >= 0 && %s + %d < h%d) {\n", yb, S->y0, yb, S->y1, k);
   OUT("        jd0 = -xa < 0 ? 0 : -xa > cn ? cn : -xa;\n");
   OUT("        jd1 = w%d - xa < jd0 ? jd0 : w%d - xa > cn ? cn : w%d - xa;\n      }\n", k, k, k);
   const char *ranges[3][3] = {{"0", "jd0", "e"}, {"jd0", "jd1", "d"}, {"jd1", "cn", "e"}};
@@ -209,7 +226,8 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
       OUT("        const %s r%d = (%s)(0", AT, i, AT);
       for (int k = 0; k <= S->x1 - S->x0; k++) {
         int64_t w = S->wx[i] ? S->wx[i][k] : 1;
-        if (w) OUT(" + (%s)%lld * (%s)c%d[x - rx0 + %d]", UT, (long long)w, UT, i, k);
+        if (w && PX != 1) OUT(" + (%s)%lld * (%s)c%d[%d * (x - rx0) + %d]", UT, (long long)w, UT, i, PX, k);
+        else if (w) OUT(" + (%s)%lld * (%s)c%d[x - rx0 + %d]", UT, (long long)w, UT, i, k);
       }
       OUT(");\n");
     }
@@ -344,6 +362,11 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   cg_args_text(g, &args);
   char tail[4096];
   snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", args.s ? args.s : "", C);
+  if (D->sep) { /* a separable window; in a tiler of 1 x 1 tiles too */
+    separable_loop(g, A_text(&args), C, OT);
+    sb_free(&args);
+    return;
+  }
   if (D->tile[0]) {
     /* a tiler: bands of 8 rows of repetitions, blocks of 32 along them checked at their
      * corners, a block that is not all direct column by column; a run of neighbouring
@@ -447,11 +470,6 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("            ");
     sb_printf(g->o, tail, g->pfx, variant_name(V_EDGE));
     OUT("\n          }\n        }\n      }\n    }\n  }\n}\n");
-    sb_free(&args);
-    return;
-  }
-  if (D->sep) {
-    separable_loop(g, A_text(&args), C, OT);
     sb_free(&args);
     return;
   }
