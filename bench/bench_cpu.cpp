@@ -145,20 +145,21 @@ const KernelDef kKernels[] = {
     // folded into one tiler, and as a pipeline of its two filters; no OpenCV version
     {"downscale", Kind::Image, 1, false}, {"scale_hd", Kind::Image, 1, false},
     // resampling (examples/resample.pxl, warp.pxl), checked against OpenCV's functions,
-    // which they equal: cv::pyrDown; cv::resize INTER_LINEAR_EXACT and INTER_LINEAR to
+    // which they equal: cv::pyrDown, cv::pyrUp (to twice the size); cv::resize INTER_LINEAR_EXACT and INTER_LINEAR to
     // 3/4 of the size; cv::warpAffine INTER_LINEAR by kWarp (a rotation by 30 degrees at
     // 0.8 scale about the centre), the size kept, border constant 0
     {"pyr_down", Kind::Image, 1, false}, {"pyr_down_sep", Kind::Image, 1, false},  // its two tilers
-    {"resize_linear", Kind::Image, 1, false},
+    {"pyr_up", Kind::Image, 1, false}, {"resize_linear", Kind::Image, 1, false},
     {"resize_bilinear", Kind::Image, 1, false}, {"warp_affine_linear", Kind::Image, 1, false},
 };
 bool resampler(const std::string &k) {
-  return k == "pyr_down" || k == "pyr_down_sep" || k == "resize_linear" || k == "resize_bilinear" || k == "warp_affine_linear";
+  return k == "pyr_down" || k == "pyr_down_sep" || k == "pyr_up" || k == "resize_linear" || k == "resize_bilinear" ||
+         k == "warp_affine_linear";
 }
 // The example file of kernel k.
 std::string example_file(const std::string &k) {
   if (k == "downscale" || k == "scale_hd") return "downscale";
-  if (k == "pyr_down" || k == "pyr_down_sep") return "resample";
+  if (k == "pyr_down" || k == "pyr_down_sep" || k == "pyr_up") return "resample";
   if (resampler(k)) return "warp";
   return k;
 }
@@ -188,6 +189,8 @@ Output make_output(const KernelDef &k, int w, int h) {
     o.img = Image((w + 7) / 8 * 3, (h + 8) / 9 * 4, k.out_esize);
   else if (std::string(k.name) == "pyr_down" || std::string(k.name) == "pyr_down_sep")
     o.img = Image((w + 1) / 2, (h + 1) / 2, k.out_esize);
+  else if (std::string(k.name) == "pyr_up")
+    o.img = Image(2 * w, 2 * h, k.out_esize);
   else if (std::string(k.name) == "resize_linear" || std::string(k.name) == "resize_bilinear")
     o.img = Image(w * 3 / 4, h * 3 / 4, k.out_esize);
   else if (k.kind == Kind::Image)
@@ -415,6 +418,8 @@ Prepared opencv_prepare(const std::string &k, Image &in, Output &o) {
       p.run = [=]() mutable { cv::bilateralFilter(src, dst, 5, kSigmaColor, kSigmaSpace); };
     else if (k == "pyr_down" || k == "pyr_down_sep")
       p.run = [=]() mutable { cv::pyrDown(src, dst, dst.size()); };
+    else if (k == "pyr_up")
+      p.run = [=]() mutable { cv::pyrUp(src, dst, dst.size()); };
     else if (k == "resize_linear" || k == "resize_bilinear") {
       int mode = k == "resize_linear" ? cv::INTER_LINEAR_EXACT : cv::INTER_LINEAR;
       p.run = [=]() mutable { cv::resize(src, dst, dst.size(), 0, 0, mode); };

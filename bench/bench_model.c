@@ -35,11 +35,14 @@
 #define PXL_EXAMPLES_DIR "examples"
 #endif
 
+/* Not warp.pxl and downscale.pxl: their entries make one image of another size than the
+ * input, and bind() gives an entry of one output an output of the input's size
+ * (resample.pxl's entry, laplace_level, returns two images, which the runs allocate). */
 static const char *const examples[] = {
     "bilateral", "binarize", "blur3",    "boxr",      "boxsum", "canny",  "cartoon",     "conv5",  "copy",
     "dilate5",   "distance", "edges",    "equalize",  "erode3", "gauss5", "gradient73",  "gray601", "hist256",
     "hsv",       "hysteresis", "integral", "max",     "median3", "median5", "min",       "otsu",   "outline",   "reconstruct",
-    "rowsum",    "sobel3",   "sobel_xy", "sum",       "transpose"};
+    "resample",  "rowsum",   "sobel3",   "sobel_xy", "sum",       "transpose"};
 enum { NEXAMPLES = sizeof examples / sizeof *examples, MAXREPS = 50, MAXFORMS = 64 };
 
 /* Values for the examples' scalar and array parameters, by name (others: 1). */
