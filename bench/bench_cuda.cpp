@@ -759,6 +759,18 @@ void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c,
   Npp8u *d = dst.ptr<Npp8u>();
   int ss = src.step(), ds = dst.step();
   NppiSize ssz = src.size(), dsz = dst.size();
+  if (name == "pyr_up") { /* taps 1 4 6 4 1 / 8: the zeros between source pixels halve each pass's sum */
+    const Npp32f taps[5] = {1 / 8.f, 4 / 8.f, 6 / 8.f, 4 / 8.f, 1 / 8.f};
+    r.bufs.emplace_back(sizeof taps);
+    Npp32f *k = r.bufs.back().as<Npp32f>();
+    CUDA_CALL(cudaMemcpy, k, taps, sizeof taps, cudaMemcpyHostToDevice);
+    NppiPoint origin = {0, 0};
+    r.run = [=]() {
+      NPP_CALL(nppiFilterGaussPyramidLayerUpBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
+               NPP_BORDER_MIRROR, c);
+    };
+    return;
+  }
   if (name == "pyr_down" || name == "pyr_down_sep") {
     const Npp32f taps[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
     r.bufs.emplace_back(sizeof taps);
@@ -788,6 +800,7 @@ struct KernelDef {
   int tol;          // largest tolerated difference (rounding of means)
   const char *file = nullptr;  // the example (examples/FILE.pxl) holding entry `name`; default: name
   int down = 1;                // the output is ceil(W / down) x ceil(H / down) (resampling)
+  int up = 1;                  // or W * up x H * up
 };
 
 // clang-format off
@@ -819,6 +832,8 @@ const KernelDef kKernels[] = {
     {"resize_nearest", Kind::Image, PXL_U8, false, 0, 0, 255, "resample", 2},  // NPP's own positions: counted
     {"pyr_down_sep",   Kind::Image, PXL_U8, false, 2, 2, 1,   "resample", 2},  // two tilers, pyr_down's bits
     {"resize_linear",  Kind::Image, PXL_U8, false, 1, 1, 255, "warp", 2},      // NPP's own weights: counted
+    // to twice the size (an output 4 times the input)
+    {"pyr_up",         Kind::Image, PXL_U8, false, 2, 2, 255, "resample", 1, 2},  // NPP's float taps: counted
 };
 // clang-format on
 
@@ -863,8 +878,8 @@ std::unique_ptr<NppRun> npp_prepare(const KernelDef &k, pxl_context *px, const N
     npp_equalize(*r, c, src, *dst);
   else if (name == "canny")
     npp_canny(*r, c, src, *dst);
-  else if (name == "pyr_down" || name == "pyr_down_sep" || name == "resize_area" || name == "resize_nearest" ||
-           name == "resize_linear")
+  else if (name == "pyr_down" || name == "pyr_down_sep" || name == "pyr_up" || name == "resize_area" ||
+           name == "resize_nearest" || name == "resize_linear")
     npp_resample(*r, name, c, src, *dst);
   else
     throw Failure("no NPP peer for " + name);
@@ -935,6 +950,7 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
     if (k.kind == Kind::Image) {
       int ow = k.transposed ? h : w, oh = k.transposed ? w : h;
       if (k.down > 1) ow = (ow + k.down - 1) / k.down, oh = (oh + k.down - 1) / k.down;
+      ow *= k.up, oh *= k.up;
       out_pxl = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
       out_npp = std::make_unique<DevImage>(px.ctx(), ow, oh, k.out);
     }
@@ -990,7 +1006,8 @@ void kernel_row(Pxl &px, const NppStreamContext &c, const KernelDef &k, const De
   if (failed) *status = 1;
 
   const double reads = std::string(k.name) == "equalize" ? 2 : 1;
-  const double outs = (double)((w + k.down - 1) / k.down) * ((h + k.down - 1) / k.down) / ((double)w * h);
+  const double outs =
+      (double)k.up * k.up * ((w + k.down - 1) / k.down) * ((h + k.down - 1) / k.down) / ((double)w * h);
   double bytes = (double)w * h * (k.kind == Kind::Image ? reads + type_size(k.out) * outs : reads);
   auto gbs = [&](const Timing &t) { return t.ok ? bytes / (t.ms * 1e6) : 0.0; };
   std::printf(
@@ -1037,6 +1054,7 @@ int run_table(Pxl &px, const NppStreamContext &c, const std::vector<std::pair<in
       "equalize nppiHistogramEven + table on the host + nppiLUTPalette, canny nppiFilterCannyBorder\n"
       "(L1, 50/150; on 64x64 blocks with noise; NPP's edges are its own: the check counts differences);\n"
       "to half the size: pyr_down, pyr_down_sep nppiFilterGaussPyramidLayerDownBorder (1 4 6 4 1 / 16,\n"
+      "mirror), pyr_up (to twice the size) nppiFilterGaussPyramidLayerUpBorder (1 4 6 4 1 / 8,\n"
       "mirror), resize_area nppiResize SUPER, resize_nearest nppiResize NN, resize_linear nppiResize\n"
       "LINEAR (NPP's own positions and weights: counted);\n"
       "all with NPP_BORDER_REPLICATE (pxl: clamp). pxl's reductions wait for the device on every run.\n");
