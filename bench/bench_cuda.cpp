@@ -750,7 +750,9 @@ void npp_canny(NppRun &r, const NppStreamContext &c, const DevImage &src, const 
 }
 
 // Resampling to half the size: pyr_down and pyr_down_sep nppiFilterGaussPyramidLayerDownBorder
-// (taps 1 4 6 4 1 / 16 in device memory, rate 2, reflect-101 as pxl's mirror101), resize_area
+// (taps 1 4 6 4 1 / 16 in device memory, rate 2, reflect-101 as pxl's mirror101); to twice
+// the size pyr_up nppiFilterGaussPyramidLayerUpBorder (taps / 8, another filter than
+// cv::pyrUp's: its result differs); resize_area
 // nppiResize NPPI_INTER_SUPER, resize_nearest nppiResize NPPI_INTER_NN, resize_linear
 // (examples/warp.pxl, INTER_LINEAR_EXACT) nppiResize NPPI_INTER_LINEAR.
 void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c, const DevImage &src,
@@ -759,27 +761,23 @@ void npp_resample(NppRun &r, const std::string &name, const NppStreamContext &c,
   Npp8u *d = dst.ptr<Npp8u>();
   int ss = src.step(), ds = dst.step();
   NppiSize ssz = src.size(), dsz = dst.size();
-  if (name == "pyr_up") { /* taps 1 4 6 4 1 / 8: the zeros between source pixels halve each pass's sum */
-    const Npp32f taps[5] = {1 / 8.f, 4 / 8.f, 6 / 8.f, 4 / 8.f, 1 / 8.f};
+  if (name == "pyr_up" || name == "pyr_down" || name == "pyr_down_sep") {
+    /* taps 1 4 6 4 1 / 16 down; / 8 up, where the zeros between source pixels halve each
+     * pass's sum */
+    const bool up = name == "pyr_up";
+    const float n = up ? 8.f : 16.f;
+    const Npp32f taps[5] = {1 / n, 4 / n, 6 / n, 4 / n, 1 / n};
     r.bufs.emplace_back(sizeof taps);
     Npp32f *k = r.bufs.back().as<Npp32f>();
     CUDA_CALL(cudaMemcpy, k, taps, sizeof taps, cudaMemcpyHostToDevice);
     NppiPoint origin = {0, 0};
     r.run = [=]() {
-      NPP_CALL(nppiFilterGaussPyramidLayerUpBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
-               NPP_BORDER_MIRROR, c);
-    };
-    return;
-  }
-  if (name == "pyr_down" || name == "pyr_down_sep") {
-    const Npp32f taps[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
-    r.bufs.emplace_back(sizeof taps);
-    Npp32f *k = r.bufs.back().as<Npp32f>();
-    CUDA_CALL(cudaMemcpy, k, taps, sizeof taps, cudaMemcpyHostToDevice);
-    NppiPoint origin = {0, 0};
-    r.run = [=]() {
-      NPP_CALL(nppiFilterGaussPyramidLayerDownBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
-               NPP_BORDER_MIRROR, c);
+      if (up)
+        NPP_CALL(nppiFilterGaussPyramidLayerUpBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
+                 NPP_BORDER_MIRROR, c);
+      else
+        NPP_CALL(nppiFilterGaussPyramidLayerDownBorder_8u_C1R_Ctx, s, ss, ssz, origin, d, ds, dsz, 2.0f, 5, k,
+                 NPP_BORDER_MIRROR, c);
     };
     return;
   }
