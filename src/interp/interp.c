@@ -252,21 +252,23 @@ Lane interp_load(const struct pxl_image *img, int x, int y, int c) {
   return r;
 }
 
-static Val read_image(Frame *F, const Param *p, int ix, int iy) {
+/* The pixel of image p at (ix, iy) through its border mode: its lanes into v (the others
+ * 0), or with lane >= 0 that lane alone, returned (a Val returned by value costs a
+ * store-forwarding stall: see eval). */
+static Lane read_image(Frame *F, const Param *p, int ix, int iy, int lane, Val *v) {
   const ImgArg *ia = &F->imgs[p->img_index];
   const struct pxl_image *img = ia->img;
   bool outside = false;
   int x = map_coord(ix, img->width, ia->border.kind, &outside);
   int y = map_coord(iy, img->height, ia->border.kind, &outside);
-  Val v;
+  Lane c;
   if (outside) {
-    Lane c = {.f = ia->border.value};
+    c.f = ia->border.value;
     c = lane_convert(c, T_F64, p->type.s);
-    for (int k = 0; k < p->type.lanes; k++) v.l[k] = c;
-    return v;
   }
-  for (int k = 0; k < p->type.lanes; k++) v.l[k] = interp_load(img, x, y, k);
-  return v;
+  if (lane >= 0) return outside ? c : interp_load(img, x, y, lane);
+  for (int k = 0; k < 4; k++) v->l[k] = k >= p->type.lanes ? (Lane){0} : outside ? c : interp_load(img, x, y, k);
+  return v->l[0];
 }
 
 /* ---- expressions ---- */
@@ -325,13 +327,13 @@ static Lane eval_s(Frame *F, const Node *n) {
   case ND_READ:
     if (n->param->type.lanes == 1) {
       int dx = (int)eval_s(F, n->a).i, dy = (int)eval_s(F, n->b).i;
-      return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy)).l[0];
+      return read_image(F, n->param, pxr_add_i32(F->x, dx), pxr_add_i32(F->y, dy), 0, NULL);
     }
     break;
   case ND_AT:
     if (n->param->type.lanes == 1) {
       int ex = (int)eval_s(F, n->a).i, ey = (int)eval_s(F, n->b).i;
-      return read_image(F, n->param, ex, ey).l[0];
+      return read_image(F, n->param, ex, ey, 0, NULL);
     }
     break;
   case ND_CAST:
@@ -453,8 +455,7 @@ static void eval(Frame *F, const Node *n, Val *r) {
       u = pxr_add_i32(F->x, u);
       v = pxr_add_i32(F->y, v);
     }
-    *r = read_image(F, n->param, u, v);
-    for (int k = n->param->type.lanes; k < 4; k++) r->l[k].i = 0;
+    read_image(F, n->param, u, v, -1, r);
     return;
   }
   case ND_LANE:
