@@ -1665,6 +1665,9 @@ static bool tiler_walk_plan(const Decl *D, const GpuTile *tile, TilerWalk *t) {
   int es = scalar_size(s);
   t->E = 4 / es, t->PX = tiler_px(D) * (tile && tile->bytes == 8 ? 2 : 1);
   t->SH = tuned_rows(tile, 4);
+  /* rows of repetitions on 4-byte boundaries: pyr_up's 2 x 2 tiles every pixel, 4 of them
+   * a thread (its 2 a tile row would start every 2 bytes) */
+  while ((ax->cx * t->PX * es) % 4 && t->PX < 8) t->PX *= 2;
   if ((ax->cx * t->PX * es) % 4) return false;
   t->off = (int)(((ax->c0 % t->E) + t->E) % t->E);
   int span = (int)(ax->cx * (t->PX - 1) + ax->c1 - ax->c0 + 1);
