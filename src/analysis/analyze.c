@@ -509,8 +509,9 @@ static bool reads_image(const Node *n, const Param *img) {
   return reads_image(n->next, img);
 }
 
-static Node *tmp_reads[PXL_MAX_SEP_ACC]; /* scratch: the read behind each temporary */
-static const Decl *sep_tiler;             /* scratch: the tiler find_separable looks at, else NULL */
+/* scratch of find_separable, per thread (programs may be compiled on several at once) */
+static _Thread_local Node *tmp_reads[PXL_MAX_SEP_ACC]; /* the read behind each temporary */
+static _Thread_local const Decl *sep_tiler;             /* the tiler it looks at, else NULL */
 
 /* Coordinate `axis` of a tiler's read at window offset v: origin + paving * x (or y) + v,
  * the tree the checker makes of the relative read (tiler_coord in front/check.c). */

@@ -444,7 +444,7 @@ static void commit(Decl *P, int k, int c, const Fuse *f) {
   P->values[k].into = c;
 }
 
-/* `T v = e;` for a new local v of F in slot `slot` (i32), chained before next. */
+/* `int v = e;` for a new local v of F in slot `slot`, chained before next. */
 static Node *decl_i32(Fuse *f, Var **v, int slot, Node *e, Node *next) {
   Node *d = node_new(f->a, ND_DECL, TYPE_VOID, f->K->loc);
   *v = arena_alloc(f->a, sizeof **v);
@@ -457,7 +457,7 @@ static Node *decl_i32(Fuse *f, Var **v, int slot, Node *e, Node *next) {
 }
 
 /* Rule A at a clamped position: the declarations of K's width and height (its size()
- * expressions, or its first image's size) and of its position clamp(x, 0, width - 1),
+ * expressions) and of its position clamp(x, 0, width - 1),
  * clamp(y, 0, height - 1), from F slot `slot` on (4 slots), chained before next; they go
  * to f->pos. The consumer reads K's image at (0, 0) under clamp, so its pixel (x, y) reads
  * K's value there, on whatever size K has. */
@@ -466,19 +466,7 @@ static Node *clamped_position(Fuse *f, int slot, Node *next) {
   Node *dim[2] = {NULL, NULL};
   Loc loc = K->loc;
   for (int d = 0; d < 2; d++) {
-    if (K->size_w) {
-      dim[d] = ir_clone(f->a, d ? K->size_h : K->size_w, edit_k, f, &f->failed);
-    } else {
-      int first = -1;
-      for (int i = 0; i < K->nparams && first < 0; i++)
-        if (K->params[i]->is_image) first = i;
-      dim[d] = first < 0 ? NULL : node_new(f->a, ND_IMGDIM, type_scalar(T_I32), loc);
-      if (dim[d]) {
-        dim[d]->param = K->params[first];
-        dim[d]->ival = d;
-        edit_k(f, dim[d]);
-      }
-    }
+    dim[d] = ir_clone(f->a, d ? K->size_h : K->size_w, edit_k, f, &f->failed);
     if (!dim[d]) return f->failed = true, NULL;
   }
   Var *wh[2];
@@ -548,8 +536,9 @@ static bool fuse_pair(Program *prog, Decl *P, int k, int c, bool at_origin, bool
     if (f->failed || !first) return false;
     decl->var = f->t;
     /* clamped: K's statements at the top level, where the C generator's axis values
-     * (codegen/c/axes.c) find the declarations that depend on x or y alone (pyr_up's
-     * source columns); its locals have slots of their own either way */
+     * (codegen/c/axes.c) find the declarations that depend on x or y alone (a gather's
+     * source columns: 16.8 -> 9.0 ms in a block and not; docs/PERFORMANCE.md); its locals
+     * have slots of their own either way */
     decl->next = clamped ? tail(f, kbody->body) : block_of(f, tail(f, kbody->body), K->loc);
   } else {
     f->expr = expr;
