@@ -513,14 +513,21 @@ static bool reads_image(const Node *n, const Param *img) {
 static _Thread_local Node *tmp_reads[PXL_MAX_SEP_ACC]; /* the read behind each temporary */
 static _Thread_local const Decl *sep_tiler;             /* the tiler it looks at, else NULL */
 
-/* Coordinate `axis` of a tiler's read at window offset v: origin + paving * x (or y) + v,
- * the tree the checker makes of the relative read (tiler_coord in front/check.c). */
-static bool tiler_offset(const Node *e, int axis, const Var *v) {
-  if (!e || e->kind != ND_ADD || !is_var(e->b, v)) return false;
+/* Coordinate `axis` of a tiler's relative read as the checker writes it (tiler_coord in
+ * front/check.c): (origin + paving * x (or y)) + d; d, or NULL where e is not of that form. */
+static const Node *tiler_offset_of(const Node *e, int axis) {
+  if (!e || e->kind != ND_ADD) return NULL;
   const Node *o = e->a, *m = o ? o->b : NULL;
-  return o->kind == ND_ADD && o->a->kind == ND_NUM && o->a->ival == sep_tiler->origin[axis] && m &&
-         m->kind == ND_MUL && m->a->kind == ND_NUM && m->a->ival == sep_tiler->paving[axis] && m->b &&
-         m->b->kind == ND_COORD && m->b->ival == axis;
+  bool base = o->kind == ND_ADD && o->a->kind == ND_NUM && o->a->ival == sep_tiler->origin[axis] && m &&
+              m->kind == ND_MUL && m->a->kind == ND_NUM && m->a->ival == sep_tiler->paving[axis] && m->b &&
+              m->b->kind == ND_COORD && m->b->ival == axis;
+  return base ? e->b : NULL;
+}
+
+/* ... whose offset is the window counter v */
+static bool tiler_offset(const Node *e, int axis, const Var *v) {
+  const Node *d = tiler_offset_of(e, axis);
+  return d && is_var(d, v);
 }
 
 /* Whether r reads its image at the window's position (vx, vy): img(vx, vy), or in a tiler
@@ -620,6 +627,20 @@ static bool match_weights(Separable *S, int i, const Node *y, Type t, const Node
   return true;
 }
 
+/* The type of weighted sum i's column values (weights wy[i] over rows y0..y1): the
+ * accumulator's, or 16 bits when u8 pixels under weights >= 0 cannot pass 65535. */
+static Type weighted_column_type(const Separable *S, int i, Scalar pixel, Type acc) {
+  int64_t most = 0;
+  bool narrow = pixel == T_U8 && scalar_size(acc.s) >= 4 && !scalar_is_float(acc.s);
+  for (int dy = S->y0; narrow && dy <= S->y1; dy++) {
+    int64_t w = S->wy[i][dy - S->y0];
+    narrow = w >= 0 && w <= 65535;
+    most += w * 255;
+    narrow = narrow && most <= 65535;
+  }
+  return narrow ? type_scalar(T_U16) : acc;
+}
+
 /* Matches one update `acc = OP(acc, img(vx, vy))` of the loop nest. */
 static bool match_update(Separable *S, const Node *u, Arena *ar) {
   if (u->kind != ND_ASSIGN || !u->var || u->var->type.lanes != 1 || u->var->param) return false;
@@ -665,17 +686,8 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
   S->read[S->nacc] = (Node *)leaf;
   if (op >= 0) {
     S->col[S->nacc] = leaf->type;
-  } else if (S->wy[S->nacc]) { /* weighted: the column sums in the accumulator's type, or in
-                                   * 16 bits when u8 rows under weights >= 0 cannot pass 65535 */
-    int64_t most = 0;
-    bool narrow = r->type.s == T_U8 && scalar_size(acc->type.s) >= 4 && !scalar_is_float(acc->type.s);
-    for (int dy = S->y0; narrow && dy <= S->y1; dy++) {
-      int64_t w = S->wy[S->nacc][dy - S->y0];
-      narrow = w >= 0 && w <= 65535;
-      most += w * 255;
-      narrow = narrow && most <= 65535;
-    }
-    S->col[S->nacc] = narrow ? type_scalar(T_U16) : acc->type;
+  } else if (S->wy[S->nacc]) {
+    S->col[S->nacc] = weighted_column_type(S, S->nacc, r->type.s, acc->type);
   } else { /* sums of a few u8 rows fit 16 bits: narrower vectors in the column pass */
     int rows = S->y1 - S->y0 + 1;
     S->col[S->nacc] = r->type.s == T_U8 && rows <= 257 && scalar_size(acc->type.s) >= 4 ? type_scalar(T_U16) : acc->type;
@@ -684,15 +696,10 @@ static bool match_update(Separable *S, const Node *u, Arena *ar) {
   return true;
 }
 
-/* The column offset dy of a tiler's read at (vx, dy): its row is origin + paving * y +
- * dy with dy a number. */
+/* ... whose offset along y is a number: *dy. */
 static bool tiler_row_number(const Node *e, int64_t *dy) {
-  if (!e || e->kind != ND_ADD) return false;
-  const Node *d = ir_strip_casts(e->b), *o = e->a, *m = o ? o->b : NULL;
-  if (!d || d->kind != ND_NUM || o->kind != ND_ADD || o->a->kind != ND_NUM || o->a->ival != sep_tiler->origin[1] ||
-      !m || m->kind != ND_MUL || m->a->kind != ND_NUM || m->a->ival != sep_tiler->paving[1] || !m->b ||
-      m->b->kind != ND_COORD || m->b->ival != 1)
-    return false;
+  const Node *d = ir_strip_casts(tiler_offset_of(e, 1));
+  if (!d || d->kind != ND_NUM) return false;
   *dy = d->ival;
   return true;
 }
@@ -707,16 +714,10 @@ static bool column_terms(Separable *S, const Node *n, Type t, int64_t *wy, int s
            column_terms(S, n->b, t, wy, n->kind == ND_SUB ? -sign : sign, depth + 1);
   int64_t w = 1;
   const Node *r = n;
-  if (n->kind == ND_MUL && type_eq(n->type, t)) {
-    const Node *f = ir_strip_casts(n->a), *g = ir_strip_casts(n->b);
-    if (f->kind != ND_NUM) {
-      const Node *h = f;
-      f = g;
-      g = h;
-      r = n->a;
-    } else {
-      r = n->b;
-    }
+  if (n->kind == ND_MUL && type_eq(n->type, t)) { /* the number on either side */
+    const Node *f = ir_strip_casts(n->a);
+    r = n->b;
+    if (f->kind != ND_NUM) f = ir_strip_casts(n->b), r = n->a;
     if (f->kind != ND_NUM || scalar_is_float(f->type.s) || f->ival < -(1 << 20) || f->ival > (1 << 20)) return false;
     w = f->ival;
   }
@@ -764,16 +765,7 @@ static bool match_columns(Separable *S, const Node *u, Arena *ar) {
   S->op[0] = -1;
   S->read[0] = (Node *)col;
   S->wy_node[0] = NULL;
-  /* the column sums in 16 bits when u8 rows under weights >= 0 cannot pass 65535 */
-  int64_t most = 0;
-  bool narrow = S->img->type.s == T_U8 && scalar_size(acc->type.s) >= 4;
-  for (int d = lo; narrow && d <= hi; d++) {
-    int64_t w = S->wy[0][d - lo];
-    narrow = w >= 0 && w <= 65535;
-    most += w * 255;
-    narrow = narrow && most <= 65535;
-  }
-  S->col[0] = narrow ? type_scalar(T_U16) : acc->type;
+  S->col[0] = weighted_column_type(S, 0, S->img->type.s, acc->type);
   S->nacc = 1;
   return true;
 }
