@@ -124,8 +124,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   const char *yb = sep_row(D, yb_buf, sizeof yb_buf);
   OUT("  const int chunk_ = W >= 65536 ? 1 : 65536 / W;\n  (void)chunk_;\n");
   OUT("  #pragma omp parallel num_threads(nt_) if ((int64_t)W * H > 16384)\n  {\n");
-  if (PX != 1) OUT("    const int cn = rx1 > rx0 ? %d * (rx1 - rx0 - 1) + %d : 0;\n", PX, S->x1 - S->x0 + 1);
-  else OUT("    const int cn = rx1 - rx0 + %d;\n", S->x1 - S->x0);
+  OUT("    const int cn = rx1 > rx0 ? %d * (rx1 - rx0 - 1) + %d : 0;\n", PX, S->x1 - S->x0 + 1);
   for (int i = 0; i < S->nacc; i++)
     OUT("    %s *c%d = (%s *)malloc(sizeof(%s) * (size_t)(cn > 0 ? cn : 1));\n", cg_ctype(S->col[i].s), i,
         cg_ctype(S->col[i].s), cg_ctype(S->col[i].s));
@@ -147,8 +146,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
   OUT("      if (!okbuf) {\n");
   OUT("        for (int x = rx0; x < rx1; x++) %s_pe(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);\n", g->pfx, A, C);
   OUT("        continue;\n      }\n");
-  if (D->tile[0]) OUT("      const int xa = %d + %d * rx0 + %d;\n", OX, PX, S->x0);
-  else OUT("      const int xa = rx0 + %d;\n", S->x0);
+  OUT("      const int xa = %d + %d * rx0 + %d;\n", OX, PX, S->x0);
   OUT("      int jd0 = 0, jd1 = 0;\n");
   OUT("      if (%s + %d >= 0 && %s + %d < h%d) {\n", yb, S->y0, yb, S->y1, k);
   OUT("        jd0 = -xa < 0 ? 0 : -xa > cn ? cn : -xa;\n");
@@ -226,8 +224,7 @@ static void separable_loop(Gen *g, const char *A, int C, const char *OT) {
       OUT("        const %s r%d = (%s)(0", AT, i, AT);
       for (int k = 0; k <= S->x1 - S->x0; k++) {
         int64_t w = S->wx[i] ? S->wx[i][k] : 1;
-        if (w && PX != 1) OUT(" + (%s)%lld * (%s)c%d[%d * (x - rx0) + %d]", UT, (long long)w, UT, i, PX, k);
-        else if (w) OUT(" + (%s)%lld * (%s)c%d[x - rx0 + %d]", UT, (long long)w, UT, i, k);
+        if (w) OUT(" + (%s)%lld * (%s)c%d[%d * (x - rx0) + %d]", UT, (long long)w, UT, i, PX, k);
       }
       OUT(");\n");
     }
