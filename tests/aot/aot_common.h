@@ -1,7 +1,7 @@
 /*
  * aot_common.h - what the ahead-of-time tests share: the reference interpreter to compare
- * with, a libpxl image seen as the generated code's pxlc_image, rows compared, and the
- * summary line. Include it after the generated header (which declares pxlc_image).
+ * with and its runs, a libpxl image seen as the generated code's pxlc_image, rows
+ * compared, and the summary line. Include it after the generated header (which declares pxlc_image).
  */
 #ifndef PXL_TESTS_AOT_COMMON_H
 #define PXL_TESTS_AOT_COMMON_H
@@ -26,6 +26,19 @@ static inline pxl_program *aot_program(pxl_context *ctx, const char *path) {
     return NULL;
   }
   return prog;
+}
+
+/* The interpreter's run of `entry` on args: its (first) image, *res to be freed; NULL
+ * after printing why not. */
+static inline pxl_image *aot_reference(pxl_context *ctx, pxl_program *prog, const char *entry, pxl_args *args,
+                                       pxl_run_result **res) {
+  if (pxl_run(ctx, prog, entry, args, res)) {
+    fprintf(stderr, "%s\n", pxl_errmsg(ctx));
+    return NULL;
+  }
+  pxl_image *img = pxl_result_image(*res);
+  if (!img) fprintf(stderr, "%s: no image\n", entry);
+  return img;
 }
 
 static inline pxlc_image as_c(pxl_image *img) {

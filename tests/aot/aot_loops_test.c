@@ -58,11 +58,8 @@ int main(int argc, char **argv) {
         }
         pxl_args_scalar(args, "cap", caps[k]);
         pxl_run_result *res;
-        if (pxl_run(ctx, cases[c].prog, cases[c].entry, args, &res)) {
-          fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-          return 1;
-        }
-        pxl_image *ref_out = pxl_result_image(res);
+        pxl_image *ref_out = aot_reference(ctx, cases[c].prog, cases[c].entry, args, &res);
+        if (!ref_out) return 1;
         pxlc_image cin[2] = {as_c(in[0]), cases[c].nimg > 1 ? as_c(in[1]) : as_c(in[0])};
         pxlc_scalar sc[1];
         sc[0].i = caps[k];

@@ -46,11 +46,8 @@ int main(int argc, char **argv) {
     pxl_args_image(args, "in", in);
     pxl_args_scalar(args, "t", 30);
     pxl_run_result *res;
-    if (pxl_run(ctx, prog, "edges", args, &res)) {
-      fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-      return 1;
-    }
-    ref_out = pxl_result_image(res);
+    ref_out = aot_reference(ctx, prog, "edges", args, &res);
+    if (!ref_out) return 1;
     /* the generated C, directly */
     pxlc_image cin = as_c(in);
     pxlc_scalar sc[1];

@@ -59,11 +59,8 @@ int main(int argc, char **argv) {
       pxl_args_scalar(args, "ow", ow);
       pxl_args_scalar(args, "oh", oh);
       pxl_run_result *res;
-      if (pxl_run(ctx, prog, resizes[k].name, args, &res)) {
-        fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-        return 1;
-      }
-      pxl_image *ref = pxl_result_image(res);
+      pxl_image *ref = aot_reference(ctx, prog, resizes[k].name, args, &res);
+      if (!ref) return 1;
       for (int nt = 1; nt <= 3; nt += 2) {
         pxlc_image cin = {px, w, h, w}, cout = {got, ow, oh, ow};
         pxlc_scalar sc[2];

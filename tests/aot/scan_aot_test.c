@@ -50,11 +50,8 @@ int main(int argc, char **argv) {
       pxl_args *args = pxl_args_new(ctx);
       pxl_args_image(args, "in", in);
       pxl_run_result *res;
-      if (pxl_run(ctx, prog, scans[k].name, args, &res)) {
-        fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-        return 1;
-      }
-      pxl_image *ref_out = pxl_result_image(res);
+      pxl_image *ref_out = aot_reference(ctx, prog, scans[k].name, args, &res);
+      if (!ref_out) return 1;
       for (int nt = 1; nt <= 4; nt += 3) {
         pxl_image *aot_out;
         pxl_image_create(ctx, w, h, scans[k].type, 1, &aot_out);

@@ -60,11 +60,8 @@ int main(int argc, char **argv) {
       pxl_args *args = pxl_args_new(ctx);
       pxl_args_image(args, "in", in);
       pxl_run_result *res;
-      if (pxl_run(ctx, prog, tilers[k].name, args, &res)) {
-        fprintf(stderr, "%s\n", pxl_errmsg(ctx));
-        return 1;
-      }
-      pxl_image *ref = pxl_result_image(res);
+      pxl_image *ref = aot_reference(ctx, prog, tilers[k].name, args, &res);
+      if (!ref) return 1;
       pxlc_image cin = {px, w, h, (int64_t)row}, size = {NULL, 0, 0, 0};
       tilers[k].fn(&cin, NULL, &size, 1); /* no data: the output's size */
       int ow = size.width, oh = size.height;
