@@ -27,11 +27,13 @@ typedef struct {
   Decl *decl;
 } Checker;
 
+/* The names C programmers know, for pxl's types. */
+static const struct {
+  const char *alias;
+  Scalar s;
+} aliases[] = {{"int", T_I32}, {"uint", T_U32}, {"float", T_F32}, {"double", T_F64}};
+
 bool type_from_name(const char *name, Type *out) {
-  static const struct {
-    const char *alias;
-    Scalar s;
-  } aliases[] = {{"int", T_I32}, {"uint", T_U32}, {"float", T_F32}, {"double", T_F64}};
   for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
     if (!strcmp(name, aliases[i].alias)) {
       *out = type_scalar(aliases[i].s);
@@ -51,6 +53,15 @@ bool type_from_name(const char *name, Type *out) {
     }
   }
   return false;
+}
+
+void type_names(char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int s = T_U8; s < T_COUNT && k < n; s++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", s == T_U8 ? "" : " ", scalar_name((Scalar)s));
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, ", %s", aliases[i].alias);
 }
 
 /* ".x/.r" ... for lane i, as the user may have written either. */

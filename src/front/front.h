@@ -75,5 +75,7 @@ void program_free(Program *p);
 
 /* Type names: "u8", "f32x3", "int"... -> Type; false if not a type name. */
 bool type_from_name(const char *name, Type *out);
+/* The scalar types' names, then the aliases (int, ...), for messages: "u8 i16 ..., int, ...". */
+void type_names(char *buf, size_t n);
 
 #endif

@@ -950,12 +950,12 @@ static Node *simple_stmt(Parser *P) {
       diag_error(P->d, loc, "cannot assign to image '%s' (a kernel writes its output pixel with return)", name);
     else if (lookup_image(P, name) || builtin_lookup(name) >= 0)
       diag_error(P->d, loc, "statement has no effect (only assignments, declarations and control flow are statements)");
-    else if (P->tok[1].kind == TK_IDENT) /* `bool ok = ...`: a declaration with a type pxl lacks */
-      diag_error(P->d, loc,
-                 "unknown type '%s' (the types: u8 i16 u16 i32 u32 i64 u64 f32 f64, int, uint, float, double, "
-                 "vectors such as u8x3; a condition is an int)",
-                 name);
-    else
+    else if (P->tok[1].kind == TK_IDENT) { /* `bool ok = ...`: a declaration with a type pxl lacks */
+      char types[128];
+      type_names(types, sizeof types);
+      diag_error(P->d, loc, "unknown type '%s' (the types: %s, vectors such as u8x3; a condition is an int)", name,
+                 types);
+    } else
       diag_error(P->d, loc, "undeclared name '%s'", name);
     return error_node(P, loc);
   }
