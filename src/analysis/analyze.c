@@ -1058,6 +1058,24 @@ bool analyze_program(Program *p, Diag *d) {
       D->skel = SK_PIPELINE;
       continue;
     }
+    if (D->global) { /* the map's reads; class SK_GLOBAL says that the pass after it may
+                      * make every output pixel depend on every pixel of the map */
+      int n = global_arity((GlobalOp)(D->global - 1));
+      for (int k = 0; k < n; k++)
+        if (!analyze_decl(D->gmap[k], p->arena)) return false;
+      D->access = D->gmap[0]->access; /* each image's reads: the first map's that reads it */
+      for (int k = 1; k < n; k++)
+        for (int i = 0; i < D->nimages; i++)
+          if (!D->access[i].read_rel && !D->access[i].read_abs) D->access[i] = D->gmap[k]->access[i];
+      D->metrics = D->gmap[0]->metrics;
+      for (int k = 1; k < n; k++) {
+        D->metrics.arith += D->gmap[k]->metrics.arith, D->metrics.flops += D->gmap[k]->metrics.flops;
+        D->metrics.reads += D->gmap[k]->metrics.reads, D->metrics.branches += D->gmap[k]->metrics.branches;
+        D->metrics.exact &= D->gmap[k]->metrics.exact;
+      }
+      D->skel = SK_GLOBAL;
+      continue;
+    }
     if (!analyze_decl(D, p->arena)) return false;
   }
   return true;

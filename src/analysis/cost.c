@@ -113,6 +113,20 @@ static double literal(const Node *n) {
 /* One launch of declaration D (not a pipeline) over images of w x h pixels. */
 static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h, Prediction *p) {
   int d = dev_index(dev);
+  if (D->global) { /* the map, then the operator's pass (src/ops) on the host: about three
+                    * passes over 4-byte scratch besides the map and the output; a GPU's
+                    * copies of both through the link */
+    double io = scalar_size(D->type.s);
+    for (int k = 0; k < global_arity((GlobalOp)(D->global - 1)); k++) {
+      launch_cost(D->gmap[k], dev, w, h, p);
+      io += scalar_size(D->gmap[k]->type.s);
+    }
+    double bytes = io + 12;
+    p->mem_s += w * h * bytes / cost_devices[COST_CPU].bw + (d == COST_GPU ? w * h * io / dev->link : 0);
+    p->bytes += bytes;
+    p->launches++;
+    return;
+  }
   double lw = literal(D->size_w), lh = literal(D->size_h);
   double n = lw > 0 && lh > 0 ? lw * lh : w * h; /* a table kernel: its literal size */
   /* a tiler: one item per repetition (as many as the paving fits), writing its tile and

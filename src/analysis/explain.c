@@ -221,7 +221,18 @@ const char *explain_program(Program *p) {
     char t[16];
     char inst[48] = "";
     if (D->tparam) snprintf(inst, sizeof inst, " (generic, %s = %s)", D->tparam, type_str(D->targ, t));
-    sb_printf(&b, "%s %s%s: %s\n", D->scan ? "scan" : kinds[D->kind], D->name, inst, skeleton_name(D->skel));
+    sb_printf(&b, "%s %s%s: %s\n", D->global ? "global" : D->scan ? "scan" : kinds[D->kind], D->name, inst,
+              skeleton_name(D->skel));
+    if (D->global) {
+      GlobalOp g = (GlobalOp)(D->global - 1);
+      sb_printf(&b, "  operator %s over %s", global_name(g), global_arity(g) == 1 ? "the map" : "the maps");
+      for (int k = 0; k < global_arity(g); k++)
+        sb_printf(&b, "%s a %s kernel of %s pixels", k ? " and" : ",", skeleton_name(D->gmap[k]->skel),
+                  type_str(D->gmap[k]->type, t));
+      sb_printf(&b, " (%s); the pass, in the operator library (src/ops) on the host for every device, may make "
+                "each output pixel depend on every pixel of the maps; their reads:\n",
+                global_map_kind(g) == GM_FEATURE ? "1 where the value is nonzero" : "the values");
+    }
     if (D->scan)
       sb_printf(&b, "  prefix %s in %s: %s\n", redop_name(D->redop), type_str(D->type, t),
                 D->scan == SCAN_X ? "along each row (x), left to right"

@@ -92,12 +92,12 @@ static int size_root(const Decl *P, int v) {
   return v;
 }
 
-/* A kernel that may take part: one output, no scan, no run-time specialisation, no
+/* A kernel that may take part: one output, no scan or global operator, no run-time specialisation, no
  * size() unless `sized` (a producer read at (0, 0) under clamp; never a tiler). */
 static bool plain_kernel(const PipeValue *pv, bool sized) {
   const Decl *K = pv->callee;
   return K && !pv->fused && pv->kind == PV_IMAGE && pv->carried < 0 && !pv->nouts && K->kind == D_KERNEL &&
-         !K->nouts && !K->scan && (!K->size_w || (sized && !K->tile[0])) && !K->spec_mask;
+         !K->nouts && !K->scan && !K->global && (!K->size_w || (sized && !K->tile[0])) && !K->spec_mask;
 }
 
 /* A consumer: such a kernel, a reduction (`T s = total(k(in));`: its map computes the

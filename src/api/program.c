@@ -165,7 +165,8 @@ const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
       n += (size_t)snprintf(buf + n, sizeof buf - n, ") %s(", D->name);
       break;
     }
-    n += (size_t)snprintf(buf, sizeof buf, "%s %s %s(", D->scan ? "scan" : "kernel", type_str(D->type, t), D->name);
+    n += (size_t)snprintf(buf, sizeof buf, "%s %s %s(", D->global ? "global" : D->scan ? "scan" : "kernel",
+                          type_str(D->type, t), D->name);
     break;
   case D_REDUCE: n += (size_t)snprintf(buf, sizeof buf, "reduce %s %s(", type_str(D->type, t), D->name); break;
   case D_HISTOGRAM: n += (size_t)snprintf(buf, sizeof buf, "histogram[%d] %s(", D->nbins, D->name); break;

@@ -48,6 +48,14 @@ int front_compile(const char *filename, const char *source, Program **out, Diag 
     p->decls[i]->prog = p;
   }
   p->next_index = p->ndecls;
+  for (int i = 0; ok && i < p->ndecls; i++) /* global operators' maps: kernels of their own (caches key on index) */
+    for (int k = 0; k < PXL_MAX_GMAPS; k++) {
+      Decl *M = p->decls[i]->gmap[k];
+      if (!M) continue;
+      M->index = p->next_index++;
+      M->serial = p->serial;
+      M->prog = p;
+    }
   if (ok && !outputs_lower(p)) ok = false;
   if (ok && !fuse_program(p)) ok = false;
   if (a->failed || d->oom) {

@@ -794,7 +794,21 @@ static void check_stmt(Checker *C, Node *s) {
       break;
     }
     if (!s->nargs) {
-      s->a = conv_store(C, check_expr(C, s->a), D->type, "return");
+      Node *e = check_expr(C, s->a);
+      if (D->kind == D_KERNEL && D->type.s == T_VOID) { /* a global operator's map of GM_VALUE: its value's type */
+        if (e->type.lanes != 1 || e->type.s == T_VOID) {
+          diag_error(C->d, e->loc, "a global operator's value has one channel; this is %s", tstr(e->type));
+          break;
+        }
+        D->type = e->type.s == T_I64 || e->type.s == T_U64 ? type_scalar(T_F64) : e->type;
+        const Node *c = ir_strip_casts(e);
+        if (c->kind == ND_NOT || (c->kind >= ND_EQ && c->kind <= ND_LOGOR)) /* 0 or 1: a byte is enough */
+          D->type = type_scalar(T_U8);
+        if (e->type.s == T_I64 || e->type.s == T_U64)
+          diag_error(C->d, e->loc, "a global operator's value is a pixel type (u8 i16 u16 i32 u32 f32 f64), not %s",
+                     tstr(e->type));
+      }
+      s->a = conv_store(C, e, D->type, "return");
       break;
     }
     for (int i = 0; i < s->nargs; i++)
@@ -943,6 +957,33 @@ static void check_reduce(Checker *C, Decl *D) {
     if (host_expr_ok(C, D->identity, "the identity of combine()") && need_scalar(C, D->identity, "the identity"))
       D->identity = conv(C, D->identity, D->type);
   }
+}
+
+/* A global operator: its output type is one the operator makes, one channel; its map is a
+ * kernel over the first image's pixels (no size(): the output has that image's size). */
+static void check_global(Checker *C, Decl *D) {
+  GlobalOp g = (GlobalOp)(D->global - 1);
+  static const char *const want[] = {"any pixel type", "f32 or f64", "u32 or i32"};
+  int k = global_out_kind(g);
+  bool ok = D->type.lanes == 1 && D->type.s != T_I64 && D->type.s != T_U64;
+  if (k == GT_FLOAT) ok = ok && scalar_is_float(D->type.s);
+  if (k == GT_LABEL) ok = ok && (D->type.s == T_U32 || D->type.s == T_I32);
+  if (!ok)
+    diag_error(C->d, D->loc, "global operator '%s' (%s) makes one channel of %s; %s is not one", D->name,
+               global_name(g), k == GT_ANY ? "a pixel type (u8 i16 u16 i32 u32 f32 f64)" : want[k], tstr(D->type));
+  if (D->nimages == 0)
+    diag_error(C->d, D->loc, "global operator '%s' needs an image parameter: it runs over the first image's pixels",
+               D->name);
+  if (D->nimages == 0) return;
+  for (int k = 0; k < global_arity(g) && D->gmap[k]; k++) {
+    C->decl = D->gmap[k];
+    check_kernel(C, D->gmap[k]);
+  }
+  C->decl = D;
+  if (global_map_kind(g) == GM_SAME && D->gmap[1] && D->gmap[0]->type.s != T_VOID && D->gmap[1]->type.s != T_VOID &&
+      !type_eq(D->gmap[0]->type, D->gmap[1]->type))
+    diag_error(C->d, D->loc, "the values of %s have one type: here %s and %s (convert one)", global_name(g),
+               tstr(D->gmap[0]->type), tstr(D->gmap[1]->type));
 }
 
 /* A scan: a one-channel kernel over its first image's pixels, then the prefix pass. */
@@ -1299,7 +1340,7 @@ bool check_program(Program *p, Diag *d) {
     if (D->bad) continue;
     generic_context(&C, D, ctx, sizeof ctx);
     switch (D->kind) {
-    case D_KERNEL: D->scan ? check_scan(&C, D) : check_kernel(&C, D); break;
+    case D_KERNEL: D->global ? check_global(&C, D) : D->scan ? check_scan(&C, D) : check_kernel(&C, D); break;
     case D_REDUCE: check_reduce(&C, D); break;
     case D_HISTOGRAM: check_kernel(&C, D); check_histogram(&C, D); break;
     case D_PIPELINE: break; /* below: after the histograms' bin types are known */

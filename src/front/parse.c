@@ -157,9 +157,16 @@ static bool at_func_header(Parser *P) {
          P->tok[2].kind == TK_PUNCT && !strcmp(P->tok[2].text, "(");
 }
 
+/* 'global' before a type or a type-params clause: a global operator's declaration
+ * ('global' names nothing else there). */
+static bool at_global(Parser *P) {
+  return is_ident(P, "global") && P->tok + 1 <= P->end &&
+         (at_type_tok(P, P->tok + 1) || (P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "<")));
+}
+
 static bool is_decl_keyword(Parser *P) {
   return is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "scan") || is(P, "pipeline") ||
-         at_func_header(P);
+         at_global(P) || at_func_header(P);
 }
 
 /* Skips the rest of a statement: to just after the next ';' outside braces or the '}'
@@ -1556,6 +1563,73 @@ static Decl *scan_decl(Parser *P, Loc loc) {
   return D;
 }
 
+/* global = "global" type IDENT params "=" OP "(" expr { "," expr } ")" ";"
+ * (OP: a row of PXL_GLOBALS, with as many expressions as its maps.) The declaration D
+ * holds the name, output type and parameters; map k - a kernel of the same parameters
+ * whose body is `return expr_k;` (for map kind GM_FEATURE `return expr_k != 0;` into u8)
+ * - is D->gmap[k]. A map's type is its expression's otherwise (void until the checker
+ * sets it). 'global' is a word only at the start of a declaration, before a type. */
+static Decl *global_decl(Parser *P, Loc loc) {
+  Decl *D = new_decl(P, D_KERNEL, loc);
+  parse_type(P, &D->type);
+  D->name = ident(P, "a global operator's name");
+  params(P);
+  expect(P, "=");
+  Loc oloc = P->tok->loc;
+  const char *op = ident(P, "an operator");
+  if (!op) return D;
+  int k = -1;
+  for (int i = 0; i < G_COUNT && k < 0; i++)
+    if (!strcmp(global_name((GlobalOp)i), op)) k = i;
+  if (k < 0) {
+    char list[128] = "";
+    for (int i = 0; i < G_COUNT; i++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? (i == G_COUNT - 1 ? " or " : ", ") : "",
+               global_name((GlobalOp)i));
+    diag_error(P->d, oloc, "unknown global operator '%s' (use %s)", op, list);
+    return D;
+  }
+  D->global = k + 1;
+  int arity = global_arity((GlobalOp)k), n = 0;
+  Node *values[PXL_MAX_GMAPS];
+  Loc at[PXL_MAX_GMAPS];
+  expect(P, "(");
+  do {
+    Loc l = P->tok->loc;
+    Node *v = expr(P);
+    if (n < arity) at[n] = l, values[n] = v;
+    n++;
+  } while (accept(P, ","));
+  expect(P, ")");
+  expect(P, ";");
+  if (n != arity) {
+    diag_error(P->d, oloc, "%s takes %d value%s; %d given", op, arity, arity == 1 ? "" : "s", n);
+    return D;
+  }
+  for (int i = 0; i < arity; i++) {
+    Decl *M = alloc(P, sizeof *M);
+    *M = *D;
+    M->global = 0;
+    M->type = TYPE_VOID;
+    Node *value = values[i];
+    if (global_map_kind((GlobalOp)k) == GM_FEATURE) {
+      Node *zero = new_node(P, ND_NUM, at[i]);
+      zero->type = type_scalar(T_I32);
+      Node *ne = new_node(P, ND_NE, at[i]);
+      ne->a = value;
+      ne->b = zero;
+      value = ne;
+      M->type = type_scalar(T_U8);
+    }
+    Node *ret = new_node(P, ND_RETURN, at[i]);
+    ret->a = value;
+    M->body = new_node(P, ND_BLOCK, loc);
+    M->body->body = ret;
+    D->gmap[i] = M;
+  }
+  return D;
+}
+
 /* histogram = "histogram" "[" INT "]" IDENT params block */
 static Decl *histogram_decl(Parser *P, Loc loc) {
   Decl *D = new_decl(P, D_HISTOGRAM, loc);
@@ -2096,7 +2170,7 @@ static void skip_const(Parser *P) {
       return;
     }
     if (depth <= 0 && (is(P, "kernel") || is(P, "reduce") || is(P, "histogram") || is(P, "scan") ||
-                       is(P, "pipeline")))
+                       is(P, "pipeline") || at_global(P)))
       return;
     advance(P);
   }
@@ -2276,6 +2350,10 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       parse = scan_decl;
     else if (accept(&P, "pipeline"))
       parse = pipeline_decl;
+    else if (at_global(&P)) {
+      advance(&P);
+      parse = global_decl;
+    }
     else if (at_func_header(&P))
       parse = func_decl;
     else if (accept(&P, "const")) {
@@ -2283,7 +2361,7 @@ bool parse_program(Program *prog, Diag *d, Token *toks, int ntoks) {
       continue;
     } else {
       char b[64];
-      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'scan', 'pipeline', 'const' or a function before %s",
+      diag_error(d, loc, "expected 'kernel', 'reduce', 'histogram', 'scan', 'global', 'pipeline', 'const' or a function before %s",
                  tok_desc(P.tok, b));
     }
     if (parse) declaration(&P, loc, parse, &cap);

@@ -103,6 +103,19 @@ const char *skeleton_name(Skeleton s) {
   return s < SK_COUNT ? n[s] : "?";
 }
 
+static const struct {
+  const char *name;
+  int arity, map, out;
+} globals[] = {
+#define X(e, name, arity, map, out) {name, arity, map, out},
+    PXL_GLOBALS(X)
+#undef X
+};
+const char *global_name(GlobalOp g) { return g < G_COUNT ? globals[g].name : "?"; }
+int global_arity(GlobalOp g) { return g < G_COUNT ? globals[g].arity : 1; }
+int global_map_kind(GlobalOp g) { return g < G_COUNT ? globals[g].map : GM_VALUE; }
+int global_out_kind(GlobalOp g) { return g < G_COUNT ? globals[g].out : GT_ANY; }
+
 Decl *program_find(const Program *p, const char *name) {
   for (int i = 0; i < p->ndecls; i++)
     if (p->decls[i]->name && !strcmp(p->decls[i]->name, name)) return p->decls[i];

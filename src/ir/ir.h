@@ -274,6 +274,7 @@ const char *redop_name(RedOp r);
   X(SK_R2V, "R2V")                                                                        \
   X(SK_SCAN, "scan")                                                                      \
   X(SK_TILER, "tiler")                                                                    \
+  X(SK_GLOBAL, "global")                                                                  \
   X(SK_PIPELINE, "pipeline")
 
 typedef enum {
@@ -344,6 +345,37 @@ typedef struct {
                                    * lies in [0, 65535] (analysis: value ranges): the C emitter
                                    * holds it in 16 bits (16-bit vector lanes, twice as many) */
 } Separable;
+
+/* Global operators, `global T name(params) = OP(value, ...);`: a whole-image pass of the
+ * operator library (src/ops) over the values the expressions give at every pixel (the
+ * maps: ordinary kernels, Decl.gmap). Each output pixel may depend on every pixel of the
+ * maps, so the pass is not pxl code: the interpreter's backend runs the library's
+ * reference algorithm, the others its fast one (docs/LANGUAGE.md, "Global operators").
+ * Columns: the name; the number of maps; what a map's value is made into before the pass
+ * (GM_FEATURE: u8, 1 where the value is nonzero; GM_VALUE: the value's own type;
+ * GM_SAME: the value's type, the same for every map); the output types the operator
+ * allows (GT_ANY: every pixel type; GT_FLOAT: f32, f64; GT_LABEL: u32, i32). */
+#define PXL_GLOBALS(X)                                                                      \
+  X(G_EDT, "edt", 1, GM_FEATURE, GT_FLOAT)                                                \
+  X(G_CITYBLOCK, "cityblock", 1, GM_FEATURE, GT_ANY)                                      \
+  X(G_CHESSBOARD, "chessboard", 1, GM_FEATURE, GT_ANY)                                    \
+  X(G_LABEL4, "label4", 1, GM_VALUE, GT_LABEL)                                            \
+  X(G_LABEL8, "label8", 1, GM_VALUE, GT_LABEL)
+
+typedef enum {
+#define X(e, name, arity, map, out) e,
+  PXL_GLOBALS(X)
+#undef X
+      G_COUNT
+} GlobalOp;
+enum { GM_FEATURE, GM_VALUE, GM_SAME };
+enum { GT_ANY, GT_FLOAT, GT_LABEL };
+#define PXL_MAX_GMAPS 2 /* the most maps of a global operator */
+
+const char *global_name(GlobalOp g);
+int global_arity(GlobalOp g);    /* its number of maps, 1 .. PXL_MAX_GMAPS */
+int global_map_kind(GlobalOp g); /* GM_* */
+int global_out_kind(GlobalOp g); /* GT_* */
 
 /* One call in a pipeline: img = kernel(args...). */
 typedef struct PipeArg PipeArg;
@@ -418,6 +450,11 @@ struct Decl {
   /* scan: a D_KERNEL whose body returns VALUE (the map), then prefix `redop` (R_SUM,
    * R_MIN or R_MAX) along the axes in `scan` (SCAN_X | SCAN_Y); 0 for other kernels */
   int scan;
+  /* a global operator (PXL_GLOBALS): 1 + its GlobalOp, 0 for every other declaration. Its
+   * body is NULL: gmap[0 .. global_arity) are the kernels computing its maps (the same
+   * parameters; not in Program.decls, never entries), whose outputs the pass reads */
+  int global;
+  struct Decl *gmap[PXL_MAX_GMAPS];
   /* histogram */
   int nbins;
   bool weighted_float; /* some weight is floating point: bins are f64, else u64 */

@@ -111,6 +111,12 @@ struct Backend {
    * pxl_image_wrap_device is given is the buffer. Else it is the first pixel's address. */
   bool buffer_images;
 
+  /* Global operators (exec_kernel, src/ops): the library's reference algorithms (the
+   * interpreter's backend) instead of its fast ones, and the host threads those use
+   * (0: all cores). */
+  bool reference;
+  int nthreads;
+
   /* The device as users read it, e.g. "cuda:0 (NVIDIA H200)"; NULL: `name`. */
   const char *(*describe)(Backend *be);
 
@@ -204,6 +210,10 @@ int exec_entry(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scala
  * more than EXEC_SPARES images or EXEC_SPARE_BYTES would be kept. exec_spares_free:
  * frees them all. */
 int exec_take_spare(Backend *be, int w, int h, pxl_type t, int channels, struct pxl_image **out, Err *err);
+/* Runs kernel D into out (sized already) as be->kernel does, a global operator (Decl.global)
+ * included: its map through be->kernel, then the operator's pass (src/ops) on the host
+ * (device images are copied there and back). Every stage of the runtime runs through it. */
+int exec_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err);
 void exec_give_spare(Backend *be, struct pxl_image *img);
 void exec_spares_free(Backend *be);
 

@@ -13,22 +13,29 @@
 #include "pxl/pxl.h"
 #include "runtime/backend.h"
 
+/* The host threads of the global operators' passes (Backend.nthreads), for every backend. */
+static int opened(int rc, const BackendEnv *env, Backend **out) {
+  if (!rc && *out) (*out)->nthreads = env->nthreads;
+  return rc;
+}
+
 static int open_ref(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
   *out = backend_ref_new();
+  if (*out) (*out)->reference = true;
   return *out ? PXL_OK : err_set(err, PXL_ENOMEM, "out of memory");
 }
 
 static int open_cpu(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
   *out = backend_cpu_new(env->cache_dir, env->nthreads, env->warn);
-  return *out ? PXL_OK : err_set(err, PXL_ENOMEM, "out of memory");
+  return *out ? opened(PXL_OK, env, out) : err_set(err, PXL_ENOMEM, "out of memory");
 }
 
 static int open_cuda(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
-  return backend_cuda_new(nums[0], env->cache_dir, env->warn, out, err);
+  return opened(backend_cuda_new(nums[0], env->cache_dir, env->warn, out, err), env, out);
 }
 
 static int open_opencl(const int *nums, const BackendEnv *env, Backend **out, Err *err) {
-  return backend_opencl_new(nums[0], nums[1], env->cache_dir, env->warn, out, err);
+  return opened(backend_opencl_new(nums[0], nums[1], env->cache_dir, env->warn, out, err), env, out);
 }
 
 const BackendKind backend_kinds[] = {

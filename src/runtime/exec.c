@@ -17,6 +17,7 @@
 
 #include "analysis/specialise.h"
 #include "interp/interp.h"
+#include "ops/global.h"
 #include "runtime/backend.h"
 #include "util/alloc.h"
 #include "util/hash.h"
@@ -100,6 +101,36 @@ void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const
   }
 }
 
+/* ---- global operators (Decl.global): the map on the backend, the pass on the host ---- */
+
+int exec_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
+  if (!D->global) return be->kernel(be, D, imgs, scalars, out, err);
+  GlobalOp g = (GlobalOp)(D->global - 1);
+  int n = global_arity(g), rc = PXL_OK;
+  struct pxl_image *map[PXL_MAX_GMAPS] = {0}, *hmap[PXL_MAX_GMAPS] = {0}, *hout = NULL;
+  const struct pxl_image *maps[PXL_MAX_GMAPS];
+  for (int k = 0; k < n && !rc; k++) {
+    const Decl *M = D->gmap[k];
+    rc = exec_take_spare(be, out->width, out->height, pxl_of_scalar(M->type.s), 1, &map[k], err);
+    if (!rc) rc = be->kernel(be, spec_for(M, scalars), imgs, scalars, map[k], err);
+    if (!rc && be->image_new) { /* a device: the pass reads and writes host copies */
+      rc = image_new(out->width, out->height, map[k]->type, 1, &hmap[k], err);
+      if (!rc) rc = be->copy(be, hmap[k], map[k], err);
+    }
+    maps[k] = hmap[k] ? hmap[k] : map[k];
+  }
+  if (!rc && be->image_new) rc = image_new(out->width, out->height, out->type, 1, &hout, err);
+  OpsRun run = {.nthreads = be->nthreads, .reference = be->reference};
+  if (!rc) rc = ops_global(g, maps, &run, hout ? hout : out, err);
+  if (!rc && hout) rc = be->copy(be, out, hout, err);
+  image_free(hout);
+  for (int k = 0; k < n; k++) {
+    image_free(hmap[k]);
+    if (map[k]) exec_give_spare(be, map[k]);
+  }
+  return rc;
+}
+
 /* Which image of pipeline P's result value v is: 0 .. (one for -> image T), or -1. */
 int exec_result_index(const Decl *P, int v) {
   if (!P->results) return v == P->result ? 0 : -1;
@@ -167,7 +198,7 @@ static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs
   pxl_type t = pxl_of_scalar(K->type.s);
   struct pxl_image *img = NULL, *host = NULL;
   rc = alloc_image(be, w, h, t, 1, &img, err);
-  if (!rc) rc = be->kernel(be, spec_for(K, ks), kimgs, ks, img, err);
+  if (!rc) rc = exec_kernel(be, spec_for(K, ks), kimgs, ks, img, err);
   if (!rc && be->image_new) { /* a device image */
     rc = image_new(w, h, t, 1, &host, err);
     if (!rc) rc = be->copy(be, host, img, err);
@@ -255,7 +286,7 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
                                err);
     }
     if (rc) break;
-    rc = be->kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
+    rc = exec_kernel(be, spec_for(K, ks), kimgs, ks, vals[v], err);
     if (!rc) free_inputs(be, P, v, last_use, vals, owned); /* intermediates whose last reader just ran */
   }
   if (!rc) {
@@ -297,7 +328,7 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
     if (rc) return rc;
     rc = exec_prepare_output(be, D->name, D->type, w, h, imgs, D->nimages, out, &res->image, &res->image_owned, err);
     if (rc) return rc;
-    rc = be->kernel(be, spec_for(D, scalars), imgs, scalars, res->image, err);
+    rc = exec_kernel(be, spec_for(D, scalars), imgs, scalars, res->image, err);
     if (rc && res->image_owned) {
       image_free(res->image);
       res->image = NULL;
@@ -392,12 +423,12 @@ static int run_pipeline_recorded(Backend *be, const Decl *D, const ImgArg *imgs,
   return run_pipeline(be, D, imgs, scalars, out, res, err);
 }
 
-/* Whether pipeline D computes reductions or histograms: their results come back to the
- * host during the run (and array arguments are uploaded from there), which a recording
- * cannot hold. */
+/* Whether pipeline D computes reductions, histograms or global operators: their results
+ * come back to the host during the run (and array arguments are uploaded from there; a
+ * global operator's pass runs there), which a recording cannot hold. */
 static bool has_values(const Decl *D) {
   for (int v = 0; v < D->nvalues; v++)
-    if (D->values[v].kind != PV_IMAGE) return true;
+    if (D->values[v].kind != PV_IMAGE || (D->values[v].callee && D->values[v].callee->global)) return true;
   return false;
 }
 

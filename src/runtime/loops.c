@@ -322,7 +322,7 @@ static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   if (st && st->by_kernel)
     return R->be->kernel_test(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->test, b->img, R->err);
   if (st) return R->be->kernel_steps(R->be, spec_for(K, ks), kimgs, ks, st->carried, st->steps, st->test, b->img, R->err);
-  return R->be->kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
+  return exec_kernel(R->be, spec_for(K, ks), kimgs, ks, b->img, R->err);
 }
 
 /* After how many iterations loop L's until test runs first (then see run_loop), or
@@ -381,7 +381,7 @@ static int steppable(Run *R, int li, bool tests, int *carried, bool *by_kernel) 
   if (R->every || L->ncarry != 1 || L->end - L->first != 1 || L->next[0] != L->first) return 0;
   const PipeValue *pv = &P->values[L->first];
   const Decl *K = pv->callee;
-  if (!K || K->kind != D_KERNEL || K->nouts || pv->nouts || pv->carried >= 0) return 0;
+  if (!K || K->kind != D_KERNEL || K->nouts || K->global || pv->nouts || pv->carried >= 0) return 0;
   *carried = -1;
   for (int a = 0; a < pv->nargs; a++)
     if (pv->args[a].source == L->phi) {

@@ -1248,6 +1248,20 @@ int gen_c_program(const Program *p, const char *base, StrBuf *c, StrBuf *h, Err 
       rc = err_set(err, PXL_ENOMEM, "out of memory generating C");
       break;
     }
+    const Decl *G = D->global ? D : NULL;
+    for (int v = 0; D->kind == D_PIPELINE && v < D->nvalues && !G; v++)
+      if (D->values[v].callee && D->values[v].callee->global) G = D->values[v].callee;
+    if (G) {
+      if (G == D)
+        rc = err_set(err, PXL_EARG, "'%s' is a global operator (%s), whose pass is in pxl's operator library, not in "
+                     "the C that pxl compile writes (run it with pxl run or the C API)", D->name,
+                     global_name((GlobalOp)(D->global - 1)));
+      else
+        rc = err_set(err, PXL_EARG, "'%s' calls global operator '%s' (%s), whose pass is in pxl's operator library, "
+                     "not in the C that pxl compile writes (run it with pxl run or the C API)", D->name, G->name,
+                     global_name((GlobalOp)(G->global - 1)));
+      break;
+    }
     if (D->kind == D_PIPELINE && D->nouts) {
       rc = err_set(err, PXL_EARG, "pipeline '%s' returns %d images; pxl compile writes pipelines that return one "
                    "(run this one with pxl run or the C API)", D->name, D->nouts);

@@ -1,0 +1,204 @@
+// bench_graph - the global operators of examples/graph.pxl (distance transforms, connected
+// components) on pxl's CPU backend against OpenCV on the same threads, same images, same
+// run. Each row: the best of --reps timed runs of each (after one untimed run that also
+// compiles pxl's map), the ratio OpenCV / pxl (above 1: pxl is faster), and a check that
+// the two agree (distances: largest difference; labels: the number of components and the
+// same partition after numbering both in raster order).
+//
+//   bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images sparse,single,noise,spiral]
+//
+// Images (W x H, deterministic):
+//   sparse  u8 noise with ~1% zero pixels: distances of a few pixels
+//   single  one zero pixel in a corner: the longest distances the image has
+//   noise   0/255 noise, half set: ~W*H/13 small components (8-connected)
+//   spiral  a one-pixel-wide square spiral of 255 on 0: one component whose path visits
+//           half the image (the worst case of an iterated fixed point, seed 003)
+// Distances are to the nearest zero pixel: pxl's `edt`, `taxicab`, `chessboard` (SciPy's
+// conventions) against cv::distanceTransform with DIST_L2 + DIST_MASK_PRECISE, DIST_L1 and
+// DIST_C (both exact with a 3x3 mask); labels: pxl's label_binary4/8 against
+// cv::connectedComponents(4 or 8, CV_32S).
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "pxl/pxl.h"
+}
+
+namespace {
+
+cv::Mat make_image(const std::string &kind, int w, int h) {
+  cv::Mat m(h, w, CV_8U, cv::Scalar(0));
+  uint64_t s = 0x9E3779B97F4A7C15ULL;
+  auto next = [&] {
+    s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1DULL;
+  };
+  if (kind == "sparse") {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) m.at<uint8_t>(y, x) = next() % 100 == 0 ? 0 : 1 + next() % 255;
+  } else if (kind == "single") {
+    m.setTo(255);
+    m.at<uint8_t>(0, 0) = 0;
+  } else if (kind == "noise") {
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) m.at<uint8_t>(y, x) = next() & 1 ? 255 : 0;
+  } else {  // spiral: arms two pixels apart
+    int x0 = 0, y0 = 0, x1 = w - 1, y1 = h - 1;
+    while (x0 <= x1 && y0 <= y1) {
+      for (int x = x0; x <= x1; x++) m.at<uint8_t>(y0, x) = 255;
+      for (int y = y0; y <= y1; y++) m.at<uint8_t>(y, x1) = 255;
+      if (y1 > y0)
+        for (int x = x0; x <= x1; x++) m.at<uint8_t>(y1, x) = 255;
+      if (x1 - 2 >= x0)
+        for (int y = y0 + 2; y <= y1; y++) m.at<uint8_t>(y, x0) = 255;
+      if (x0 + 2 <= x1 && y0 + 2 <= y1) m.at<uint8_t>(y0 + 2, x0 + 1) = 255;
+      x0 += 2, y0 += 2, x1 -= 2, y1 -= 2;
+    }
+  }
+  return m;
+}
+
+template <class F> double best_ms(int reps, F &&f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return best;
+}
+
+// labels renumbered in raster order of first pixel (0 stays 0)
+std::vector<uint32_t> raster(const cv::Mat &lab) {
+  std::vector<uint32_t> out((size_t)lab.rows * lab.cols), table;
+  uint32_t next = 0;
+  for (int y = 0; y < lab.rows; y++)
+    for (int x = 0; x < lab.cols; x++) {
+      uint32_t v = lab.at<uint32_t>(y, x);
+      if (v >= table.size()) table.resize((size_t)v + 1, UINT32_MAX);
+      if (v && table[v] == UINT32_MAX) table[v] = ++next;
+      out[(size_t)y * lab.cols + x] = v ? table[v] : 0;
+    }
+  return out;
+}
+
+struct Pxl {
+  pxl_context *ctx = nullptr;
+  pxl_program *prog = nullptr;
+  bool run(const char *entry, const cv::Mat &in, cv::Mat &out, int out_type) {
+    pxl_image *i = nullptr, *o = nullptr;
+    out.create(in.rows, in.cols, out_type);
+    pxl_type t = out_type == CV_32F ? PXL_F32 : PXL_U32;
+    bool ok = pxl_image_wrap(ctx, (void *)in.data, in.cols, in.rows, PXL_U8, 1, in.step, &i) == PXL_OK &&
+              pxl_image_wrap(ctx, out.data, out.cols, out.rows, t, 1, out.step, &o) == PXL_OK;
+    pxl_args *a = ok ? pxl_args_new(ctx) : nullptr;
+    pxl_run_result *res = nullptr;
+    ok = ok && a && pxl_args_image(a, "in", i) == PXL_OK && pxl_args_output(a, o) == PXL_OK &&
+         pxl_run(ctx, prog, entry, a, &res) == PXL_OK;
+    if (!ok) std::fprintf(stderr, "bench_graph: pxl %s: %s\n", entry, pxl_errmsg(ctx));
+    pxl_result_free(res);
+    pxl_args_free(a);
+    pxl_image_free(i);
+    pxl_image_free(o);
+    return ok;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int> sizes = {4096};
+  int threads = 0, reps = 5;
+  std::string only = "sparse,single,noise,spiral";
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      for (const char *p = argv[++i]; *p;) {
+        sizes.push_back(std::atoi(p));
+        while (*p && *p != ',') p++;
+        if (*p) p++;
+      }
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--images" && i + 1 < argc) {
+      only = argv[++i];
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images LIST]\n");
+      return 2;
+    }
+  }
+  if (threads <= 0) threads = cv::getNumberOfCPUs();
+  cv::setNumThreads(threads);
+  Pxl p;
+  p.ctx = pxl_context_new();
+  if (!p.ctx || pxl_set_device(p.ctx, "cpu") != PXL_OK || pxl_set_threads(p.ctx, threads) != PXL_OK ||
+      pxl_program_from_file(p.ctx, PXL_EXAMPLES_DIR "/graph.pxl", &p.prog) != PXL_OK) {
+    std::fprintf(stderr, "bench_graph: %s\n", p.ctx ? pxl_errmsg(p.ctx) : "out of memory");
+    return 1;
+  }
+  std::printf("OpenCV %s and pxl's CPU backend, %d threads each; best of %d runs (ms)\n", CV_VERSION, threads, reps);
+  std::printf("%-6s %-8s %-14s %10s %10s %8s  %s\n", "size", "image", "operator", "pxl", "OpenCV", "OpenCV/pxl", "check");
+  int bad = 0;
+  struct Dist {
+    const char *entry, *name;
+    int type, mask;
+  } dists[] = {{"edt", "edt (L2)", cv::DIST_L2, cv::DIST_MASK_PRECISE},
+               {"taxicab", "taxicab (L1)", cv::DIST_L1, 3},
+               {"chessboard", "chessboard", cv::DIST_C, 3}};
+  for (int n : sizes) {
+    auto wanted = [&](const char *kind) { return ("," + only + ",").find("," + std::string(kind) + ",") != std::string::npos; };
+    for (const char *kind : {"sparse", "single"}) {
+      if (!wanted(kind)) continue;
+      cv::Mat in = make_image(kind, n, n);
+      for (const Dist &d : dists) {
+        bool l2 = d.type == cv::DIST_L2;
+        cv::Mat mine, theirs, mine_f;
+        if (!p.run(d.entry, in, mine, l2 ? CV_32F : CV_32S)) return 1;
+        double tp = best_ms(reps, [&] { p.run(d.entry, in, mine, l2 ? CV_32F : CV_32S); });
+        double to = best_ms(reps, [&] { cv::distanceTransform(in, theirs, d.type, d.mask, CV_32F); });
+        if (l2) mine_f = mine;
+        else mine.convertTo(mine_f, CV_32F);
+        double diff = cv::norm(mine_f, theirs, cv::NORM_INF);
+        bool ok = diff <= (l2 ? 1e-3 * n : 0);
+        bad += !ok;
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx  %s (largest difference %.3g)\n", n, kind, d.name, tp, to,
+                    to / tp, ok ? "ok" : "MISMATCH", diff);
+      }
+    }
+    for (const char *kind : {"noise", "spiral"}) {
+      if (!wanted(kind)) continue;
+      cv::Mat in = make_image(kind, n, n);
+      for (int conn : {4, 8}) {
+        const char *entry = conn == 4 ? "label_binary4" : "label_binary8";
+        cv::Mat mine, theirs;
+        if (!p.run(entry, in, mine, CV_32S)) return 1;
+        int count = 0;
+        double tp = best_ms(reps, [&] { p.run(entry, in, mine, CV_32S); });
+        double to = best_ms(reps, [&] { count = cv::connectedComponents(in, theirs, conn, CV_32S); });
+        double mx;
+        cv::minMaxLoc(mine, nullptr, &mx);
+        bool ok = (int)mx == count - 1 && raster(mine) == raster(theirs);
+        bad += !ok;
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx  %s (%d components)\n", n, kind,
+                    conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, ok ? "ok" : "MISMATCH", count - 1);
+      }
+    }
+  }
+  pxl_program_free(p.prog);
+  pxl_context_free(p.ctx);
+  return bad ? 1 : 0;
+}

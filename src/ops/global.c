@@ -1,0 +1,18 @@
+/*
+ * global.c - the table from the language's global operators (ir.h PXL_GLOBALS) to the
+ * operator library's functions: which function, with which metric or connectivity.
+ */
+#include "ops/global.h"
+
+int ops_global(GlobalOp g, const struct pxl_image *const *maps, const OpsRun *run, struct pxl_image *out, Err *err) {
+  const struct pxl_image *map = maps[0];
+  switch (g) {
+  case G_EDT: return ops_distance(map, OPS_L2, run, out, err);
+  case G_CITYBLOCK: return ops_distance(map, OPS_L1, run, out, err);
+  case G_CHESSBOARD: return ops_distance(map, OPS_LINF, run, out, err);
+  case G_LABEL4: return ops_label(map, 4, run, out, NULL, err);
+  case G_LABEL8: return ops_label(map, 8, run, out, NULL, err);
+  case G_COUNT: break;
+  }
+  return err_set(err, PXL_ERROR, "internal: unknown global operator %d", (int)g);
+}

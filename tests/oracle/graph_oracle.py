@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Global operators (examples/graph.pxl) against SciPy, scikit-image and OpenCV.
+
+Usage: graph_oracle.py PXL EXAMPLES_DIR DEVICE...
+
+Each case writes its input image, runs `PXL run` on each DEVICE and compares the result
+pixel for pixel (exact equality):
+  bwdist         float32(scipy.ndimage.distance_transform_edt(in == 0)) (MATLAB's bwdist)
+  edt            float32(scipy.ndimage.distance_transform_edt(in))
+  taxicab        scipy.ndimage.distance_transform_cdt(in, metric='taxicab')
+  chessboard     scipy.ndimage.distance_transform_cdt(in, metric='chessboard')
+  label_binary4  cv2.connectedComponents(in != 0, connectivity=4), and
+  label_binary8  with 8; OpenCV's numbering made raster order of first pixel
+  label_grey4    skimage.measure.label(in, background=0, connectivity=1 or 2), numbered
+  label_grey8    the same way
+pxl's labels must already be in raster order of their first pixel. An image without a
+feature pixel has no distance in SciPy (it answers with the largest or -1); pxl's is
+infinite (u32: 4294967295), which is what is expected there.
+Prints 'N passed, N failed' and exits 1 on a failure.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+import tifffile
+from scipy import ndimage
+from skimage.measure import label as sk_label
+
+U32_MAX = np.iinfo(np.uint32).max
+
+
+def raster_order(lab):
+    """Labels renumbered 1, 2, ... in raster order of their first pixel (0 stays 0)."""
+    flat = lab.ravel()
+    values, first = np.unique(flat, return_index=True)
+    order = [v for _, v in sorted(zip(first, values)) if v != 0]
+    table = {v: i + 1 for i, v in enumerate(order)}
+    table[0] = 0
+    return np.vectorize(table.get, otypes=[np.uint32])(lab) if lab.size else lab.astype(np.uint32)
+
+
+def spiral(n):
+    """A square spiral of 0/255 one pixel wide: the longest paths an image of its size has."""
+    a = np.zeros((n, n), np.uint8)
+    y, x, dy, dx, length = n // 2, n // 2, 0, 1, 1
+    while 0 <= y < n and 0 <= x < n:
+        for _ in range(2):
+            for _ in range(length):
+                if 0 <= y < n and 0 <= x < n:
+                    a[y, x] = 255
+                y, x = y + dy, x + dx
+            dy, dx = dx, -dy
+        length += 2
+    return a
+
+
+def images(examples):
+    rng = np.random.default_rng(20261128)
+    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
+    shapes = cv2.imread(os.path.join(samples, "shapes.png"), cv2.IMREAD_GRAYSCALE)
+    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
+    if shapes is None or scene is None:
+        sys.exit("graph_oracle: cannot read samples/shapes.png or scene.png")
+    yield "shapes 640x480", shapes
+    yield "scene levels 300x200", (scene[100:300, 150:450] // 64).astype(np.uint8)
+    yield "spiral 101x101", spiral(101)
+    for w, h, p in [(97, 61, 0.5), (64, 64, 0.1), (37, 23, 0.9), (1, 1, 0.5), (50, 1, 0.5), (1, 30, 0.5)]:
+        yield "random %dx%d %d%%" % (w, h, p * 100), ((rng.random((h, w)) < p) * 255).astype(np.uint8)
+    yield "grey 53x41", rng.integers(0, 4, (41, 53), dtype=np.uint8) * 60
+    yield "all set 9x7", np.full((7, 9), 200, np.uint8)
+    yield "one zero 33x17", np.pad(np.zeros((1, 1), np.uint8), ((3, 13), (30, 2)), constant_values=7)
+
+
+def cases(a):
+    """(entry, expected) for image a."""
+    has_zero, has_set = bool(np.any(a == 0)), bool(np.any(a != 0))
+    if has_set:
+        yield "bwdist", ndimage.distance_transform_edt(a == 0).astype(np.float32)
+    if has_zero:
+        yield "edt", ndimage.distance_transform_edt(a).astype(np.float32)
+    for metric in ("taxicab", "chessboard"):
+        want = ndimage.distance_transform_cdt(a, metric=metric).astype(np.int64) if has_zero else None
+        yield metric, want.astype(np.uint32) if has_zero else np.full(a.shape, U32_MAX, np.uint32)
+    binary = (a != 0).astype(np.uint8)
+    for conn in (4, 8):
+        _, lab = cv2.connectedComponents(binary, connectivity=conn, ltype=cv2.CV_32S)
+        yield "label_binary%d" % conn, raster_order(lab)
+        yield "label_grey%d" % conn, raster_order(sk_label(a, background=0, connectivity=1 if conn == 4 else 2))
+
+
+def run(pxl, examples, dev, entry, img, tmp):
+    src = os.path.join(tmp, "in.png")
+    cv2.imwrite(src, img)
+    out = os.path.join(tmp, "out.tif")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [pxl, "run", os.path.join(examples, "graph.pxl"), entry, "--in", src, "--out", out, "--device", dev]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
+    return tifffile.imread(out).reshape(img.shape), None
+
+
+def main():
+    pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
+        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+        return 77
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, img in images(examples):
+            for entry, want in cases(img):
+                for dev in devices:
+                    what = "%s on %s, %s" % (entry, name, dev)
+                    got, why = run(pxl, examples, dev, entry, img, tmp)
+                    if got is None:
+                        print("FAIL %s: %s" % (what, why))
+                        failed += 1
+                    elif got.dtype != want.dtype:
+                        print("FAIL %s: output %s, expected %s" % (what, got.dtype, want.dtype))
+                        failed += 1
+                    elif entry.startswith("label") and np.any(got != raster_order(got)):
+                        print("FAIL %s: labels not numbered in raster order of first pixel" % what)
+                        failed += 1
+                    elif np.any(got != want):
+                        y, x = np.argwhere(got != want)[0]
+                        print("FAIL %s: %d pixels differ, first at (%d, %d): pxl %s, expected %s" %
+                              (what, np.count_nonzero(got != want), x, y, got[y, x], want[y, x]))
+                        failed += 1
+                    else:
+                        passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
