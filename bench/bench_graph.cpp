@@ -6,6 +6,7 @@
 // same partition after numbering both in raster order).
 //
 //   bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images sparse,single,noise,spiral]
+//               [--no-python]
 //
 // Images (W x H, deterministic):
 //   sparse  u8 noise with ~1% zero pixels: distances of a few pixels
@@ -16,7 +17,11 @@
 // Distances are to the nearest zero pixel: pxl's `edt`, `taxicab`, `chessboard` (SciPy's
 // conventions) against cv::distanceTransform with DIST_L2 + DIST_MASK_PRECISE, DIST_L1 and
 // DIST_C (both exact with a 3x3 mask); labels: pxl's label_binary4/8 against
-// cv::connectedComponents(4 or 8, CV_32S).
+// cv::connectedComponents(4 or 8, CV_32S). SciPy and scikit-image (single-threaded) are timed
+// in the same run on the same image (written to a .npy file and timed by python3 in a
+// child process, best of --reps, the array already loaded): scipy.ndimage's
+// distance_transform_edt and distance_transform_cdt, skimage.measure.label; --no-python
+// leaves them out.
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -29,6 +34,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 extern "C" {
 #include "pxl/pxl.h"
@@ -93,6 +100,38 @@ std::vector<uint32_t> raster(const cv::Mat &lab) {
   return out;
 }
 
+// in as a .npy file (u8, 2-D, C order)
+bool write_npy(const cv::Mat &in, const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  char dict[128];
+  int n = std::snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d), }", in.rows,
+                        in.cols);
+  int pad = 64 - (10 + n + 1) % 64;
+  std::string header = std::string(dict) + std::string(pad % 64, ' ') + "\n";
+  uint16_t hl = (uint16_t)header.size();
+  bool ok = std::fwrite("\x93NUMPY\x01\x00", 1, 8, f) == 8 && std::fwrite(&hl, 2, 1, f) == 1 &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  for (int y = 0; ok && y < in.rows; y++) ok = std::fwrite(in.ptr(y), 1, (size_t)in.cols, f) == (size_t)in.cols;
+  return std::fclose(f) == 0 && ok;
+}
+
+// The best time (ms) of `reps` runs of python statement `stmt` on array `a` loaded from path,
+// or -1 when python3, SciPy or scikit-image cannot run it.
+double python_ms(const std::string &path, const char *stmt, int reps) {
+  std::string cmd = "/usr/bin/python3 -c \"import sys, time, numpy as np; from scipy import ndimage; "
+                    "from skimage.measure import label; a = np.load(sys.argv[1]); best = 1e30\n"
+                    "for _ in range(int(sys.argv[2])):\n t = time.perf_counter(); " +
+                    std::string(stmt) +
+                    "; best = min(best, time.perf_counter() - t)\nprint(best * 1e3)\" " + path + " " +
+                    std::to_string(reps) + " 2>/dev/null";
+  std::FILE *p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  double ms = -1;
+  if (std::fscanf(p, "%lf", &ms) != 1) ms = -1;
+  return pclose(p) == 0 ? ms : -1;
+}
+
 struct Pxl {
   pxl_context *ctx = nullptr;
   pxl_program *prog = nullptr;
@@ -120,6 +159,7 @@ struct Pxl {
 int main(int argc, char **argv) {
   std::vector<int> sizes = {4096};
   int threads = 0, reps = 5;
+  bool python = true;
   std::string only = "sparse,single,noise,spiral";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -132,12 +172,14 @@ int main(int argc, char **argv) {
       }
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (a == "--no-python") {
+      python = false;
     } else if (a == "--images" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images LIST]\n");
+      std::fprintf(stderr, "usage: bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images LIST] [--no-python]\n");
       return 2;
     }
   }
@@ -151,19 +193,24 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("OpenCV %s and pxl's CPU backend, %d threads each; best of %d runs (ms)\n", CV_VERSION, threads, reps);
-  std::printf("%-6s %-8s %-14s %10s %10s %8s  %s\n", "size", "image", "operator", "pxl", "OpenCV", "OpenCV/pxl", "check");
+  std::printf("%-6s %-8s %-14s %10s %10s %8s %10s %8s  %s\n", "size", "image", "operator", "pxl", "OpenCV", "OpenCV/pxl",
+              "SciPy/skimage", "it/pxl", "check");
+  char npy[64];
+  std::snprintf(npy, sizeof npy, "/tmp/bench_graph_%d.npy", (int)getpid());
   int bad = 0;
   struct Dist {
     const char *entry, *name;
     int type, mask;
-  } dists[] = {{"edt", "edt (L2)", cv::DIST_L2, cv::DIST_MASK_PRECISE},
-               {"taxicab", "taxicab (L1)", cv::DIST_L1, 3},
-               {"chessboard", "chessboard", cv::DIST_C, 3}};
+    const char *py;
+  } dists[] = {{"edt", "edt (L2)", cv::DIST_L2, cv::DIST_MASK_PRECISE, "ndimage.distance_transform_edt(a)"},
+               {"taxicab", "taxicab (L1)", cv::DIST_L1, 3, "ndimage.distance_transform_cdt(a, metric='taxicab')"},
+               {"chessboard", "chessboard", cv::DIST_C, 3, "ndimage.distance_transform_cdt(a, metric='chessboard')"}};
   for (int n : sizes) {
     auto wanted = [&](const char *kind) { return ("," + only + ",").find("," + std::string(kind) + ",") != std::string::npos; };
     for (const char *kind : {"sparse", "single"}) {
       if (!wanted(kind)) continue;
       cv::Mat in = make_image(kind, n, n);
+      bool have_npy = python && write_npy(in, npy);
       for (const Dist &d : dists) {
         bool l2 = d.type == cv::DIST_L2;
         cv::Mat mine, theirs, mine_f;
@@ -175,13 +222,15 @@ int main(int argc, char **argv) {
         double diff = cv::norm(mine_f, theirs, cv::NORM_INF);
         bool ok = diff <= (l2 ? 1e-3 * n : 0);
         bad += !ok;
-        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx  %s (largest difference %.3g)\n", n, kind, d.name, tp, to,
-                    to / tp, ok ? "ok" : "MISMATCH", diff);
+        double ts = have_npy ? python_ms(npy, d.py, std::min(reps, 3)) : -1;
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (largest difference %.3g)\n", n, kind, d.name,
+                    tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH", diff);
       }
     }
     for (const char *kind : {"noise", "spiral"}) {
       if (!wanted(kind)) continue;
       cv::Mat in = make_image(kind, n, n);
+      bool have_npy = python && write_npy(in, npy);
       for (int conn : {4, 8}) {
         const char *entry = conn == 4 ? "label_binary4" : "label_binary8";
         cv::Mat mine, theirs;
@@ -193,11 +242,16 @@ int main(int argc, char **argv) {
         cv::minMaxLoc(mine, nullptr, &mx);
         bool ok = (int)mx == count - 1 && raster(mine) == raster(theirs);
         bad += !ok;
-        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx  %s (%d components)\n", n, kind,
-                    conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, ok ? "ok" : "MISMATCH", count - 1);
+        double ts = have_npy ? python_ms(npy, conn == 4 ? "label(a, connectivity=1)" : "label(a, connectivity=2)",
+                                         std::min(reps, 3))
+                             : -1;
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (%d components)\n", n, kind,
+                    conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH",
+                    count - 1);
       }
     }
   }
+  std::remove(npy);
   pxl_program_free(p.prog);
   pxl_context_free(p.ctx);
   return bad ? 1 : 0;
