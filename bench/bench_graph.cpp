@@ -6,7 +6,12 @@
 // same partition after numbering both in raster order).
 //
 //   bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images sparse,single,noise,spiral]
-//               [--no-python]
+//               [--no-python] [--table54 PHOTO]
+//
+// --table54 PHOTO: seed 003's Table 5.4 at 1600x1200 (PHOTO, a grey image file, resized to
+// that size): pxl's bwdist (of PHOTO > 128), regional_minima, fill_holes and
+// watershed_minima (of PHOTO blurred) beside the seed's MATLAB (Core i7) and GTX 280 times
+// and ratios, with OpenCV's distanceTransform and watershed where they exist.
 //
 // Images (W x H, deterministic):
 //   sparse  u8 noise with ~1% zero pixels: distances of a few pixels
@@ -138,7 +143,7 @@ struct Pxl {
   bool run(const char *entry, const cv::Mat &in, cv::Mat &out, int out_type) {
     pxl_image *i = nullptr, *o = nullptr;
     out.create(in.rows, in.cols, out_type);
-    pxl_type t = out_type == CV_32F ? PXL_F32 : PXL_U32;
+    pxl_type t = out_type == CV_32F ? PXL_F32 : out_type == CV_8U ? PXL_U8 : PXL_U32;
     bool ok = pxl_image_wrap(ctx, (void *)in.data, in.cols, in.rows, PXL_U8, 1, in.step, &i) == PXL_OK &&
               pxl_image_wrap(ctx, out.data, out.cols, out.rows, t, 1, out.step, &o) == PXL_OK;
     pxl_args *a = ok ? pxl_args_new(ctx) : nullptr;
@@ -160,6 +165,7 @@ int main(int argc, char **argv) {
   std::vector<int> sizes = {4096};
   int threads = 0, reps = 5;
   bool python = true;
+  std::string photo;
   std::string only = "sparse,single,noise,spiral";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -172,6 +178,8 @@ int main(int argc, char **argv) {
       }
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
+    } else if (a == "--table54" && i + 1 < argc) {
+      photo = argv[++i];
     } else if (a == "--no-python") {
       python = false;
     } else if (a == "--images" && i + 1 < argc) {
@@ -179,7 +187,7 @@ int main(int argc, char **argv) {
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images LIST] [--no-python]\n");
+      std::fprintf(stderr, "usage: bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images LIST] [--no-python] [--table54 PHOTO]\n");
       return 2;
     }
   }
@@ -252,6 +260,46 @@ int main(int argc, char **argv) {
     }
   }
   std::remove(npy);
+  if (!photo.empty()) {  // seed 003, Table 5.4: MATLAB on a Core i7 and the seed's GTX 280 code (ms)
+    pxl_image *loaded = nullptr;  // read with pxl's loader (OpenCV's imgcodecs is not needed)
+    if (pxl_image_load(p.ctx, photo.c_str(), &loaded) != PXL_OK || pxl_image_type(loaded) != PXL_U8 ||
+        pxl_image_channels(loaded) == 4)
+      return std::fprintf(stderr, "bench_graph: %s: not a grey or RGB u8 image (%s)\n", photo.c_str(),
+                          pxl_errmsg(p.ctx)), 1;
+    int ch = pxl_image_channels(loaded);
+    cv::Mat file(pxl_image_height(loaded), pxl_image_width(loaded), CV_8UC(ch)), grey;
+    for (int y = 0; y < file.rows; y++)
+      std::memcpy(file.ptr(y), (const uint8_t *)pxl_image_data(loaded) + (size_t)y * pxl_image_pitch(loaded),
+                  (size_t)file.cols * ch);
+    pxl_image_free(loaded);
+    if (ch == 3) cv::cvtColor(file, grey, cv::COLOR_RGB2GRAY);
+    else grey = file;
+    cv::Mat img, bin, blurred;
+    cv::resize(grey, img, cv::Size(1600, 1200), 0, 0, cv::INTER_AREA);
+    cv::threshold(img, bin, 128, 255, cv::THRESH_BINARY);
+    cv::GaussianBlur(img, blurred, cv::Size(0, 0), 2);
+    struct Row {
+      const char *entry, *matlab;
+      const cv::Mat *in;
+      int type;
+      double i7, gtx;
+    } rows[] = {{"bwdist", "bwdist", &bin, CV_32F, 532.8, 252.2},
+                {"regional_minima", "imregionalmin", &blurred, CV_8U, 452.4, 79.3},
+                {"fill_holes", "imfill holes", &bin, CV_8U, 415.7, 81.2},
+                {"watershed_minima", "watershed", &blurred, CV_32S, 2013, 799.3}};
+    std::printf("\nseed 003, Table 5.4 at 1600x1200 (%s): pxl's CPU backend, %d threads, best of %d (ms)\n",
+                photo.c_str(), threads, reps);
+    std::printf("%-16s %-14s %9s %12s %10s %10s %10s\n", "pxl entry", "MATLAB", "pxl", "Core i7 (seed)",
+                "i7/pxl", "GTX 280", "280/pxl");
+    for (const Row &r : rows) {
+      cv::Mat out;
+      if (pxl_program_entry_find(p.prog, r.entry) < 0) continue;
+      if (!p.run(r.entry, *r.in, out, r.type)) return 1;
+      double tp = best_ms(reps, [&] { p.run(r.entry, *r.in, out, r.type); });
+      std::printf("%-16s %-14s %9.2f %12.1f %9.0fx %10.1f %9.0fx\n", r.entry, r.matlab, tp, r.i7, r.i7 / tp, r.gtx,
+                  r.gtx / tp);
+    }
+  }
   pxl_program_free(p.prog);
   pxl_context_free(p.ctx);
   return bad ? 1 : 0;

@@ -360,7 +360,21 @@ typedef struct {
   X(G_CITYBLOCK, "cityblock", 1, GM_FEATURE, GT_ANY)                                      \
   X(G_CHESSBOARD, "chessboard", 1, GM_FEATURE, GT_ANY)                                    \
   X(G_LABEL4, "label4", 1, GM_VALUE, GT_LABEL)                                            \
-  X(G_LABEL8, "label8", 1, GM_VALUE, GT_LABEL)
+  X(G_LABEL8, "label8", 1, GM_VALUE, GT_LABEL)                                            \
+  X(G_RECONSTRUCT4, "reconstruct4", 2, GM_SAME, GT_ANY)                                   \
+  X(G_RECONSTRUCT8, "reconstruct8", 2, GM_SAME, GT_ANY)                                   \
+  X(G_RECONSTRUCT_ERODE4, "reconstruct_erode4", 2, GM_SAME, GT_ANY)                       \
+  X(G_RECONSTRUCT_ERODE8, "reconstruct_erode8", 2, GM_SAME, GT_ANY)                       \
+  X(G_FILL4, "fill4", 1, GM_VALUE, GT_ANY)                                                \
+  X(G_FILL8, "fill8", 1, GM_VALUE, GT_ANY)                                                \
+  X(G_REGIONAL_MIN4, "regional_min4", 1, GM_VALUE, GT_ANY)                                \
+  X(G_REGIONAL_MIN8, "regional_min8", 1, GM_VALUE, GT_ANY)                                \
+  X(G_REGIONAL_MAX4, "regional_max4", 1, GM_VALUE, GT_ANY)                                \
+  X(G_REGIONAL_MAX8, "regional_max8", 1, GM_VALUE, GT_ANY)                                \
+  X(G_WATERSHED4, "watershed4", 2, GM_VALUE, GT_LABEL)                                    \
+  X(G_WATERSHED8, "watershed8", 2, GM_VALUE, GT_LABEL)                                    \
+  X(G_WATERSHED_MINIMA4, "watershed_minima4", 1, GM_VALUE, GT_LABEL)                      \
+  X(G_WATERSHED_MINIMA8, "watershed_minima8", 1, GM_VALUE, GT_LABEL)
 
 typedef enum {
 #define X(e, name, arity, map, out) e,

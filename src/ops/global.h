@@ -8,6 +8,7 @@
 #define PXL_OPS_GLOBAL_H
 
 #include "ir/ir.h"
+#include "ops/morph.h"
 #include "ops/ops.h"
 
 /* Runs global operator g over host images maps[0 .. global_arity(g)) (its maps, one
