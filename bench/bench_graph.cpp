@@ -19,6 +19,12 @@
 //   noise   0/255 noise, half set: ~W*H/13 small components (8-connected)
 //   spiral  a one-pixel-wide square spiral of 255 on 0: one component whose path visits
 //           half the image (the worst case of an iterated fixed point, seed 003)
+//   relief  the noise blurred (sigma 4): a smooth relief with many basins, for pxl's
+//           reconstruct (seed: the relief less 30), fill_holes (of the noise),
+//           regional_minima and watershed_minima against skimage's reconstruction,
+//           SciPy's binary_fill_holes, skimage's local_minima and watershed from the labelled
+//           minima, and cv::watershed (another definition: 4-connected, with ridge lines)
+//           from the same minima as markers
 // Distances are to the nearest zero pixel: pxl's `edt`, `taxicab`, `chessboard` (SciPy's
 // conventions) against cv::distanceTransform with DIST_L2 + DIST_MASK_PRECISE, DIST_L1 and
 // DIST_C (both exact with a 3x3 mask); labels: pxl's label_binary4/8 against
@@ -125,7 +131,8 @@ bool write_npy(const cv::Mat &in, const std::string &path) {
 // or -1 when python3, SciPy or scikit-image cannot run it.
 double python_ms(const std::string &path, const char *stmt, int reps) {
   std::string cmd = "/usr/bin/python3 -c \"import sys, time, numpy as np; from scipy import ndimage; "
-                    "from skimage.measure import label; a = np.load(sys.argv[1]); best = 1e30\n"
+                    "from skimage.measure import label; from skimage.morphology import reconstruction, local_minima; "
+                    "from skimage.segmentation import watershed; a = np.load(sys.argv[1]); best = 1e30\n"
                     "for _ in range(int(sys.argv[2])):\n t = time.perf_counter(); " +
                     std::string(stmt) +
                     "; best = min(best, time.perf_counter() - t)\nprint(best * 1e3)\" " + path + " " +
@@ -140,20 +147,25 @@ double python_ms(const std::string &path, const char *stmt, int reps) {
 struct Pxl {
   pxl_context *ctx = nullptr;
   pxl_program *prog = nullptr;
-  bool run(const char *entry, const cv::Mat &in, cv::Mat &out, int out_type) {
-    pxl_image *i = nullptr, *o = nullptr;
+  // entry on u8 image `in` (parameter "in", or "seed" and "mask" with `mask`) into out
+  bool run(const char *entry, const cv::Mat &in, cv::Mat &out, int out_type, const cv::Mat *mask = nullptr) {
+    pxl_image *i = nullptr, *m = nullptr, *o = nullptr;
     out.create(in.rows, in.cols, out_type);
     pxl_type t = out_type == CV_32F ? PXL_F32 : out_type == CV_8U ? PXL_U8 : PXL_U32;
     bool ok = pxl_image_wrap(ctx, (void *)in.data, in.cols, in.rows, PXL_U8, 1, in.step, &i) == PXL_OK &&
-              pxl_image_wrap(ctx, out.data, out.cols, out.rows, t, 1, out.step, &o) == PXL_OK;
+              pxl_image_wrap(ctx, out.data, out.cols, out.rows, t, 1, out.step, &o) == PXL_OK &&
+              (!mask || pxl_image_wrap(ctx, (void *)mask->data, mask->cols, mask->rows, PXL_U8, 1, mask->step, &m) ==
+                            PXL_OK);
     pxl_args *a = ok ? pxl_args_new(ctx) : nullptr;
     pxl_run_result *res = nullptr;
-    ok = ok && a && pxl_args_image(a, "in", i) == PXL_OK && pxl_args_output(a, o) == PXL_OK &&
+    ok = ok && a && pxl_args_image(a, mask ? "seed" : "in", i) == PXL_OK &&
+         (!mask || pxl_args_image(a, "mask", m) == PXL_OK) && pxl_args_output(a, o) == PXL_OK &&
          pxl_run(ctx, prog, entry, a, &res) == PXL_OK;
     if (!ok) std::fprintf(stderr, "bench_graph: pxl %s: %s\n", entry, pxl_errmsg(ctx));
     pxl_result_free(res);
     pxl_args_free(a);
     pxl_image_free(i);
+    pxl_image_free(m);
     pxl_image_free(o);
     return ok;
   }
@@ -166,7 +178,7 @@ int main(int argc, char **argv) {
   int threads = 0, reps = 5;
   bool python = true;
   std::string photo;
-  std::string only = "sparse,single,noise,spiral";
+  std::string only = "sparse,single,noise,spiral,relief";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) {
@@ -257,6 +269,50 @@ int main(int argc, char **argv) {
                     conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH",
                     count - 1);
       }
+    }
+    if (wanted("relief")) {  // morphology and watersheds: a smooth relief with many basins
+      cv::Mat noise = make_image("noise", n, n), relief, seed, bin = make_image("noise", n, n);
+      cv::GaussianBlur(noise, relief, cv::Size(0, 0), 4);
+      cv::subtract(relief, cv::Scalar(30), seed);
+      bool have_npy = python && write_npy(relief, npy);
+      std::string seed_npy = std::string(npy) + ".seed.npy", bin_npy = std::string(npy) + ".bin.npy";
+      have_npy = have_npy && write_npy(seed, seed_npy) && write_npy(bin, bin_npy);
+      struct Morph {
+        const char *entry, *name;
+        const cv::Mat *in, *mask;
+        int type;
+        std::string py;
+      } morphs[] = {
+          {"reconstruct", "reconstruct", &seed, &relief, CV_8U,
+           "reconstruction(np.load('" + seed_npy + "'), a, 'dilation')"},
+          {"fill_holes", "fill holes", &bin, nullptr, CV_8U, "ndimage.binary_fill_holes(np.load('" + bin_npy + "'))"},
+          {"regional_minima", "regional min", &relief, nullptr, CV_8U, "local_minima(a, connectivity=2)"},
+          {"watershed_minima", "watershed", &relief, nullptr, CV_32S,
+           "watershed(a, label(local_minima(a, connectivity=2)), connectivity=2)"},
+      };
+      for (const Morph &m : morphs) {
+        cv::Mat mine;
+        if (!p.run(m.entry, *m.in, mine, m.type, m.mask)) return 1;
+        double tp = best_ms(reps, [&] { p.run(m.entry, *m.in, mine, m.type, m.mask); });
+        double to = -1;
+        if (std::string(m.entry) == "watershed_minima") {  // OpenCV's: 4-connected, ridge lines
+          cv::Mat colour, minima, seeds, markers;
+          cv::cvtColor(relief, colour, cv::COLOR_GRAY2BGR);
+          if (!p.run("regional_minima", relief, minima, CV_8U)) return 1;
+          cv::connectedComponents(minima, seeds, 8, CV_32S);  // the same minima as markers
+          to = best_ms(reps, [&] {
+            seeds.copyTo(markers);
+            cv::watershed(colour, markers);
+          });
+        }
+        double ts = have_npy ? python_ms(npy, m.py.c_str(), std::min(reps, 3)) : -1;
+        char theirs[64] = "         -         -";  // no OpenCV function
+        if (to > 0) std::snprintf(theirs, sizeof theirs, "%10.2f %8.2fx", to, to / tp);
+        std::printf("%-6d %-8s %-14s %10.2f %s %10.1f %7.1fx  %s\n", n, "relief", m.name, tp, theirs, ts, ts / tp,
+                    to > 0 ? "OpenCV: cv::watershed (4-connected, ridge lines) from the same minima" : "");
+      }
+      std::remove(seed_npy.c_str());
+      std::remove(bin_npy.c_str());
     }
   }
   std::remove(npy);
