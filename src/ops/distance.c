@@ -41,19 +41,7 @@
 /* ---- storing a value as lane_convert would ---- */
 
 /* Stores v into pixel (x, y) of out through lane_convert: the definition of the result. */
-static void put(struct pxl_image *out, int x, int y, double v) {
-  Lane l = lane_convert((Lane){.f = v}, T_F64, scalar_of_pxl(out->type));
-  void *row = image_row(out, y);
-  switch (out->type) {
-  case PXL_U8: ((uint8_t *)row)[x] = (uint8_t)l.i; break;
-  case PXL_I16: ((int16_t *)row)[x] = (int16_t)l.i; break;
-  case PXL_U16: ((uint16_t *)row)[x] = (uint16_t)l.i; break;
-  case PXL_I32: ((int32_t *)row)[x] = (int32_t)l.i; break;
-  case PXL_U32: ((uint32_t *)row)[x] = (uint32_t)l.i; break;
-  case PXL_F32: ((float *)row)[x] = (float)l.f; break;
-  default: ((double *)row)[x] = l.f; break;
-  }
-}
+static void put(struct pxl_image *out, int x, int y, double v) { ops_put(out, x, y, (Lane){.f = v}, T_F64); }
 
 /* Square roots of v[0..n) in place. sqrt() in a loop is not vectorised while it may set
  * errno (the library is not built with -fno-math-errno), so SSE2's sqrtpd is spelt out;

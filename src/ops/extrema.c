@@ -52,7 +52,7 @@ static int reference(const struct pxl_image *in, bool maxima, int conn, struct p
       size_t p = (size_t)y * w + x;
       if (seen[p]) continue;
       seen[p] = true;
-      double v = morph_value(in, x, y);
+      double v = ops_value(in, x, y);
       size_t head = 0, tail = 0;
       plateau[tail++] = (uint32_t)p;
       bool beaten = v != v; /* NaN: no extremum */
@@ -62,7 +62,7 @@ static int reference(const struct pxl_image *in, bool maxima, int conn, struct p
         for (int k = 0; k < conn; k++) {
           int nx = qx + dx[k], ny = qy + dy[k];
           if (nx < 0 || nx >= w || ny < 0 || ny >= h) continue;
-          double u = morph_value(in, nx, ny);
+          double u = ops_value(in, nx, ny);
           size_t r = (size_t)ny * w + nx;
           if (u == v && !seen[r]) {
             seen[r] = true;
@@ -72,7 +72,7 @@ static int reference(const struct pxl_image *in, bool maxima, int conn, struct p
         }
       }
       for (size_t i = 0; i < tail; i++)
-        morph_put(out, (int)(plateau[i] % w), (int)(plateau[i] / w), (Lane){.i = !beaten}, T_I32);
+        ops_put(out, (int)(plateau[i] % w), (int)(plateau[i] / w), (Lane){.i = !beaten}, T_I32);
     }
   PXL_FREE(seen), PXL_FREE(plateau);
   return PXL_OK;

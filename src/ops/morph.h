@@ -76,12 +76,4 @@ int ops_watershed(const struct pxl_image *relief, const struct pxl_image *marker
  * ops_watershed. out: PXL_U32 or PXL_I32. */
 int ops_watershed_minima(const struct pxl_image *relief, int conn, const OpsRun *run, struct pxl_image *out, Err *err);
 
-/* ---- shared by reconstruct.c, extrema.c and watershed.c ---- */
-
-/* Stores v, a value of type `from`, into pixel (x, y) of host image out (one channel),
- * converted to out's type as lane_convert converts. */
-void morph_put(struct pxl_image *out, int x, int y, Lane v, Scalar from);
-/* Pixel (x, y) of host image img (one channel) as a double: exact for every pixel type. */
-double morph_value(const struct pxl_image *img, int x, int y);
-
 #endif

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "image/image.h"
+#include "ir/value.h"
 #include "util/err.h"
 
 typedef struct {
@@ -55,5 +56,11 @@ int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, st
  * not NULL): the number of components. */
 int ops_label(const struct pxl_image *map, int conn, const OpsRun *run, struct pxl_image *out, int64_t *count,
               Err *err);
+
+/* Stores v, a value of type `from`, into pixel (x, y) of host image out (one channel),
+ * converted to out's type as lane_convert converts (store.c). */
+void ops_put(struct pxl_image *out, int x, int y, Lane v, Scalar from);
+/* Pixel (x, y) of host image img (one channel) as a double: exact for every pixel type. */
+double ops_value(const struct pxl_image *img, int x, int y);
 
 #endif

@@ -1,7 +1,6 @@
 /*
  * reconstruct.c - morphological reconstruction (ops_reconstruct) and the hole filling built
- * on it (ops_fill); also morph_put and morph_value, the store and load that the morphology
- * files share.
+ * on it (ops_fill).
  *
  * Both algorithms work on order keys rather than values: unsigned integers of the pixel
  * type's width whose order is the values' order (i16, i32: the sign bit flipped; floats:
@@ -49,34 +48,6 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* ---- shared by the morphology files (morph.h) ---- */
-
-void morph_put(struct pxl_image *out, int x, int y, Lane v, Scalar from) {
-  Lane l = lane_convert(v, from, scalar_of_pxl(out->type));
-  void *row = image_row(out, y);
-  switch (out->type) {
-  case PXL_U8: ((uint8_t *)row)[x] = (uint8_t)l.i; break;
-  case PXL_I16: ((int16_t *)row)[x] = (int16_t)l.i; break;
-  case PXL_U16: ((uint16_t *)row)[x] = (uint16_t)l.i; break;
-  case PXL_I32: ((int32_t *)row)[x] = (int32_t)l.i; break;
-  case PXL_U32: ((uint32_t *)row)[x] = (uint32_t)l.i; break;
-  case PXL_F32: ((float *)row)[x] = (float)l.f; break;
-  default: ((double *)row)[x] = l.f; break;
-  }
-}
-
-double morph_value(const struct pxl_image *img, int x, int y) {
-  const void *r = image_row(img, y);
-  switch (img->type) {
-  case PXL_U8: return ((const uint8_t *)r)[x];
-  case PXL_I16: return ((const int16_t *)r)[x];
-  case PXL_U16: return ((const uint16_t *)r)[x];
-  case PXL_I32: return ((const int32_t *)r)[x];
-  case PXL_U32: return ((const uint32_t *)r)[x];
-  case PXL_F32: return ((const float *)r)[x];
-  default: return ((const double *)r)[x];
-  }
-}
 
 /* ---- order keys ---- */
 
@@ -145,7 +116,7 @@ INLINE void start_keys(pxl_type t, bool erode, uint64_t top, const void *mk, con
 }
 
 /* Stores the result whose key (in start_keys' terms) is k into pixel (x, y) of out: the
- * value's bits when out has the maps' type t, else converted through morph_put. Key 0 of a
+ * value's bits when out has the maps' type t, else converted through ops_put. Key 0 of a
  * float type is NaN, which the pixel of mask gives. */
 INLINE void store_key(struct pxl_image *out, int x, int y, uint64_t k, pxl_type t, bool erode, uint64_t top,
                       const struct pxl_image *mask) {
@@ -186,7 +157,7 @@ INLINE void store_key(struct pxl_image *out, int x, int y, uint64_t k, pxl_type 
   }
   default: memcpy(&v.f, &bits, sizeof v.f); break;
   }
-  morph_put(out, x, y, v, scalar_of_pxl(t));
+  ops_put(out, x, y, v, scalar_of_pxl(t));
 }
 
 /* ---- reference ---- */

@@ -122,7 +122,7 @@ static int reference(const struct pxl_image *relief, const struct pxl_image *mar
       size_t p = (size_t)y * w + x;
       if (!marker_label(markers, x, y, out->type, &lab[p])) continue;
       done[p] = true;
-      heap_push(heap, &nheap, (Entry){morph_value(relief, x, y), seq++, (uint32_t)p});
+      heap_push(heap, &nheap, (Entry){ops_value(relief, x, y), seq++, (uint32_t)p});
     }
   const int *dx = conn == 4 ? DX4 : DX8, *dy = conn == 4 ? DY4 : DY8;
   while (nheap > 0) {
@@ -135,7 +135,7 @@ static int reference(const struct pxl_image *relief, const struct pxl_image *mar
       if (done[q]) continue;
       done[q] = true;
       lab[q] = lab[e.p];
-      heap_push(heap, &nheap, (Entry){morph_value(relief, nx, ny), seq++, (uint32_t)q});
+      heap_push(heap, &nheap, (Entry){ops_value(relief, nx, ny), seq++, (uint32_t)q});
     }
   }
   write_labels(out, lab, (size_t)w);
