@@ -156,6 +156,11 @@ int main(int argc, char **argv) {
         if (++out < P->decls[d]->nouts) d--;
         else out = 0;
       }
+      if (D->global) { /* a global operator: its maps, in turn (d again); the pass is the host's */
+        D = D->gmap[out];
+        if (out + 1 < PXL_MAX_GMAPS && P->decls[d]->gmap[out + 1]) out++, d--;
+        else out = 0;
+      }
       char file[300], what[600];
       entries++;
       for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {

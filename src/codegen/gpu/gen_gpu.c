@@ -2719,6 +2719,8 @@ static int stage_unit(StrBuf *out, const Decl *D, const Border *borders, GpuDial
                       int chg, GpuLaunch *launch, Err *err) {
   if (D->nouts) /* exec.c runs its projections, D->outs */
     return err_set(err, PXL_ERROR, "internal: %s has %d outputs; generate its projections", D->name, D->nouts);
+  if (D->global) /* exec.c runs its maps, D->gmap, then the operator library's pass */
+    return err_set(err, PXL_ERROR, "internal: %s is a global operator; generate its maps", D->name);
   int rc = gen_gpu_limits(D, dialect, err);
   if (rc) return rc;
   bool direct[PXL_GPU_MAX_IMAGES];
