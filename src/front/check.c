@@ -971,10 +971,11 @@ static void check_global(Checker *C, Decl *D) {
   if (!ok)
     diag_error(C->d, D->loc, "global operator '%s' (%s) makes one channel of %s; %s is not one", D->name,
                global_name(g), k == GT_ANY ? "a pixel type (u8 i16 u16 i32 u32 f32 f64)" : want[k], tstr(D->type));
-  if (D->nimages == 0)
+  if (D->nimages == 0) {
     diag_error(C->d, D->loc, "global operator '%s' needs an image parameter: it runs over the first image's pixels",
                D->name);
-  if (D->nimages == 0) return;
+    return;
+  }
   for (int k = 0; k < global_arity(g) && D->gmap[k]; k++) {
     C->decl = D->gmap[k];
     check_kernel(C, D->gmap[k]);
