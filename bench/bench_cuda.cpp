@@ -7,6 +7,7 @@
 //              [--reps N] [--only table|padding|pipeline|filters|loops|stream] [--no-padding]
 //              [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]
 //              [--loop-profile N] [--loop-profile-until N] [--stream-frames N] [--no-stream]
+//              [--only graph --graph-inputs NAME=FILE,... [--graph-save DIR]]
 //
 // Sections (all six by default; --only keeps one, --no-padding / --no-pipeline /
 // --no-opencv-filters drop one; --padding and --opencv-filters are accepted and change
@@ -38,6 +39,9 @@
 //            to pinned host memory, end to end, through pxl_queue (uploads, runs and
 //            downloads overlapped on several streams) and in turn, next to the bare
 //            transfers of the same bytes (run_stream).
+//   graph    Only with --only graph: the global operators' device passes (edt, labels of
+//            examples/graph.pxl) against NPP's distance transform and union-find labelling
+//            on the images of --graph-inputs (run_graph; bench/graph_gpu.py adds OpenCV).
 //   filters  "OpenCV-GPU filters vs NPP": box mean, Gaussian, Laplacian, Sobel d/dx, erosion
 //            and dilation, each 3x3 and 5x5, on a 1024x1024 u8 image; the pxl kernels are
 //            generated from NPP's own masks (kFilters) and compiled from strings.
@@ -89,6 +93,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -1458,9 +1463,10 @@ void usage(FILE *f) {
   std::fprintf(
       f,
       "usage: bench_cuda [--device cuda[:N]] [--sizes 2048,8192,16384] [--kernels a,b,..|all]\n"
-      "                  [--reps N] [--only table|padding|pipeline|filters|loops|stream] [--no-padding]\n"
+      "                  [--reps N] [--only table|padding|pipeline|filters|loops|stream|graph] [--no-padding]\n"
       "                  [--no-pipeline] [--no-opencv-filters] [--loop-counts 1,10,100,1000]\n"
       "                  [--loop-profile N] [--loop-profile-until N] [--stream-frames N] [--no-stream]\n"
+      "                  [--graph-inputs NAME=FILE,...] [--graph-save DIR] (with --only graph)\n"
       "  sizes: N (NxN) or WxH; kernels:");
   for (const auto &k : kKernels) std::fprintf(f, " %s", k.name);
   std::fprintf(f, "\n");
@@ -1475,6 +1481,9 @@ struct Options {
   int stream_frames = 300;
   std::vector<int> loop_counts = {1, 10, 100, 1000};
   int loop_profile = 0;  // --loop-profile N: one profiled run of the fixed loop, n = N (< 0: until, n = -N)
+  bool graph = false;    // --only graph
+  std::vector<std::string> graph_inputs;  // --graph-inputs NAME=FILE,...
+  std::string graph_save;                 // --graph-save DIR
 };
 
 // ---- stream: the seed's downscaler on HD frames, host to host ----
@@ -1635,6 +1644,135 @@ int run_stream(Pxl &px, int frames, int reps) {
   return status;
 }
 
+// ---- graph: global operators (examples/graph.pxl) against NPP ----
+//
+// On each input of --graph-inputs NAME=FILE,... (one-channel u8 images in any format pxl
+// reads; bench/graph_gpu.py writes them and adds OpenCV's times on all CPU cores):
+//   edt      pxl's edt (the distance of every pixel to the nearest pixel of value 0, f32:
+//            its device pass, runtime/cuda/ops.cu) against nppiDistanceTransformPBA_8u32f
+//            with the pixels of value 0 as sites; check: the same distances (NPP's float
+//            arithmetic may differ in the last bit beyond 2^24 squared: relative 1e-6);
+//   label8, label4  pxl's label_binary8 / label_binary4 (the nonzero pixels' components,
+//            numbered in raster order) against nppiLabelMarkersUF_8u32u (nppiNormInf /
+//            nppiNormL1), which labels every region of equal values, background too, and
+//            numbers them its own way; check: the two partition the nonzero pixels alike
+//            (a one-to-one map between their labels there). A difference is reported, not
+//            failed: NPP 13 splits long components (noise, spirals), where pxl's labels
+//            equal OpenCV's (graph_gpu.py checks those).
+// Columns: median ms per run of each (device images in and out, as the table), speedup =
+// NPP ms / pxl ms (> 1: pxl faster), the check.
+int run_graph(Pxl &px, NppStreamContext npp, const std::vector<std::string> &inputs, const std::string &save,
+              int reps) {
+  pxl_context *ctx = px.ctx();
+  // --graph-save DIR: pxl's result of each row as DIR/INPUT-OP.npy (graph_gpu.py checks them)
+  auto keep = [&](const DevImage &img, const std::string &file) {
+    if (save.empty()) return;
+    pxl_image *host = nullptr;
+    pxl_check(ctx, pxl_image_to_host(ctx, img.pxl(), &host), "pxl_image_to_host");
+    int st = pxl_image_save(ctx, host, (save + "/" + file + ".npy").c_str());
+    pxl_image_free(host);
+    pxl_check(ctx, st, "pxl_image_save");
+  };
+  pxl_program *prog = px.example("graph");
+  int status = 0;
+  std::printf("graph: examples/graph.pxl on the device vs NPP\n");
+  std::printf("%-10s | %-11s | %-8s | %9s | %9s | %7s | %s\n", "input", "size", "op", "pxl ms", "NPP ms", "speedup",
+              "check");
+  std::printf("%s\n", std::string(84, '-').c_str());
+  for (const auto &spec : inputs) {
+    size_t eq = spec.find('=');
+    std::string name = eq == std::string::npos ? spec : spec.substr(0, eq), path = spec.substr(eq + 1);
+    pxl_image *host = nullptr;
+    try {
+      pxl_check(ctx, pxl_image_load(ctx, path.c_str(), &host), path.c_str());
+      if (pxl_image_type(host) != PXL_U8 || pxl_image_channels(host) != 1)
+        throw Failure(path + ": not a one-channel u8 image");
+      int w = pxl_image_width(host), h = pxl_image_height(host);
+      DevImage in(ctx, w, h, PXL_U8);
+      CUDA_CALL(cudaMemcpy2D, in.ptr<void>(), (size_t)in.step(), pxl_image_data(host), pxl_image_pitch(host),
+                (size_t)w, (size_t)h, cudaMemcpyHostToDevice);
+      std::string size = std::to_string(w) + "x" + std::to_string(h);
+      auto row = [&](const char *op, const Timing &tp, const Timing &tn, const std::string &check) {
+        if (!tp.ok || !tn.ok) {
+          status = 1;
+          std::printf("%-10s | %-11s | %-8s | FAILED: %s\n", name.c_str(), size.c_str(), op,
+                      (tp.ok ? tn.error : tp.error).c_str());
+          return;
+        }
+        std::printf("%-10s | %-11s | %-8s | %9.3f | %9.3f | %7.2f | %s\n", name.c_str(), size.c_str(), op, tp.ms,
+                    tn.ms, tn.ms / tp.ms, check.c_str());
+      };
+      // edt
+      {
+        DevImage po(ctx, w, h, PXL_F32), no(ctx, w, h, PXL_F32);
+        PxlRun r(ctx, prog, "edt", Kind::Image);
+        r.image("in", in);
+        r.output(po);
+        size_t bytes = 0;
+        NPP_CALL(nppiDistanceTransformPBAGetBufferSize, in.size(), &bytes);
+        DevBuf buf(bytes);
+        Op npp_run = [&]() {
+          NPP_CALL(nppiDistanceTransformPBA_8u32f_C1R_Ctx, in.ptr<Npp8u>(), in.step(), (Npp8u)0, (Npp8u)0, nullptr, 0,
+                   nullptr, 0, nullptr, 0, no.ptr<Npp32f>(), no.step(), in.size(), buf.as<Npp8u>(), npp);
+        };
+        Timing tp = time_op([&]() { r.run(); }, px.sync(), reps), tn = time_op(npp_run, device_sync, reps);
+        keep(po, name + "-edt");
+        HostImage a = download(po), b = download(no);
+        uint64_t n = 0;
+        double worst = 0;
+        for (size_t i = 0; i < a.px.size(); i += 4) {
+          float x, y;
+          std::memcpy(&x, &a.px[i], 4), std::memcpy(&y, &b.px[i], 4);
+          double rel = x == y ? 0 : std::fabs((double)x - y) / std::max(1.0, (double)std::fabs(y));
+          if (rel > 0) n++, worst = std::max(worst, rel);
+        }
+        bool bad = worst > 1e-6 || (n && !std::isfinite(worst));
+        status |= bad;
+        row("edt", tp, tn, n ? "DIFF n=" + std::to_string(n) + (bad ? "" : " (relative <= 1e-6: tolerated)") : "ok");
+      }
+      for (int conn : {8, 4}) {
+        DevImage po(ctx, w, h, PXL_U32), no(ctx, w, h, PXL_U32);
+        PxlRun r(ctx, prog, conn == 8 ? "label_binary8" : "label_binary4", Kind::Image);
+        r.image("in", in);
+        r.output(po);
+        int bytes = 0;
+        NPP_CALL(nppiLabelMarkersUFGetBufferSize_32u_C1R, in.size(), &bytes);
+        DevBuf buf((size_t)bytes);
+        Op npp_run = [&]() {
+          NPP_CALL(nppiLabelMarkersUF_8u32u_C1R_Ctx, in.ptr<Npp8u>(), in.step(), no.ptr<Npp32u>(), no.step(),
+                   in.size(), conn == 8 ? nppiNormInf : nppiNormL1, buf.as<Npp8u>(), npp);
+        };
+        Timing tp = time_op([&]() { r.run(); }, px.sync(), reps), tn = time_op(npp_run, device_sync, reps);
+        keep(po, name + "-label" + std::to_string(conn));
+        HostImage a = download(po), b = download(no);
+        std::vector<uint32_t> p2n;
+        std::unordered_map<uint32_t, uint32_t> n2p;
+        uint64_t bad = 0, labels = 0;
+        for (size_t i = 0; i < a.px.size(); i += 4) {
+          uint32_t lp, ln;
+          std::memcpy(&lp, &a.px[i], 4), std::memcpy(&ln, &b.px[i], 4);
+          if (!lp) continue;
+          if (lp >= p2n.size()) p2n.resize(std::max<size_t>(lp + 1, 2 * p2n.size()), UINT32_MAX);
+          auto it = n2p.emplace(ln, lp).first;
+          if (p2n[lp] == UINT32_MAX) p2n[lp] = ln, labels++;
+          bad += p2n[lp] != ln || it->second != lp;
+        }
+        // not a failure: NPP 13's union-find splits long components (graph_gpu.py holds pxl to
+        // OpenCV's labels, which it equals where NPP's differ)
+        row(conn == 8 ? "label8" : "label4", tp, tn,
+            bad ? "NPP's partition differs (" + std::to_string(bad) + " pixels)"
+                : "ok (" + std::to_string(labels) + " components)");
+      }
+    } catch (const std::exception &e) {
+      status = 1;
+      std::printf("%-10s | FAILED: %s\n", name.c_str(), e.what());
+    }
+    pxl_image_free(host);
+  }
+  std::printf("\n");
+  return status;
+}
+
 // Parses argv into o; returns -1 to go on, else the exit status.
 int parse_args(int argc, char **argv, Options &o) {
   for (const auto &k : kKernels) o.kernels.push_back(k.name);
@@ -1677,8 +1815,8 @@ int parse_args(int argc, char **argv, Options &o) {
     } else if (a == "--only") {
       std::string v = next();
       o.table = v == "table", o.padding = v == "padding", o.pipeline = v == "pipeline", o.filters = v == "filters";
-      o.loops = v == "loops", o.stream = v == "stream";
-      if (!o.table && !o.padding && !o.pipeline && !o.filters && !o.loops && !o.stream)
+      o.loops = v == "loops", o.stream = v == "stream", o.graph = v == "graph";
+      if (!o.table && !o.padding && !o.pipeline && !o.filters && !o.loops && !o.stream && !o.graph)
         return std::fprintf(stderr, "bench_cuda: bad --only '%s'\n", v.c_str()), 2;
     } else if (a == "--loop-counts") {
       o.loop_counts.clear();
@@ -1695,6 +1833,10 @@ int parse_args(int argc, char **argv, Options &o) {
     } else if (a == "--stream-frames") {
       o.stream_frames = std::atoi(next().c_str());
       if (o.stream_frames < 1) return std::fprintf(stderr, "bench_cuda: bad --stream-frames\n"), 2;
+    } else if (a == "--graph-inputs") {
+      o.graph_inputs = split(next(), ',');
+    } else if (a == "--graph-save") {
+      o.graph_save = next();
     } else if (a == "--no-stream") {
       o.stream = false;
     } else if (a == "--no-padding") {
@@ -1758,6 +1900,7 @@ int main(int argc, char **argv) {
     if (o.filters) status |= run_filters(px, npp, o.reps);
     if (o.loops) status |= run_loops(px, o.sizes, o.loop_counts, o.reps, o.loop_profile);
     if (o.stream) status |= run_stream(px, o.stream_frames, o.reps < 5 ? o.reps : 5);
+    if (o.graph) status |= run_graph(px, npp, o.graph_inputs, o.graph_save, o.reps);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());
     return 1;

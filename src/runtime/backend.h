@@ -116,6 +116,13 @@ struct Backend {
    * (0: all cores). */
   bool reference;
   int nthreads;
+  /* Optional (NULL: none): global operator `op` (a GlobalOp, ir.h) on the device, the same
+   * bits as ops_global: maps[0 .. global_arity(op)) and out are device images (the maps
+   * one channel of their kernels' types, out sized). *done false: the backend has no
+   * device pass for this operator or these types or sizes, nothing ran, and exec.c runs
+   * the host pass. Queued like a kernel. */
+  int (*global)(Backend *be, int op, const struct pxl_image *const *maps, struct pxl_image *out, bool *done,
+                Err *err);
 
   /* The device as users read it, e.g. "cuda:0 (NVIDIA H200)"; NULL: `name`. */
   const char *(*describe)(Backend *be);

@@ -13,6 +13,7 @@
  * (channels.c).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/specialise.h"
@@ -101,7 +102,14 @@ void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const
   }
 }
 
-/* ---- global operators (Decl.global): the map on the backend, the pass on the host ---- */
+/* ---- global operators (Decl.global): the maps on the backend, then the pass: the
+ * backend's device pass where it has one (Backend.global), else the host's (src/ops) ---- */
+
+/* PXL_DEVICE_PASSES=0 turns the device passes off (the host pass runs on copies). */
+static bool device_passes(void) {
+  const char *v = getenv("PXL_DEVICE_PASSES");
+  return !v || strcmp(v, "0") != 0;
+}
 
 int exec_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scalars, struct pxl_image *out, Err *err) {
   if (!D->global) return be->kernel(be, D, imgs, scalars, out, err);
@@ -113,15 +121,19 @@ int exec_kernel(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *scal
     const Decl *M = D->gmap[k];
     rc = exec_take_spare(be, out->width, out->height, pxl_of_scalar(M->type.s), 1, &map[k], err);
     if (!rc) rc = be->kernel(be, spec_for(M, scalars), imgs, scalars, map[k], err);
-    if (!rc && be->image_new) { /* a device: the pass reads and writes host copies */
+    maps[k] = map[k];
+  }
+  bool done = false; /* the backend's device pass ran (Backend.global) */
+  if (!rc && be->global && !be->reference && device_passes()) rc = be->global(be, (int)g, maps, out, &done, err);
+  if (!rc && !done && be->image_new)
+    for (int k = 0; k < n && !rc; k++) { /* a device without a device pass: the host pass on copies */
       rc = image_new(out->width, out->height, map[k]->type, 1, &hmap[k], err);
       if (!rc) rc = be->copy(be, hmap[k], map[k], err);
+      maps[k] = hmap[k];
     }
-    maps[k] = hmap[k] ? hmap[k] : map[k];
-  }
-  if (!rc && be->image_new) rc = image_new(out->width, out->height, out->type, 1, &hout, err);
+  if (!rc && !done && be->image_new) rc = image_new(out->width, out->height, out->type, 1, &hout, err);
   OpsRun run = {.nthreads = be->nthreads, .reference = be->reference};
-  if (!rc) rc = ops_global(g, maps, &run, hout ? hout : out, err);
+  if (!rc && !done) rc = ops_global(g, maps, &run, hout ? hout : out, err);
   if (!rc && hout) rc = be->copy(be, out, hout, err);
   image_free(hout);
   for (int k = 0; k < n; k++) {

@@ -15,6 +15,7 @@
  * it must for the loop bodies of the examples (distance's step4 and step8, canny's grow,
  * reconstruct's dilate_under and erode_over, hysteresis's follow); and the fused kernels
  * of the pipelines' GPU form (analysis/fuse.c), with the borders of their uses;
+ * and every variant of the device passes of global operators (runtime/cuda/ops.cu);
  * exits 77 ("skipped: no NVRTC") when NVRTC cannot be loaded.
  *
  * With PXL_TEST_QUICK=1 (the sanitizer build) every unit is generated but only the
@@ -37,6 +38,7 @@
 #include "codegen/gpu/gen_gpu.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/cuda_internal.h"
 #include "util/alloc.h"
 
 /* The examples' loop bodies that must run as iterated stencils: a bit each (0: others). */
@@ -237,6 +239,19 @@ int main(int argc, char **argv) {
     free(src);
   }
   pxl_context_free(ctx);
+  /* the device passes of global operators (runtime/cuda/ops.cu), every variant */
+  for (int v = 0; v < CUDA_OPS_VARIANTS; v++) {
+    size_t len = 0;
+    char *src = cuda_ops_source(v, &len), what[64], file[64];
+    StrBuf cu = {0};
+    Err e = {0};
+    if (src) sb_append(&cu, src, len);
+    PXL_FREE(src);
+    snprintf(what, sizeof what, "ops.cu variant %d", v);
+    snprintf(file, sizeof file, "ops%d.cu", v);
+    unit_done(&u, &cu, src ? PXL_OK : err_set(&e, PXL_ENOMEM, "out of memory"), &e, file, !quick || v % 4 == 0,
+              what);
+  }
   for (int i = 1; i < NBODIES; i++)
     if ((bodies_given >> i & 1) && !(steps_planned >> i & 1)) {
       printf("FAIL %s: its loop's steps were not planned (gen_gpu_steps_plan)\n", loop_bodies[i]);

@@ -121,6 +121,9 @@ def images(examples):
     yield "grey 53x41", rng.integers(0, 4, (41, 53), dtype=np.uint8) * 60
     yield "all set 9x7", np.full((7, 9), 200, np.uint8)
     yield "one zero 33x17", np.pad(np.zeros((1, 1), np.uint8), ((3, 13), (30, 2)), constant_values=7)
+    # distances beyond the CUDA pass's row search (runtime/cuda/ops.cu: dist_scan), so that
+    # its columns go to the stacks of dist_cols
+    yield "one zero 300x200", np.pad(np.zeros((1, 1), np.uint8), ((5, 194), (290, 9)), constant_values=9)
 
 
 def fill_holes_ref(a):

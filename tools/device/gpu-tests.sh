@@ -16,6 +16,8 @@
 #   PXL_SANITIZE   1: also run compute-sanitizer memcheck and racecheck over quick cases
 #   BENCH_ARGS     arguments of bench_cuda
 #   PXL_GPU_BENCH_BACKENDS  0: leave bench_backends out of the benchmarks (default 1)
+#   PXL_GPU_GRAPH  1: run bench/graph_gpu.py (global operators vs OpenCV and NPP; needs a
+#                  Python with cv2), with GRAPH_ARGS (e.g. --size 8192 --reps 10)
 #   PXL_GPU_MODEL  1: run bench_model (the cost model against every example) on CUDA, with
 #                  MODEL_ARGS (default --size 8192 --reps 5)
 #   PXL_GPU_ALLOW_SKIP  1: a skipped test is not a failure (default: on a GPU machine every
@@ -50,7 +52,7 @@ for py in /usr/bin/python3 $(command -v python3) $(command -v python3.12) $(comm
   if "$py" -c "import cv2, numpy, scipy, skimage, tifffile" 2>/dev/null; then oracle_py=$py; break; fi
 done
 echo "oracle python: $oracle_py" > "$OUT/oracle-python.txt"
-cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=$([ "${PXL_GPU_BENCH:-0}${PXL_GPU_MODEL:-0}" = 00 ] && echo OFF || echo ON) \
+cmake -S . -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_BENCH=$([ "${PXL_GPU_BENCH:-0}${PXL_GPU_MODEL:-0}${PXL_GPU_GRAPH:-0}" = 000 ] && echo OFF || echo ON) \
   -DPXL_ORACLE_PYTHON="$oracle_py" \
   -DJPEG_INCLUDE_DIR=/tmp/deps/usr/include -DJPEG_LIBRARY=$L/libjpeg.so \
   -DCMAKE_C_FLAGS="-I/tmp/deps/usr/include/x86_64-linux-gnu" > "$OUT/build.log" 2>&1 &&
@@ -104,6 +106,22 @@ if [ "${PXL_GPU_BENCH:-0}" = 1 ]; then
   else
     echo "bench_cuda was not built:"; grep -i "bench_cuda" "$OUT/build.log"
     fail "bench_cuda was not built"
+  fi
+fi
+if [ "${PXL_GPU_GRAPH:-0}" = 1 ]; then
+  # the global operators' device passes against OpenCV on all cores and NPP (needs cv2)
+  graph_py=
+  for py in $oracle_py /opt/torch/.venv/bin/python3 $(command -v python3); do
+    if "$py" -c "import cv2, numpy" 2>/dev/null; then graph_py=$py; break; fi
+  done
+  if [ -z "$graph_py" ]; then
+    fail "graph benchmark: no Python with cv2 and numpy"
+  else
+    "$graph_py" bench/graph_gpu.py --bench /tmp/b/bench/bench_cuda ${GRAPH_ARGS:-} > "$OUT/bench_graph_gpu.txt" 2>&1
+    rc=$?
+    echo "graph_gpu rc=$rc"
+    cat "$OUT/bench_graph_gpu.txt"
+    [ $rc -eq 0 ] || fail "graph_gpu (rc=$rc)"
   fi
 fi
 if [ $status -ne 0 ]; then

@@ -26,6 +26,7 @@
 
 #include "runtime/cache.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/cuda_internal.h"
 #include "runtime/gpu/fault.h"
 #include "runtime/gpu/gpu_core.h"
 #include "runtime/backend.h"
@@ -33,46 +34,16 @@
 #include "util/file.h"
 #include "util/hash.h"
 
-/* A pipeline run seen before: its recording, or that it cannot be recorded. */
-typedef struct CuGraph CuGraph;
-struct CuGraph {
-  CuGraph *next;
-  uint64_t key;
-  CUgraphExec exec; /* NULL: seen once (record at the next run) */
-  bool never;       /* recording failed: always run as usual */
-};
-#define MAX_GRAPHS 64 /* runs remembered; the oldest is dropped */
-
-typedef struct {
-  GpuCore g;       /* first: kernels, reductions, histograms (gpu_core.h) */
-  const CudaApi *api;
-  CUdevice dev;
-  CUcontext ctx;
-  CUstream stream;
-  int ordinal, cc; /* compute capability, e.g. 90 */
-  size_t pitch_align; /* row pitch of device images: a multiple of this (what cuMemAllocPitch picks) */
-  int nvrtc;       /* NVRTC version, major * 100 + minor */
-  char name[128], describe[180];
-  Cache *cache;    /* NULL: no disk cache (runtime/cache.h) */
-  bool no_pools;     /* the device lacks stream-ordered allocation: plain cuMemAlloc */
-  CUevent test_event; /* the mark of an until test in flight (cuda_mark), made at the first */
-  CUmemoryPool pool; /* pxl's own pool, keeping freed memory for reuse; NULL: the default */
-  CuGraph *graphs;   /* recorded pipeline runs, newest first */
-  bool no_graphs;    /* PXL_CUDA_GRAPHS=0 */
-  unsigned faults;   /* FAULT_* injected by the tests (PXL_FAULT_INJECT) */
-} Cuda;
-
-static int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
+int cu_fail(const Cuda *cu, CUresult r, const char *what, Err *err) {
   const char *s = NULL;
   if (cu->api->cuGetErrorString) cu->api->cuGetErrorString(r, &s);
   return err_set(err, PXL_EFAULT, "CUDA %s failed on %s: %s (%d)", what, cu->name, s ? s : "unknown error", r);
 }
 
-/* PTX for src: from the disk cache (runtime/cache.h: verified entry
- * cuda-smNN-nvrtcNN-KEY.ptx), else NVRTC (then stored). The key covers the source, the
- * architecture and NVRTC's version, which is all PTX depends on (the driver compiles PTX
- * to machine code at load time, with a cache of its own). */
-static int get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) {
+/* The key covers the source, the architecture and NVRTC's version, which is all PTX
+ * depends on (the driver compiles PTX to machine code at load time, with a cache of its
+ * own). */
+int cuda_get_ptx(Cuda *cu, const char *src, size_t len, char **ptx, Err *err) {
   if (cu->faults & FAULT_BUILD) /* before the cache: a build that fails fails every time */
     return err_set(err, PXL_EBACKEND, "NVRTC failed on generated CUDA (PXL_FAULT_INJECT)");
   CacheId id = {0, hash_bytes(HASH_INIT, src, len)};
@@ -100,7 +71,7 @@ static int cuda_load_module(GpuCore *g, const Decl *D, const char *src, size_t l
   Cuda *cu = (Cuda *)g;
   (void)D;
   char *ptx = NULL;
-  int rc = get_ptx(cu, src, len, &ptx, err);
+  int rc = cuda_get_ptx(cu, src, len, &ptx, err);
   if (rc) return rc;
   CUmodule mod = NULL;
   CUfunction stage = NULL;
@@ -457,6 +428,7 @@ static void cuda_free(Backend *be) {
     graph_free(cu, g);
   }
   gpu_core_free(&cu->g); /* modules, instances, tuner, aux and result buffers */
+  cuda_ops_free(cu);
   if (cu->test_event) cu->api->cuEventDestroy_v2(cu->test_event);
   cu->api->cuStreamDestroy_v2(cu->stream);
   if (cu->pool) cu->api->cuMemPoolDestroy(cu->pool); /* after the stream: its frees are done */
@@ -535,6 +507,7 @@ int backend_cuda_new(int ordinal, const char *cache_dir, Warn *warn, Backend **o
   cu->g.base.record_end = cuda_record_end;
   cu->g.base.recorded = cuda_recorded;
   cu->g.base.describe = cuda_describe;
+  cu->g.base.global = cuda_global;
   const char *graphs = getenv("PXL_CUDA_GRAPHS");
   cu->no_graphs = graphs && !strcmp(graphs, "0");
   cu->faults = fault_injected();
