@@ -113,16 +113,20 @@ static double literal(const Node *n) {
 /* One launch of declaration D (not a pipeline) over images of w x h pixels. */
 static void launch_cost(const Decl *D, const CostDevice *dev, double w, double h, Prediction *p) {
   int d = dev_index(dev);
-  if (D->global) { /* the map, then the operator's pass (src/ops) on the host: about three
-                    * passes over 4-byte scratch besides the map and the output; a GPU's
-                    * copies of both through the link */
+  if (D->global) { /* the map, then the operator's pass: about three passes over 4-byte
+                    * scratch besides the map and the output, on the host (a GPU's copies of
+                    * both through the link) or, where CUDA has a device pass, on the device */
+    GlobalOp g = (GlobalOp)(D->global - 1);
     double io = scalar_size(D->type.s);
-    for (int k = 0; k < global_arity((GlobalOp)(D->global - 1)); k++) {
+    for (int k = 0; k < global_arity(g); k++) {
       launch_cost(D->gmap[k], dev, w, h, p);
       io += scalar_size(D->gmap[k]->type.s);
     }
     double bytes = io + 12;
-    p->mem_s += w * h * bytes / cost_devices[COST_CPU].bw + (d == COST_GPU ? w * h * io / dev->link : 0);
+    if (d == COST_GPU && global_on_device(g))
+      p->mem_s += w * h * bytes / dev->bw;
+    else
+      p->mem_s += w * h * bytes / cost_devices[COST_CPU].bw + (d == COST_GPU ? w * h * io / dev->link : 0);
     p->bytes += bytes;
     p->launches++;
     return;

@@ -229,9 +229,11 @@ const char *explain_program(Program *p) {
       for (int k = 0; k < global_arity(g); k++)
         sb_printf(&b, "%s a %s kernel of %s pixels", k ? " and" : ",", skeleton_name(D->gmap[k]->skel),
                   type_str(D->gmap[k]->type, t));
-      sb_printf(&b, " (%s); the pass, in the operator library (src/ops) on the host for every device, may make "
-                "each output pixel depend on every pixel of the maps; their reads:\n",
-                global_map_kind(g) == GM_FEATURE ? "1 where the value is nonzero" : "the values");
+      sb_printf(&b, " (%s); the pass, %s, may make each output pixel depend on every pixel of the maps; their reads:\n",
+                global_map_kind(g) == GM_FEATURE ? "1 where the value is nonzero" : "the values",
+                global_on_device(g) ? "on the device on CUDA (runtime/cuda/ops.cu), else in the operator library "
+                                      "(src/ops) on the host"
+                                    : "in the operator library (src/ops) on the host for every device");
     }
     if (D->scan)
       sb_printf(&b, "  prefix %s in %s: %s\n", redop_name(D->redop), type_str(D->type, t),

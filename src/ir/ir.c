@@ -115,6 +115,9 @@ const char *global_name(GlobalOp g) { return g < G_COUNT ? globals[g].name : "?"
 int global_arity(GlobalOp g) { return g < G_COUNT ? globals[g].arity : 1; }
 int global_map_kind(GlobalOp g) { return g < G_COUNT ? globals[g].map : GM_VALUE; }
 int global_out_kind(GlobalOp g) { return g < G_COUNT ? globals[g].out : GT_ANY; }
+bool global_on_device(GlobalOp g) {
+  return g == G_EDT || g == G_CITYBLOCK || g == G_CHESSBOARD || g == G_LABEL4 || g == G_LABEL8;
+}
 
 Decl *program_find(const Program *p, const char *name) {
   for (int i = 0; i < p->ndecls; i++)

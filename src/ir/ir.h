@@ -374,7 +374,11 @@ typedef struct {
   X(G_WATERSHED4, "watershed4", 2, GM_VALUE, GT_LABEL)                                    \
   X(G_WATERSHED8, "watershed8", 2, GM_VALUE, GT_LABEL)                                    \
   X(G_WATERSHED_MINIMA4, "watershed_minima4", 1, GM_VALUE, GT_LABEL)                      \
-  X(G_WATERSHED_MINIMA8, "watershed_minima8", 1, GM_VALUE, GT_LABEL)
+  X(G_WATERSHED_MINIMA8, "watershed_minima8", 1, GM_VALUE, GT_LABEL)                      \
+  X(G_WATERSHED_LINES4, "watershed_lines4", 2, GM_VALUE, GT_LABEL)                        \
+  X(G_WATERSHED_LINES8, "watershed_lines8", 2, GM_VALUE, GT_LABEL)                        \
+  X(G_WATERSHED_MINIMA_LINES4, "watershed_minima_lines4", 1, GM_VALUE, GT_LABEL)          \
+  X(G_WATERSHED_MINIMA_LINES8, "watershed_minima_lines8", 1, GM_VALUE, GT_LABEL)
 
 typedef enum {
 #define X(e, name, arity, map, out) e,
@@ -390,6 +394,9 @@ const char *global_name(GlobalOp g);
 int global_arity(GlobalOp g);    /* its number of maps, 1 .. PXL_MAX_GMAPS */
 int global_map_kind(GlobalOp g); /* GM_* */
 int global_out_kind(GlobalOp g); /* GT_* */
+/* Whether the CUDA backend runs g's pass on the device (runtime/cuda/cuda_ops.c; the
+ * others, and every pass on OpenCL, run on the host): for explanations and the cost model. */
+bool global_on_device(GlobalOp g);
 
 /* One call in a pipeline: img = kernel(args...). */
 typedef struct PipeArg PipeArg;

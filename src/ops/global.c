@@ -24,8 +24,12 @@ int ops_global(GlobalOp g, const struct pxl_image *const *maps, const OpsRun *ru
   case G_REGIONAL_MAX8: return ops_regional(map, true, 8, run, out, err);
   case G_WATERSHED4: return ops_watershed(maps[0], maps[1], 4, run, out, err);
   case G_WATERSHED8: return ops_watershed(maps[0], maps[1], 8, run, out, err);
-  case G_WATERSHED_MINIMA4: return ops_watershed_minima(map, 4, run, out, err);
-  case G_WATERSHED_MINIMA8: return ops_watershed_minima(map, 8, run, out, err);
+  case G_WATERSHED_MINIMA4: return ops_watershed_minima(map, 4, false, run, out, err);
+  case G_WATERSHED_MINIMA8: return ops_watershed_minima(map, 8, false, run, out, err);
+  case G_WATERSHED_LINES4: return ops_watershed_lines(maps[0], maps[1], 4, run, out, err);
+  case G_WATERSHED_LINES8: return ops_watershed_lines(maps[0], maps[1], 8, run, out, err);
+  case G_WATERSHED_MINIMA_LINES4: return ops_watershed_minima(map, 4, true, run, out, err);
+  case G_WATERSHED_MINIMA_LINES8: return ops_watershed_minima(map, 8, true, run, out, err);
   case G_COUNT: break;
   }
   return err_set(err, PXL_ERROR, "internal: unknown global operator %d", (int)g);

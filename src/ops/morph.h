@@ -19,7 +19,7 @@
  *   OpsRun run = {0};
  *   struct pxl_image *basins;
  *   if (image_new(relief->width, relief->height, PXL_U32, 1, &basins, &err) == PXL_OK &&
- *       ops_watershed_minima(relief, 8, &run, basins, &err) == PXL_OK) ...
+ *       ops_watershed_minima(relief, 8, false, &run, basins, &err) == PXL_OK) ...
  */
 #ifndef PXL_OPS_MORPH_H
 #define PXL_OPS_MORPH_H
@@ -70,10 +70,18 @@ int ops_regional(const struct pxl_image *in, bool maxima, int conn, const OpsRun
 int ops_watershed(const struct pxl_image *relief, const struct pxl_image *markers, int conn, const OpsRun *run,
                   struct pxl_image *out, Err *err);
 
-/* Watershed from the regional minima (MATLAB watershed(relief, conn) without its ridge lines):
- * the markers are the regional minima of relief (ops_regional, same conn), numbered 1, 2, ... in
- * raster order of each minimum's first pixel (as ops_label numbers components); then
- * ops_watershed. out: PXL_U32 or PXL_I32. */
-int ops_watershed_minima(const struct pxl_image *relief, int conn, const OpsRun *run, struct pxl_image *out, Err *err);
+/* ops_watershed with watershed lines (skimage's watershed_line=True, MATLAB's ridge lines):
+ * a pixel is labelled when it leaves the queue, with the one label of its labelled
+ * neighbours, or is a line pixel (0, flooding no further) when they carry two or more
+ * (watershed.c). One algorithm, run.reference or not. */
+int ops_watershed_lines(const struct pxl_image *relief, const struct pxl_image *markers, int conn, const OpsRun *run,
+                        struct pxl_image *out, Err *err);
+
+/* Watershed from the regional minima (MATLAB watershed(relief, conn); its ridge lines with
+ * `lines`): the markers are the regional minima of relief (ops_regional, same conn),
+ * numbered 1, 2, ... in raster order of each minimum's first pixel (as ops_label numbers
+ * components); then ops_watershed or ops_watershed_lines. out: PXL_U32 or PXL_I32. */
+int ops_watershed_minima(const struct pxl_image *relief, int conn, bool lines, const OpsRun *run,
+                         struct pxl_image *out, Err *err);
 
 #endif

@@ -15,7 +15,13 @@
  *     (-1,0), (1,0), (0,1) for conn 4 and (-1,-1), (0,-1), (1,-1), (-1,0), (1,0), (-1,1),
  *     (0,1), (1,1) for conn 8 (raster order), that has no label yet takes the label of the
  *     pixel that left and enters the queue with key (its relief value, next sequence number);
- *   - pixels never reached (there is no marker) keep 0. No watershed lines.
+ *   - pixels never reached (there is no marker) keep 0.
+ * With watershed lines (ops_watershed_lines), a pixel other than a marker is labelled when
+ * it leaves the queue instead: it enters unlabelled (once, when a labelled pixel that left
+ * reaches it); when it leaves, its conn-neighbours that are labelled decide - one label
+ * among them: it takes it; two or more: it is a line pixel, 0, and floods no further; only
+ * a labelled pixel that left enters its neighbours (in the order above). This one rule has
+ * one algorithm (the reference's heap), which every backend runs.
  * A pixel is labelled when it enters the queue, so it enters once; a neighbour lower than
  * the pixel that left is taken before anything else still queued (which is no lower than
  * that pixel): flooding runs down into a pit it meets before it goes on.
@@ -140,6 +146,60 @@ static int reference(const struct pxl_image *relief, const struct pxl_image *mar
   }
   write_labels(out, lab, (size_t)w);
   PXL_FREE(lab), PXL_FREE(done), PXL_FREE(heap);
+  return PXL_OK;
+}
+
+/* Watershed lines: the rule at the top, pixels labelled as they leave (one algorithm). */
+static int flood_lines(const struct pxl_image *relief, const struct pxl_image *markers, int conn,
+                       struct pxl_image *out, Err *err) {
+  int w = relief->width, h = relief->height;
+  size_t n = (size_t)w * (size_t)h, nheap = 0;
+  uint32_t *lab = PXL_CALLOC(n, sizeof *lab);
+  uint8_t *state = PXL_CALLOC(n, 1); /* QUEUED: entered; LABELLED: has its label (maybe 0) */
+  Entry *heap = PXL_MALLOC(n * sizeof *heap);
+  enum { QUEUED = 1, LABELLED = 2 };
+  if (!lab || !state || !heap) {
+    PXL_FREE(lab), PXL_FREE(state), PXL_FREE(heap);
+    return err_set(err, PXL_ENOMEM, "out of memory for the watershed of a %dx%d image", w, h);
+  }
+  uint64_t seq = 0;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      size_t p = (size_t)y * w + x;
+      if (!marker_label(markers, x, y, out->type, &lab[p])) continue;
+      state[p] = QUEUED | LABELLED;
+      heap_push(heap, &nheap, (Entry){ops_value(relief, x, y), seq++, (uint32_t)p});
+    }
+  const int *dx = conn == 4 ? DX4 : DX8, *dy = conn == 4 ? DY4 : DY8;
+  while (nheap > 0) {
+    Entry e = heap_pop(heap, &nheap);
+    int x = (int)(e.p % w), y = (int)(e.p / w);
+    if (!(state[e.p] & LABELLED)) { /* the labelled neighbours decide */
+      int found = 0; /* 0: none yet, 1: one label, 2: two or more */
+      uint32_t label = 0;
+      for (int k = 0; k < conn && found < 2; k++) {
+        int nx = x + dx[k], ny = y + dy[k];
+        if (nx < 0 || nx >= w || ny < 0 || ny >= h) continue;
+        size_t q = (size_t)ny * w + nx;
+        if (!(state[q] & LABELLED)) continue;
+        if (!found) found = 1, label = lab[q];
+        else if (lab[q] != label) found = 2;
+      }
+      if (found != 1) continue; /* a line pixel: 0 */
+      lab[e.p] = label;
+      state[e.p] |= LABELLED;
+    }
+    for (int k = 0; k < conn; k++) {
+      int nx = x + dx[k], ny = y + dy[k];
+      if (nx < 0 || nx >= w || ny < 0 || ny >= h) continue;
+      size_t q = (size_t)ny * w + nx;
+      if (state[q]) continue;
+      state[q] = QUEUED;
+      heap_push(heap, &nheap, (Entry){ops_value(relief, nx, ny), seq++, (uint32_t)q});
+    }
+  }
+  write_labels(out, lab, (size_t)w);
+  PXL_FREE(lab), PXL_FREE(state), PXL_FREE(heap);
   return PXL_OK;
 }
 
@@ -671,8 +731,9 @@ static int fast(const struct pxl_image *relief, const struct pxl_image *markers,
   return fast_tiers(relief, markers, conn, out, err);
 }
 
-int ops_watershed(const struct pxl_image *relief, const struct pxl_image *markers, int conn, const OpsRun *run,
-                  struct pxl_image *out, Err *err) {
+/* ops_watershed's and ops_watershed_lines's checks of their arguments. */
+static int check_args(const struct pxl_image *relief, const struct pxl_image *markers, int conn,
+                      const struct pxl_image *out, Err *err) {
   if (relief->channels != 1 || markers->channels != 1 || markers->width != relief->width ||
       markers->height != relief->height)
     return err_set(err, PXL_EARG, "watershed: relief and markers must have one size and one channel");
@@ -681,11 +742,26 @@ int ops_watershed(const struct pxl_image *relief, const struct pxl_image *marker
     return err_set(err, PXL_EARG, "watershed: the output must be %dx%d, u32 or i32, one channel", relief->width,
                    relief->height);
   if (conn != 4 && conn != 8) return err_set(err, PXL_EARG, "watershed: connectivity %d (must be 4 or 8)", conn);
+  return PXL_OK;
+}
+
+int ops_watershed(const struct pxl_image *relief, const struct pxl_image *markers, int conn, const OpsRun *run,
+                  struct pxl_image *out, Err *err) {
+  int rc = check_args(relief, markers, conn, out, err);
+  if (rc) return rc;
   if (run->reference) return reference(relief, markers, conn, out, err);
   return fast(relief, markers, conn, out, err);
 }
 
-int ops_watershed_minima(const struct pxl_image *relief, int conn, const OpsRun *run, struct pxl_image *out, Err *err) {
+int ops_watershed_lines(const struct pxl_image *relief, const struct pxl_image *markers, int conn, const OpsRun *run,
+                        struct pxl_image *out, Err *err) {
+  (void)run;
+  int rc = check_args(relief, markers, conn, out, err);
+  return rc ? rc : flood_lines(relief, markers, conn, out, err);
+}
+
+int ops_watershed_minima(const struct pxl_image *relief, int conn, bool lines, const OpsRun *run,
+                         struct pxl_image *out, Err *err) {
   if (out->type != PXL_U32 && out->type != PXL_I32)
     return err_set(err, PXL_EARG, "watershed: the output must be u32 or i32");
   struct pxl_image *minima = NULL, *labels = NULL;
@@ -695,7 +771,8 @@ int ops_watershed_minima(const struct pxl_image *relief, int conn, const OpsRun 
    * the minima. */
   if (rc == PXL_OK) rc = ops_regional(relief, false, conn, run, minima, err);
   if (rc == PXL_OK) rc = ops_label(minima, conn, run, labels, NULL, err);
-  if (rc == PXL_OK) rc = ops_watershed(relief, labels, conn, run, out, err);
+  if (rc == PXL_OK)
+    rc = lines ? ops_watershed_lines(relief, labels, conn, run, out, err) : ops_watershed(relief, labels, conn, run, out, err);
   image_free(minima), image_free(labels);
   return rc;
 }

@@ -801,7 +801,7 @@ static void test_watershed_minima(void) {
           for (int k = -1; k < 3; k += 2) {
             struct pxl_image *out = new_img(w, h, PXL_U32, 0);
             Err err = {0};
-            CHECK(ops_watershed_minima(relief, conn, k < 0 ? &REF : &FAST[k], out, &err) == PXL_OK,
+            CHECK(ops_watershed_minima(relief, conn, false, k < 0 ? &REF : &FAST[k], out, &err) == PXL_OK,
                   "watershed_minima failed: %s", err.msg);
             bool same = true;
             for (int y = 0; y < h; y++) same &= !memcmp(image_row(out, y), lab + (size_t)y * w, (size_t)w * 4);
@@ -816,6 +816,78 @@ static void test_watershed_minima(void) {
         image_free(relief);
       }
   printf("watershed_minima: against brute-force minima numbered in raster order and the rule, %d runs: %s\n", runs,
+         failed == before ? "ok" : "FAIL");
+}
+
+/* Watershed lines: two hand-flooded cases, then on random reliefs what the rule implies -
+ * a line pixel touches two labels, a labelled pixel other than a marker touches its own
+ * label, and the marker-free, line-free rest is 0 only where no marker reaches. */
+static void test_watershed_lines(void) {
+  int before = failed, runs = 0;
+  /* 5x1 [0 5 9 5 0], markers 1 and 2 at the ends: the 9 meets both floods */
+  static const double ridge[5] = {0, 5, 9, 5, 0};
+  static const uint32_t want1[5] = {1, 1, 0, 2, 2};
+  /* 5x5 whose columns are 0 5 9 5 0, markers 1 at (0, 2) and 2 at (4, 2): the middle column is the line */
+  for (int conn = 4; conn <= 8; conn += 4)
+    for (int rows = 1; rows <= 5; rows += 4) {
+      struct pxl_image *relief = new_img(5, rows, PXL_U8, 1), *markers = new_img(5, rows, PXL_U8, 0);
+      struct pxl_image *out = new_img(5, rows, PXL_U32, 0);
+      for (int y = 0; y < rows; y++)
+        for (int x = 0; x < 5; x++) set_px(relief, x, y, ridge[x]), set_px(markers, x, y, 0);
+      set_px(markers, 0, rows / 2, 1), set_px(markers, 4, rows / 2, 2);
+      Err err = {0};
+      CHECK(ops_watershed_lines(relief, markers, conn, &FAST[0], out, &err) == PXL_OK, "lines failed: %s", err.msg);
+      for (int y = 0; y < rows; y++)
+        for (int x = 0; x < 5; x++)
+          CHECK(px(out, x, y) == want1[x], "lines 5x%d conn %d: (%d, %d) is %g, expected %u", rows, conn, x, y,
+                px(out, x, y), want1[x]);
+      image_free(relief), image_free(markers), image_free(out);
+      runs++;
+    }
+  for (int s = 0; s < NSIZES; s++)
+    for (int p = 0; p < P_COUNT; p++) {
+      int w = SIZES[s][0], h = SIZES[s][1];
+      if ((size_t)w * h > 5000) continue;
+      struct pxl_image *relief = new_img(w, h, PXL_F32, 1), *markers = new_img(w, h, PXL_U32, 0);
+      fill(relief, p, (uint64_t)(s * 100 + p + 6000));
+      uint64_t r = (uint64_t)s * 7919 + (uint64_t)p + 1;
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+          r = r * 6364136223846793005ull + 1442695040888963407ull;
+          set_px(markers, x, y, (r >> 33) % 23 == 0 ? (double)((r >> 40) % 5 + 1) : 0);
+        }
+      for (int conn = 4; conn <= 8; conn += 4) {
+        struct pxl_image *out = new_img(w, h, PXL_U32, 0), *ref = new_img(w, h, PXL_U32, 0);
+        Err err = {0};
+        CHECK(ops_watershed_lines(relief, markers, conn, &FAST[1], out, &err) == PXL_OK, "lines failed: %s", err.msg);
+        CHECK(ops_watershed_lines(relief, markers, conn, &REF, ref, &err) == PXL_OK, "lines failed: %s", err.msg);
+        CHECK(same_bits(out, ref), "lines %dx%d %s conn %d: reference and fast differ", w, h, PATTERN[p], conn);
+        for (int y = 0; y < h; y++)
+          for (int x = 0; x < w; x++) {
+            uint32_t l = (uint32_t)px(out, x, y), first = 0;
+            bool two = false, own = false;
+            for (int dy = -1; dy <= 1; dy++)
+              for (int dx = -1; dx <= 1; dx++) {
+                int nx = x + dx, ny = y + dy;
+                if ((!dx && !dy) || nx < 0 || ny < 0 || nx >= w || ny >= h || (conn == 4 && dx && dy)) continue;
+                uint32_t m = (uint32_t)px(out, nx, ny);
+                own |= m == l;
+                if (m && first && m != first) two = true;
+                if (m && !first) first = m;
+              }
+            bool marker = px(markers, x, y) != 0;
+            if (marker) CHECK(l == (uint32_t)px(markers, x, y), "lines: marker (%d, %d) relabelled", x, y);
+            else if (l) CHECK(own, "lines %dx%d %s conn %d: (%d, %d) labelled %u, no neighbour of its label", w, h,
+                              PATTERN[p], conn, x, y, l);
+            else CHECK(two || !first, "lines %dx%d %s conn %d: 0 at (%d, %d) touches one label only", w, h,
+                       PATTERN[p], conn, x, y);
+          }
+        image_free(out), image_free(ref);
+        runs++;
+      }
+      image_free(relief), image_free(markers);
+    }
+  printf("watershed lines: hand-flooded cases and the rule's invariants, %d runs: %s\n", runs,
          failed == before ? "ok" : "FAIL");
 }
 
@@ -843,8 +915,10 @@ static void test_errors(void) {
   CHECK(ops_watershed(a, mk, 8, &fast, b, &err) == PXL_EARG, "watershed: a u8 output accepted");
   CHECK(ops_watershed(a, small, 8, &fast, l, &err) == PXL_EARG, "watershed: markers of another size accepted");
   CHECK(ops_watershed(a, mk, 3, &fast, l, &err) == PXL_EARG, "watershed: connectivity 3 accepted");
-  CHECK(ops_watershed_minima(a, 8, &fast, f, &err) == PXL_EARG, "watershed_minima: an f32 output accepted");
-  for (int op = 0; op < 5; op++)
+  CHECK(ops_watershed_minima(a, 8, false, &fast, f, &err) == PXL_EARG, "watershed_minima: an f32 output accepted");
+  CHECK(ops_watershed_lines(a, mk, 8, &fast, b, &err) == PXL_EARG, "watershed_lines: a u8 output accepted");
+  CHECK(ops_watershed_lines(a, mk, 6, &fast, l, &err) == PXL_EARG, "watershed_lines: connectivity 6 accepted");
+  for (int op = 0; op < 7; op++)
     for (int r = 0; r < 2; r++) {
       const OpsRun *run = r ? &REF : &fast;
       bool done = false;
@@ -854,7 +928,9 @@ static void test_errors(void) {
                  : op == 1 ? ops_fill(f, 4, run, b, &err)
                  : op == 2 ? ops_regional(f, true, 8, run, b, &err)
                  : op == 3 ? ops_watershed(f, mk, 8, run, l, &err)
-                           : ops_watershed_minima(a, 4, run, l, &err);
+                 : op == 4 ? ops_watershed_minima(a, 4, false, run, l, &err)
+                 : op == 5 ? ops_watershed_lines(f, mk, 8, run, l, &err)
+                           : ops_watershed_minima(a, 8, true, run, l, &err);
         pxl_test_fail_alloc_after(-1);
         done = rc == PXL_OK;
         CHECK(rc == PXL_OK || (rc == PXL_ENOMEM && err.code == PXL_ENOMEM), "op %d, allocation %ld failing: status %d",
@@ -875,6 +951,7 @@ int main(void) {
   test_regional();
   test_watershed();
   test_watershed_minima();
+  test_watershed_lines();
   test_errors();
   printf("%s\n", failed ? "FAIL" : "ok");
   return failed != 0;
