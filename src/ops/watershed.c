@@ -111,25 +111,49 @@ static Entry heap_pop(Entry *heap, size_t *n) {
 static const int DX4[4] = {0, -1, 1, 0}, DY4[4] = {-1, 0, 0, 1};
 static const int DX8[8] = {-1, 0, 1, -1, 1, -1, 0, 1}, DY8[8] = {-1, -1, -1, 0, 0, 1, 1, 1};
 
-static int reference(const struct pxl_image *relief, const struct pxl_image *markers, int conn, struct pxl_image *out,
-                     Err *err) {
+/* A heap flood's state: per pixel its label and state bits, the heap, the order of entry. */
+typedef struct {
+  uint32_t *lab;
+  uint8_t *state; /* 0: not reached; the flood's bits otherwise */
+  Entry *heap;
+  size_t nheap;
+  uint64_t seq;
+} Flood;
+
+static void flood_free(Flood *F) { PXL_FREE(F->lab), PXL_FREE(F->state), PXL_FREE(F->heap); }
+
+/* Allocates F for relief's pixels and enters every marker pixel, in raster order, with its
+ * label and state `mark`. */
+static int flood_start(Flood *F, const struct pxl_image *relief, const struct pxl_image *markers, pxl_type ot,
+                       uint8_t mark, Err *err) {
   int w = relief->width, h = relief->height;
-  size_t n = (size_t)w * (size_t)h, nheap = 0;
-  uint32_t *lab = PXL_CALLOC(n, sizeof *lab);
-  bool *done = PXL_CALLOC(n, sizeof *done); /* labelled (a label may be 0: a marker converted to 0) */
-  Entry *heap = PXL_MALLOC(n * sizeof *heap);
-  if (!lab || !done || !heap) {
-    PXL_FREE(lab), PXL_FREE(done), PXL_FREE(heap);
+  size_t n = (size_t)w * (size_t)h;
+  *F = (Flood){PXL_CALLOC(n, sizeof *F->lab), PXL_CALLOC(n, 1), PXL_MALLOC(n * sizeof *F->heap), 0, 0};
+  if (!F->lab || !F->state || !F->heap) {
+    flood_free(F);
     return err_set(err, PXL_ENOMEM, "out of memory for the watershed of a %dx%d image", w, h);
   }
-  uint64_t seq = 0;
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       size_t p = (size_t)y * w + x;
-      if (!marker_label(markers, x, y, out->type, &lab[p])) continue;
-      done[p] = true;
-      heap_push(heap, &nheap, (Entry){ops_value(relief, x, y), seq++, (uint32_t)p});
+      if (!marker_label(markers, x, y, ot, &F->lab[p])) continue;
+      F->state[p] = mark;
+      heap_push(F->heap, &F->nheap, (Entry){ops_value(relief, x, y), F->seq++, (uint32_t)p});
     }
+  return PXL_OK;
+}
+
+static int reference(const struct pxl_image *relief, const struct pxl_image *markers, int conn, struct pxl_image *out,
+                     Err *err) {
+  int w = relief->width, h = relief->height;
+  Flood F;
+  int rc = flood_start(&F, relief, markers, out->type, 1, err); /* state 1: labelled (maybe 0, a marker's) */
+  if (rc) return rc;
+  uint32_t *lab = F.lab;
+  uint8_t *done = F.state;
+  Entry *heap = F.heap;
+  size_t nheap = F.nheap;
+  uint64_t seq = F.seq;
   const int *dx = conn == 4 ? DX4 : DX8, *dy = conn == 4 ? DY4 : DY8;
   while (nheap > 0) {
     Entry e = heap_pop(heap, &nheap);
@@ -139,37 +163,29 @@ static int reference(const struct pxl_image *relief, const struct pxl_image *mar
       if (nx < 0 || nx >= w || ny < 0 || ny >= h) continue;
       size_t q = (size_t)ny * w + nx;
       if (done[q]) continue;
-      done[q] = true;
+      done[q] = 1;
       lab[q] = lab[e.p];
       heap_push(heap, &nheap, (Entry){ops_value(relief, nx, ny), seq++, (uint32_t)q});
     }
   }
   write_labels(out, lab, (size_t)w);
-  PXL_FREE(lab), PXL_FREE(done), PXL_FREE(heap);
+  flood_free(&F);
   return PXL_OK;
 }
 
 /* Watershed lines: the rule at the top, pixels labelled as they leave (one algorithm). */
 static int flood_lines(const struct pxl_image *relief, const struct pxl_image *markers, int conn,
                        struct pxl_image *out, Err *err) {
+  enum { QUEUED = 1, LABELLED = 2 }; /* entered; has its label (maybe 0, a marker's) */
   int w = relief->width, h = relief->height;
-  size_t n = (size_t)w * (size_t)h, nheap = 0;
-  uint32_t *lab = PXL_CALLOC(n, sizeof *lab);
-  uint8_t *state = PXL_CALLOC(n, 1); /* QUEUED: entered; LABELLED: has its label (maybe 0) */
-  Entry *heap = PXL_MALLOC(n * sizeof *heap);
-  enum { QUEUED = 1, LABELLED = 2 };
-  if (!lab || !state || !heap) {
-    PXL_FREE(lab), PXL_FREE(state), PXL_FREE(heap);
-    return err_set(err, PXL_ENOMEM, "out of memory for the watershed of a %dx%d image", w, h);
-  }
-  uint64_t seq = 0;
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) {
-      size_t p = (size_t)y * w + x;
-      if (!marker_label(markers, x, y, out->type, &lab[p])) continue;
-      state[p] = QUEUED | LABELLED;
-      heap_push(heap, &nheap, (Entry){ops_value(relief, x, y), seq++, (uint32_t)p});
-    }
+  Flood F;
+  int rc = flood_start(&F, relief, markers, out->type, QUEUED | LABELLED, err);
+  if (rc) return rc;
+  uint32_t *lab = F.lab;
+  uint8_t *state = F.state;
+  Entry *heap = F.heap;
+  size_t nheap = F.nheap;
+  uint64_t seq = F.seq;
   const int *dx = conn == 4 ? DX4 : DX8, *dy = conn == 4 ? DY4 : DY8;
   while (nheap > 0) {
     Entry e = heap_pop(heap, &nheap);
@@ -199,7 +215,7 @@ static int flood_lines(const struct pxl_image *relief, const struct pxl_image *m
     }
   }
   write_labels(out, lab, (size_t)w);
-  PXL_FREE(lab), PXL_FREE(state), PXL_FREE(heap);
+  flood_free(&F);
   return PXL_OK;
 }
 
