@@ -2,8 +2,10 @@
 // components) on pxl's CPU backend against OpenCV on the same threads, same images, same
 // run. Each row: the best of --reps timed runs of each (after one untimed run that also
 // compiles pxl's map), the ratio OpenCV / pxl (above 1: pxl is faster), and a check that
-// the two agree (distances: largest difference; labels: the number of components and the
-// same partition after numbering both in raster order).
+// the two agree (distances: largest difference - within 1.5 for L2, whose OpenCV 4.6
+// envelope is computed in float, and exact for L1 and C where OpenCV is below 8192, where its
+// 3x3-mask transforms saturate; labels: the number of components and the same partition
+// after numbering both in raster order).
 //
 //   bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images sparse,single,noise,spiral]
 //               [--no-python] [--table54 PHOTO]
@@ -239,12 +241,19 @@ int main(int argc, char **argv) {
         double to = best_ms(reps, [&] { cv::distanceTransform(in, theirs, d.type, d.mask, CV_32F); });
         if (l2) mine_f = mine;
         else mine.convertTo(mine_f, CV_32F);
-        double diff = cv::norm(mine_f, theirs, cv::NORM_INF);
-        bool ok = diff <= (l2 ? 1e-3 * n : 0);
+        // OpenCV 4.6's L1 and C transforms saturate at 8192 (its 3x3 masks' integer
+        // distances): compared below that only. Its precise L2 envelope is computed in
+        // float: off by up to sqrt(2) on 8192^2 images, where pxl equals SciPy exactly
+        // (docs/PERFORMANCE.md), hence the tolerance.
+        cv::Mat below = l2 ? cv::Mat() : theirs < 8191.5f;
+        int capped = l2 ? 0 : (int)(theirs.total() - (size_t)cv::countNonZero(below));
+        double diff = cv::norm(mine_f, theirs, cv::NORM_INF, below);
+        bool ok = diff <= (l2 ? 1.5 : 0);
         bad += !ok;
         double ts = have_npy ? python_ms(npy, d.py, std::min(reps, 3)) : -1;
-        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (largest difference %.3g)\n", n, kind, d.name,
-                    tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH", diff);
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (largest difference %.3g%s)\n", n, kind,
+                    d.name, tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH", diff,
+                    capped ? ", where OpenCV is below its cap of 8192" : "");
       }
     }
     for (const char *kind : {"noise", "spiral"}) {
