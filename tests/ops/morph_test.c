@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "pixels.h"
 #include "interp/interp.h"
 #include "ir/prelude.h"
 #include "ops/morph.h"
@@ -68,34 +69,6 @@ static struct pxl_image *new_img(int w, int h, pxl_type t, int slack) {
   memset(img->data, 0xA5, pitch * (size_t)h);
   img->width = w, img->height = h, img->channels = 1, img->type = t, img->pitch = pitch;
   return img;
-}
-
-/* Pixel (x, y) as a double (every pixel type converts exactly). */
-static double px(const struct pxl_image *img, int x, int y) {
-  const void *r = image_row(img, y);
-  switch (img->type) {
-  case PXL_U8: return ((const uint8_t *)r)[x];
-  case PXL_I16: return ((const int16_t *)r)[x];
-  case PXL_U16: return ((const uint16_t *)r)[x];
-  case PXL_I32: return ((const int32_t *)r)[x];
-  case PXL_U32: return ((const uint32_t *)r)[x];
-  case PXL_F32: return ((const float *)r)[x];
-  default: return ((const double *)r)[x];
-  }
-}
-
-/* Stores v (representable in the type) into pixel (x, y). */
-static void set_px(struct pxl_image *img, int x, int y, double v) {
-  void *r = image_row(img, y);
-  switch (img->type) {
-  case PXL_U8: ((uint8_t *)r)[x] = (uint8_t)v; break;
-  case PXL_I16: ((int16_t *)r)[x] = (int16_t)v; break;
-  case PXL_U16: ((uint16_t *)r)[x] = (uint16_t)v; break;
-  case PXL_I32: ((int32_t *)r)[x] = (int32_t)v; break;
-  case PXL_U32: ((uint32_t *)r)[x] = (uint32_t)v; break;
-  case PXL_F32: ((float *)r)[x] = (float)v; break;
-  default: ((double *)r)[x] = v; break;
-  }
 }
 
 /* The bytes of pixel (x, y). */

@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 
 #include "common/check.h"
+#include "pixels.h"
 #include "interp/interp.h"
 #include "ops/ops.h"
 #include "util/alloc.h"
@@ -329,18 +330,13 @@ static void test_distance_view(void) {
 
 /* ---- labels ---- */
 
-static double get(const struct pxl_image *m, int x, int y) {
-  Lane l = interp_load(m, x, y, 0);
-  return m->type == PXL_F32 || m->type == PXL_F64 ? l.f : (double)l.i;
-}
-
 /* Background: the value is zero (-0.0 too; NaN is not). */
-static bool background(const struct pxl_image *m, int x, int y) { return get(m, x, y) == 0; }
+static bool background(const struct pxl_image *m, int x, int y) { return px(m, x, y) == 0; }
 
 /* Whether two pixels are joined: both nonzero and equal (NaN equals nothing). Every value
  * of the types used here is exact as a double. */
 static bool joined(const struct pxl_image *m, int x, int y, int u, int v) {
-  return !background(m, x, y) && get(m, x, y) == get(m, u, v);
+  return !background(m, x, y) && px(m, x, y) == px(m, u, v);
 }
 
 static uint32_t label_at(const struct pxl_image *out, int x, int y) {
@@ -363,15 +359,15 @@ static bool check_labels(const struct pxl_image *m, int conn, const struct pxl_i
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       uint32_t l = label_at(out, x, y);
-      if ((l == 0) != background(m, x, y)) LFAIL("%s: (%d, %d) label %u, value %g", what, x, y, l, get(m, x, y));
+      if ((l == 0) != background(m, x, y)) LFAIL("%s: (%d, %d) label %u, value %g", what, x, y, l, px(m, x, y));
       if (l > max + 1) LFAIL("%s: (%d, %d) label %u appears before %u", what, x, y, l, max + 1);
       if (l > max) max = l;
       for (int k = 0; k < conn / 2; k++) {
         int u = x + fdx[k], v = y + fdy[k];
         if (u < 0 || u >= w || v >= h) continue;
         bool j = joined(m, x, y, u, v), s = l != 0 && l == label_at(out, u, v);
-        if (j != s) LFAIL("%s: (%d, %d) and (%d, %d): values %g %g, labels %u %u", what, x, y, u, v, get(m, x, y),
-                          get(m, u, v), l, label_at(out, u, v));
+        if (j != s) LFAIL("%s: (%d, %d) and (%d, %d): values %g %g, labels %u %u", what, x, y, u, v, px(m, x, y),
+                          px(m, u, v), l, label_at(out, u, v));
       }
     }
   if (count != (int64_t)max) LFAIL("%s: count %lld, largest label %u", what, (long long)count, max);
@@ -412,20 +408,6 @@ static bool check_labels(const struct pxl_image *m, int conn, const struct pxl_i
 /* Map patterns. */
 enum { M_BINARY, M_GREY, M_CHECKER, M_CHECKER2, M_SPIRAL, M_HSTRIPES, M_VSTRIPES, M_COMB, M_SOLID };
 
-/* Sets pixel (x, y) of m to v in m's type. */
-static void set(struct pxl_image *m, int x, int y, double v) {
-  void *r = image_row(m, y);
-  switch (m->type) {
-  case PXL_U8: ((uint8_t *)r)[x] = (uint8_t)v; break;
-  case PXL_I16: ((int16_t *)r)[x] = (int16_t)v; break;
-  case PXL_U16: ((uint16_t *)r)[x] = (uint16_t)v; break;
-  case PXL_I32: ((int32_t *)r)[x] = (int32_t)v; break;
-  case PXL_U32: ((uint32_t *)r)[x] = (uint32_t)v; break;
-  case PXL_F32: ((float *)r)[x] = (float)v; break;
-  default: ((double *)r)[x] = v; break;
-  }
-}
-
 /* Fills map m with a pattern; `param` is the density in percent (binary) or the number of
  * values (grey, 2..4, value 0 among them). Float grey maps draw -0.0 and NaN too. */
 static void fill_map(struct pxl_image *m, int pattern, int param, uint64_t seed) {
@@ -453,13 +435,13 @@ static void fill_map(struct pxl_image *m, int pattern, int param, uint64_t seed)
       case M_SOLID: v = 5; break;
       default: break;
       }
-      set(m, x, y, v);
+      set_px(m, x, y, v);
     }
   if (pattern == M_SPIRAL) {
     struct pxl_image *u8 = new_image(w, h, PXL_U8);
     fill_spiral(u8);
     for (int y = 0; y < h; y++)
-      for (int x = 0; x < w; x++) set(m, x, y, ((uint8_t *)image_row(u8, y))[x]);
+      for (int x = 0; x < w; x++) set_px(m, x, y, ((uint8_t *)image_row(u8, y))[x]);
     image_free(u8);
   }
 }
