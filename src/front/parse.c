@@ -1582,7 +1582,7 @@ static Decl *global_decl(Parser *P, Loc loc) {
   for (int i = 0; i < G_COUNT && k < 0; i++)
     if (!strcmp(global_name((GlobalOp)i), op)) k = i;
   if (k < 0) {
-    char list[128] = "";
+    char list[1024] = ""; /* every name (PXL_GLOBALS: under 600 bytes) */
     for (int i = 0; i < G_COUNT; i++)
       snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? (i == G_COUNT - 1 ? " or " : ", ") : "",
                global_name((GlobalOp)i));

@@ -359,6 +359,7 @@ typedef struct {
   X(G_EDT, "edt", 1, GM_FEATURE, GT_FLOAT)                                                \
   X(G_CITYBLOCK, "cityblock", 1, GM_FEATURE, GT_ANY)                                      \
   X(G_CHESSBOARD, "chessboard", 1, GM_FEATURE, GT_ANY)                                    \
+  X(G_NEAREST, "nearest", 1, GM_FEATURE, GT_LABEL)                                        \
   X(G_LABEL4, "label4", 1, GM_VALUE, GT_LABEL)                                            \
   X(G_LABEL8, "label8", 1, GM_VALUE, GT_LABEL)                                            \
   X(G_RECONSTRUCT4, "reconstruct4", 2, GM_SAME, GT_ANY)                                   \

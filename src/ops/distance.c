@@ -183,6 +183,57 @@ static int reference_l2(const struct pxl_image *feat, struct pxl_image *out, Err
   return PXL_OK;
 }
 
+/* Stores index v (a raster index y * w + x, or -1 for none) into pixel (x, y) of out, a u32
+ * or i32 image: -1 is all ones in u32 (4294967295, never an index: 65535^2 - 1 is less). */
+static inline void put_index(struct pxl_image *out, int x, int y, int64_t v) {
+  void *row = image_row(out, y);
+  if (out->type == PXL_U32)
+    ((uint32_t *)row)[x] = (uint32_t)v;
+  else
+    ((int32_t *)row)[x] = (int32_t)v;
+}
+
+/* The nearest feature of every pixel by the rule itself: per column, every pixel's vertical
+ * distance to the column's nearest feature, the one above on a tie (-1: none); then the
+ * columns in turn from the left, a column replacing the best so far only when strictly
+ * nearer. So among the nearest features the one with the smallest x wins, and of those the
+ * one with the smallest y (the first in column-major order, MATLAB's index order). */
+static int reference_nearest(const struct pxl_image *feat, struct pxl_image *out, Err *err) {
+  int w = feat->width, h = feat->height;
+  int32_t *vd = PXL_MALLOC((size_t)w * (size_t)h * sizeof *vd); /* vd[x * h + y] */
+  if (!vd) return err_set(err, PXL_ENOMEM, "out of memory for a %dx%d distance transform", w, h);
+  for (int x = 0; x < w; x++) {
+    int32_t *c = vd + (size_t)x * h;
+    int last = -1; /* row of the nearest feature at or above y */
+    for (int y = 0; y < h; y++) {
+      if (((const uint8_t *)image_row(feat, y))[x]) last = y;
+      c[y] = last < 0 ? -1 : y - last;
+    }
+    last = -1; /* at or below */
+    for (int y = h - 1; y >= 0; y--) {
+      if (((const uint8_t *)image_row(feat, y))[x]) last = y;
+      if (last >= 0 && (c[y] < 0 || last - y < c[y])) c[y] = -(last - y) - 1; /* below: -d - 1 */
+    }
+  }
+  /* c[y] >= 0: the feature is c[y] rows above; c[y] <= -2: -c[y] - 1 rows below; with
+   * -1 meaning none only before the second sweep: a feature d = 0 rows below is at y
+   * itself and was already taken as "above" (c[y] = 0 is not replaced: 0 < 0 is false) */
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      int64_t best = -1, at = -1;
+      for (int xx = 0; xx < w; xx++) {
+        int32_t c = vd[(size_t)xx * h + y];
+        if (c == -1) continue;
+        int64_t d = c >= 0 ? c : -(int64_t)c - 1, yy = c >= 0 ? y - d : y + d;
+        int64_t d2 = d * d + (int64_t)(x - xx) * (x - xx);
+        if (best < 0 || d2 < best) best = d2, at = yy * w + xx;
+      }
+      put_index(out, x, y, at);
+    }
+  PXL_FREE(vd);
+  return PXL_OK;
+}
+
 /* ---- fast: Meijster, Roerdink and Hesselink ---- */
 
 #define PARALLEL_MIN 16384 /* fewer pixels run on one thread (the same parts, in turn) */
@@ -233,6 +284,8 @@ typedef struct {
   int64_t *gg; /* L2: g(s[k])^2; L1, LINF: g(s[k]) */
   int32_t *cols; /* the columns that take part */
   double *v;     /* the row's exact distances (L2: squared) before they are stored */
+  int32_t *owner; /* or NULL; else the column of each x's nearest feature (the leftmost of
+                   * the nearest: the envelope keeps a column on a tie) */
 } Envelope;
 
 /* f(x, i) = the distance from (x, y) to the nearest feature in column i, whose g is gi (its
@@ -274,8 +327,11 @@ static inline __attribute__((always_inline)) void envelope_row(int metric, bool 
    * maxima of g, one of whose neighbours is at least as near on each side (u's lead over a
    * column to its left does not shrink as x grows), a third of the columns in busy images.
    * Gathered without a branch per column. A row's end has no neighbour beyond it, nor
-   * pixels to be nearer to; a single column has none at all and stays. */
-  int n = 0, none = w > 1 ? -1 : G_NONE;
+   * pixels to be nearer to; a single column has none at all and stays. Where the owners
+   * are wanted the row's ends stay: column 0 with g 1 ties with column 1 with g 0 at x = 0,
+   * and the leftmost of the nearest is the one wanted (an inner local maximum that ties
+   * at its own x ties with its left neighbour too, so it may still go). */
+  int n = 0, none = w > 1 && !e->owner ? -1 : G_NONE + 1;
   for (int u = 0; u < w; u++) {
     int l = u > 0 ? g[u - 1] : none, r = u + 1 < w ? g[u + 1] : none;
     cols[n] = u;
@@ -293,8 +349,11 @@ static inline __attribute__((always_inline)) void envelope_row(int metric, bool 
     int64_t x = start_of(metric, wide, s[q], gg[q], u, gu);
     if (x < w) q++, s[q] = u, t[q] = (int32_t)x, gg[q] = gu;
   }
-  for (int end = w; q >= 0; end = t[q--])
+  for (int end = w; q >= 0; end = t[q--]) {
     for (int x = t[q]; x < end; x++) e->v[x] = (double)f_at(metric, x, s[q], gg[q]);
+    if (e->owner)
+      for (int x = t[q]; x < end; x++) e->owner[x] = s[q];
+  }
 }
 
 static void envelope_l2(const uint16_t *g, int w, Envelope *e) { envelope_row(OPS_L2, false, g, w, e); }
@@ -302,7 +361,26 @@ static void envelope_l2_wide(const uint16_t *g, int w, Envelope *e) { envelope_r
 static void envelope_l1(const uint16_t *g, int w, Envelope *e) { envelope_row(OPS_L1, false, g, w, e); }
 static void envelope_linf(const uint16_t *g, int w, Envelope *e) { envelope_row(OPS_LINF, false, g, w, e); }
 
-static int fast(const struct pxl_image *feat, int metric, int nthreads, struct pxl_image *out, Err *err) {
+/* Row y of the nearest-feature image from the owners of the row's envelope (e->owner) and
+ * phase 1's g: in column c the nearest feature is g(c, y) rows above, or below where the
+ * row above is no feature (the one above wins a tie: the smaller y). */
+static void store_index_row(const struct pxl_image *feat, struct pxl_image *out, int y, const uint16_t *g,
+                            const int32_t *owner, bool any) {
+  int w = feat->width;
+  for (int x = 0; x < w; x++) {
+    if (!any) {
+      put_index(out, x, y, -1);
+      continue;
+    }
+    int c = owner[x], d = g[c];
+    int yy = y - d >= 0 && ((const uint8_t *)image_row(feat, y - d))[c] ? y - d : y + d;
+    put_index(out, x, y, (int64_t)yy * w + c);
+  }
+}
+
+/* The transform (index false) or the nearest features' indices (index true, L2 only). */
+static int fast(const struct pxl_image *feat, int metric, bool index, int nthreads, struct pxl_image *out,
+                Err *err) {
   int w = feat->width, h = feat->height;
   /* g lives in the output's rows where its elements are 2 bytes or more: a row's g is read
    * (into `grow`) before the row's distances overwrite it, and no other row needs it. That
@@ -311,9 +389,9 @@ static int fast(const struct pxl_image *feat, int metric, int nthreads, struct p
   bool in_out = pxl_type_size(out->type) >= 2 && out->pitch % 2 == 0 && (uintptr_t)out->data % 2 == 0 &&
                 !image_overlap(feat, out);
   size_t gs = in_out ? out->pitch / 2 : ((size_t)w + G_ALIGN - 1) / G_ALIGN * G_ALIGN;
-  /* Per thread: gg and v (8 bytes an entry), s, t and cols (4), a row of g (2), in that
-   * order so that each is aligned; threads 64 bytes apart. */
-  size_t per_thread = ((size_t)w * (2 * 8 + 3 * 4 + 2) + 63) / 64 * 64;
+  /* Per thread: gg and v (8 bytes an entry), s, t, cols and owner (4), a row of g (2), in
+   * that order so that each is aligned; threads 64 bytes apart. */
+  size_t per_thread = ((size_t)w * (2 * 8 + 4 * 4 + 2) + 63) / 64 * 64;
   uint16_t *tmp = in_out ? NULL : PXL_MALLOC(gs * (size_t)h * sizeof *tmp), *g = in_out ? out->data : tmp;
   char *stacks = PXL_MALLOC(per_thread * (size_t)nthreads);
   if (!g || !stacks) {
@@ -339,8 +417,8 @@ static int fast(const struct pxl_image *feat, int metric, int nthreads, struct p
     for (int k = 0; k < nthreads; k++) {
       int64_t *m8 = (int64_t *)(stacks + per_thread * (size_t)k);
       int32_t *m4 = (int32_t *)(m8 + 2 * (size_t)w);
-      Envelope e = {m4, m4 + w, m8, m4 + 2 * (size_t)w, (double *)(m8 + w)};
-      uint16_t *grow = (uint16_t *)(m4 + 3 * (size_t)w);
+      Envelope e = {m4, m4 + w, m8, m4 + 2 * (size_t)w, (double *)(m8 + w), index ? m4 + 3 * (size_t)w : NULL};
+      uint16_t *grow = (uint16_t *)(m4 + 4 * (size_t)w);
       int y0, y1;
       split(h, nthreads, k, 1, &y0, &y1);
       for (int y = y0; y < y1; y++) {
@@ -350,7 +428,10 @@ static int fast(const struct pxl_image *feat, int metric, int nthreads, struct p
           envelope(gy, w, &e);
         else
           for (int x = 0; x < w; x++) e.v[x] = INFINITY;
-        store_row(out, y, e.v, w, metric == OPS_L2);
+        if (index)
+          store_index_row(feat, out, y, gy, e.owner, any);
+        else
+          store_row(out, y, e.v, w, metric == OPS_L2);
       }
     }
   }
@@ -368,5 +449,22 @@ int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, st
     return err_set(err, PXL_EARG, "distance: unknown metric %d", metric);
   if (run->reference) return metric == OPS_L2 ? reference_l2(feat, out, err) : reference_bfs(feat, metric, out, err);
   int nthreads = run->nthreads > 0 ? run->nthreads : omp_get_num_procs();
-  return fast(feat, metric, nthreads, out, err);
+  return fast(feat, metric, false, nthreads, out, err);
+}
+
+int ops_nearest(const struct pxl_image *feat, const OpsRun *run, struct pxl_image *out, Err *err) {
+  if (feat->type != PXL_U8 || feat->channels != 1)
+    return err_set(err, PXL_EARG, "nearest: the feature image must be u8 with one channel");
+  if (out->width != feat->width || out->height != feat->height || out->channels != 1 ||
+      (out->type != PXL_U32 && out->type != PXL_I32))
+    return err_set(err, PXL_EARG, "nearest: the output must be %dx%d, one channel of u32 or i32", feat->width,
+                   feat->height);
+  if (out->type == PXL_I32 && (int64_t)feat->width * feat->height - 1 > INT32_MAX)
+    return err_set(err, PXL_EARG,
+                   "nearest: a %dx%d image has indices beyond i32's range: make the output u32 (index "
+                   "up to 65535 x 65535)",
+                   feat->width, feat->height);
+  if (run->reference) return reference_nearest(feat, out, err);
+  int nthreads = run->nthreads > 0 ? run->nthreads : omp_get_num_procs();
+  return fast(feat, OPS_L2, true, nthreads, out, err);
 }

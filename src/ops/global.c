@@ -10,6 +10,7 @@ int ops_global(GlobalOp g, const struct pxl_image *const *maps, const OpsRun *ru
   case G_EDT: return ops_distance(map, OPS_L2, run, out, err);
   case G_CITYBLOCK: return ops_distance(map, OPS_L1, run, out, err);
   case G_CHESSBOARD: return ops_distance(map, OPS_LINF, run, out, err);
+  case G_NEAREST: return ops_nearest(map, run, out, err);
   case G_LABEL4: return ops_label(map, 4, run, out, NULL, err);
   case G_LABEL8: return ops_label(map, 8, run, out, NULL, err);
   case G_RECONSTRUCT4: return ops_reconstruct(maps[0], maps[1], false, 4, run, out, err);

@@ -47,6 +47,13 @@ enum { OPS_L2, OPS_L1, OPS_LINF }; /* metrics of ops_distance */
  * (saturating; +inf -> the type's max for integer types; f32: (float)double). */
 int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, struct pxl_image *out, Err *err);
 
+/* The nearest feature pixel of every pixel in the Euclidean metric (MATLAB bwdist's second
+ * result): its raster index y' * width + x' in out (host image of feat's size, 1 channel,
+ * PXL_U32 or PXL_I32; i32 only where every index fits). Among equally near features the
+ * one with the smallest x', then the smallest y' (the first in column-major order). No
+ * feature in the image: -1 (u32: 4294967295). */
+int ops_nearest(const struct pxl_image *feat, const OpsRun *run, struct pxl_image *out, Err *err);
+
 /* Connected-component labelling: pixels of `map` (host image, 1 channel, ANY pixel type) with
  * value 0 are background (label 0); two neighbouring pixels (conn 4: edge neighbours; 8: and
  * diagonal) belong to one component when their map values are EQUAL (compare in the map's

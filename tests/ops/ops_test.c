@@ -9,6 +9,11 @@
  * images (a spiral maze, a feature in a corner, random) the fast algorithm against the
  * reference with 1, 2 and 3 threads.
  *
+ * Nearest features (ops_nearest): both algorithms against a brute force of the rule (of the
+ * features at the smallest squared distance, the smallest x, then the smallest y) on the
+ * same small images, u32 and i32, and on grids of features where most pixels are ties; on
+ * the larger images the fast one against the reference, 1 to 3 threads, also into a view.
+ *
  * Labelling: both algorithms checked against what characterises the result without
  * computing it: a pixel is 0 iff its value is; neighbours (for the connectivity) share a
  * label iff their nonzero values are equal; labels first appear in raster order as
@@ -328,6 +333,103 @@ static void test_distance_view(void) {
          failed == before ? "ok" : "FAIL");
 }
 
+/* ---- nearest features ---- */
+
+/* The raster index of every pixel's nearest feature by the rule, straight from it: over
+ * the features in column-major order (x, then y), the first at the smallest squared
+ * distance. -1 without features. */
+static int64_t *brute_nearest(const struct pxl_image *f) {
+  int w = f->width, h = f->height;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)w * h);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      int64_t best = -1, at = -1;
+      for (int fx = 0; fx < w; fx++)
+        for (int fy = 0; fy < h; fy++) {
+          if (!((uint8_t *)image_row(f, fy))[fx]) continue;
+          int64_t d = (int64_t)(x - fx) * (x - fx) + (int64_t)(y - fy) * (y - fy);
+          if (best < 0 || d < best) best = d, at = (int64_t)fy * w + fx;
+        }
+      idx[(size_t)y * w + x] = at;
+    }
+  return idx;
+}
+
+/* Runs ops_nearest into a packed garbage output (or `view`) and compares with want;
+ * returns the number of mismatching pixels. */
+static int check_nearest(const struct pxl_image *f, pxl_type t, OpsRun run, const int64_t *want, const char *what,
+                         struct pxl_image *view) {
+  struct pxl_image *out = view ? view : new_output(f->width, f->height, t);
+  Err err = {0};
+  int rc = ops_nearest(f, &run, out, &err), bad = 0;
+  CHECK(rc == PXL_OK, "%s: ops_nearest failed: %s", what, err.msg);
+  for (int y = 0; rc == PXL_OK && y < f->height; y++)
+    for (int x = 0; x < f->width; x++) {
+      int64_t e = want[(size_t)y * f->width + x], g = interp_load(out, x, y, 0).i;
+      if (t == PXL_U32 && e < 0) e = UINT32_MAX;
+      if (g != e && bad++ < 3)
+        CHECK(0, "%s %s %s threads %d at (%d, %d): got %lld, want %lld", what, pxl_type_name(t),
+              run.reference ? "reference" : "fast", run.nthreads, x, y, (long long)g, (long long)e);
+    }
+  if (!view) image_free(out);
+  return bad;
+}
+
+static void test_nearest(void) {
+  static const int sizes[][2] = {{1, 1}, {1, 9}, {9, 1}, {2, 2}, {7, 5}, {31, 17}, {64, 64}, {3, 50}, {33, 2}};
+  int before = failed, runs = 0;
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int kind = F_NONE; kind <= F_ALL + 2; kind++) {
+      struct pxl_image *f = new_image(sizes[s][0], sizes[s][1], PXL_U8);
+      fill_features(f, kind > F_ALL ? F_NONE : kind, 2000 + s * 10 + kind);
+      /* grids: every 4th column of every 6th row, or every other pixel of every other row
+       * (a pixel between features ties with two or four of them) */
+      int gx = kind == F_ALL + 1 ? 4 : 2, gy = kind == F_ALL + 1 ? 6 : 2;
+      if (kind > F_ALL)
+        for (int y = 0; y < f->height; y += gy)
+          for (int x = 0; x < f->width; x += gx) ((uint8_t *)image_row(f, y))[x] = 1;
+      char what[64];
+      snprintf(what, sizeof what, "nearest %dx%d features %d", f->width, f->height, kind);
+      int64_t *want = brute_nearest(f);
+      for (int t = 0; t < 2; t++) {
+        pxl_type type = t ? PXL_I32 : PXL_U32;
+        check_nearest(f, type, (OpsRun){.reference = true}, want, what, NULL);
+        for (int nt = 1; nt <= 3; nt++) check_nearest(f, type, (OpsRun){.nthreads = nt}, want, what, NULL);
+        runs += 4;
+      }
+      free(want), image_free(f);
+    }
+  for (int c = 0; c < 3; c++) {
+    int w = c == 2 ? 257 : 300, h = c == 2 ? 257 : 200;
+    struct pxl_image *f = new_image(w, h, PXL_U8), *ref = new_image(w, h, PXL_I32);
+    if (c == 2)
+      fill_spiral(f);
+    else
+      fill_features(f, c ? F_30PCT : F_1PCT, 70 + c);
+    Err err = {0};
+    CHECK(ops_nearest(f, &(OpsRun){.reference = true}, ref, &err) == PXL_OK, "%s", err.msg);
+    int64_t *want = malloc(sizeof(int64_t) * (size_t)w * h);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) want[(size_t)y * w + x] = ((int32_t *)image_row(ref, y))[x];
+    for (int nt = 1; nt <= 3; nt++) check_nearest(f, PXL_U32, (OpsRun){.nthreads = nt}, want, "nearest large", NULL);
+    /* into a view of a larger image (phase 1 keeps g in the output's rows): the pixels
+     * around it stay as they were */
+    struct pxl_image *parent = new_output(2 * w + 9, h, PXL_U32), view = *parent;
+    view.data = (char *)parent->data + 7 * 4, view.alloc = NULL, view.width = w;
+    check_nearest(f, PXL_U32, (OpsRun){.nthreads = 2}, want, "nearest view", &view);
+    bool kept = true;
+    for (int y = 0; y < h; y++)
+      for (int b = 0; b < (2 * w + 9) * 4; b++)
+        kept &= (b >= 7 * 4 && b < (7 + w) * 4) || ((uint8_t *)image_row(parent, y))[b] == 0xA5;
+    CHECK(kept, "nearest: pixels around a view were overwritten");
+    runs += 5;
+    free(want), image_free(f), image_free(ref), image_free(parent);
+  }
+  printf("nearest: reference and fast against brute force of the rule (ties: grids), fast against reference on "
+         "larger images and a view, %d runs: %s\n",
+         runs, failed == before ? "ok" : "FAIL");
+}
+
 /* ---- labels ---- */
 
 /* Background: the value is zero (-0.0 too; NaN is not). */
@@ -598,19 +700,30 @@ static void test_errors(void) {
   CHECK(ops_distance(f, 7, &fast, d, &err) == PXL_EARG, "metric 7 accepted");
   CHECK(ops_distance(f, OPS_L2, &fast, small, &err) == PXL_EARG, "a smaller output accepted");
   CHECK(ops_label(m, 6, &fast, l, NULL, &err) == PXL_EARG, "connectivity 6 accepted");
+  CHECK(ops_nearest(f, &fast, d, &err) == PXL_EARG, "an f32 nearest output accepted");
+  CHECK(ops_nearest(f, &fast, small, &err) == PXL_EARG, "a smaller nearest output accepted");
+  {
+    /* i32 cannot index 46341^2 pixels; a header without pixels is enough to be refused */
+    struct pxl_image huge_f = {.width = 46341, .height = 46341, .channels = 1, .type = PXL_U8, .pitch = 46341};
+    struct pxl_image huge_o = {.width = 46341, .height = 46341, .channels = 1, .type = PXL_I32, .pitch = 4 * 46341};
+    CHECK(ops_nearest(&huge_f, &fast, &huge_o, &err) == PXL_EARG && strstr(err.msg, "u32"),
+          "i32 indices of 46341^2 pixels accepted: %s", err.msg);
+  }
   CHECK(ops_label(m, 8, &fast, d, NULL, &err) == PXL_EARG, "an f32 label output accepted");
-  for (int which = 0; which < 4; which++) {
+  for (int which = 0; which < 6; which++) {
     const OpsRun *run = which % 2 ? &ref : &fast;
     bool done = false;
     for (long k = 0; k < 100 && !done; k++) {
       pxl_test_fail_alloc_after(k);
-      int rc = which < 2 ? ops_distance(f, OPS_L2, run, d, &err) : ops_label(m, 8, run, l, NULL, &err);
+      int rc = which < 2   ? ops_distance(f, OPS_L2, run, d, &err)
+               : which < 4 ? ops_label(m, 8, run, l, NULL, &err)
+                           : ops_nearest(f, run, l, &err);
       pxl_test_fail_alloc_after(-1);
       done = rc == PXL_OK;
       CHECK(rc == PXL_OK || (rc == PXL_ENOMEM && err.code == PXL_ENOMEM), "allocation %ld failing: status %d", k,
             rc);
     }
-    CHECK(done, "%s never succeeded", which < 2 ? "distance" : "label");
+    CHECK(done, "%s never succeeded", which < 2 ? "distance" : which < 4 ? "label" : "nearest");
   }
   image_free(f), image_free(m), image_free(d), image_free(l), image_free(small);
   printf("errors: argument guards, every allocation failing in turn: %s\n", failed == before ? "ok" : "FAIL");
@@ -622,6 +735,7 @@ int main(void) {
   test_distance_extent();
   test_distance_large();
   test_distance_view();
+  test_nearest();
   test_labels();
   test_label_views();
   test_errors();

@@ -7,6 +7,10 @@ Each case writes its input image, runs `PXL run` on each DEVICE and compares the
 pixel for pixel (exact equality):
   bwdist         float32(scipy.ndimage.distance_transform_edt(in == 0)) (MATLAB's bwdist)
   edt            float32(scipy.ndimage.distance_transform_edt(in))
+  bwdist_index   the raster index y * width + x of the nearest nonzero pixel from
+                 distance_transform_edt(in == 0, return_indices=True), whose ties fall as
+                 pxl's rule says (the smallest x, then the smallest y), exactly; and, on images
+                 of up to 4096 pixels, the rule itself by brute force over every feature pixel
   taxicab        scipy.ndimage.distance_transform_cdt(in, metric='taxicab')
   chessboard     scipy.ndimage.distance_transform_cdt(in, metric='chessboard')
   label_binary4  cv2.connectedComponents(in != 0, connectivity=4), and
@@ -112,6 +116,19 @@ def flood_lines(relief, markers):
     return out
 
 
+def nearest_rule(feat):
+    """The documented nearest feature, by brute force: of the features at the smallest
+    squared distance, the one with the smallest x, then the smallest y; its raster index."""
+    h, w = feat.shape
+    fy, fx = np.nonzero(feat)
+    order = np.lexsort((fy, fx))  # by x, then y
+    fy, fx = fy[order], fx[order]
+    ys, xs = np.indices(feat.shape)
+    d2 = (ys[..., None] - fy) ** 2 + (xs[..., None] - fx) ** 2
+    k = np.argmin(d2, axis=-1)  # the first of equal minima
+    return (fy[k].astype(np.int64) * w + fx[k]).astype(np.uint32)
+
+
 def extrema(a, fn):
     """skimage's local_minima/local_maxima, but a constant image is one extremum."""
     if a.size and np.all(a == a.flat[0]):
@@ -202,6 +219,12 @@ def cases(a):
     has_zero, has_set = bool(np.any(a == 0)), bool(np.any(a != 0))
     if has_set:
         yield "bwdist", ndimage.distance_transform_edt(a == 0).astype(np.float32)
+        _, (iy, ix) = ndimage.distance_transform_edt(a == 0, return_indices=True)
+        yield "bwdist_index", (iy.astype(np.int64) * a.shape[1] + ix).astype(np.uint32)
+        if a.size <= 4096:
+            yield "bwdist_index (rule)", nearest_rule(a != 0)
+    else:
+        yield "bwdist_index", np.full(a.shape, U32_MAX, np.uint32)
     if has_zero:
         yield "edt", ndimage.distance_transform_edt(a).astype(np.float32)
     for metric in ("taxicab", "chessboard"):
