@@ -648,21 +648,31 @@ static int same_file(const char *a, const char *b) {
   return same;
 }
 
-/* Writes the histogram bins as CSV: "bin,count" then one "INDEX,COUNT" line per bin. */
-static void print_csv(FILE *f, const double *bins, int n, int is_float) {
-  fputs("bin,count\n", f);
+/* Writes the histogram bins as CSV: "bin,count" (sums; "bin,min" or "bin,max" for minima or
+ * maxima per bin) then one "INDEX,VALUE" line per bin; integer bins exactly, an empty bin of
+ * minima or maxima (its identity) as an empty field. */
+static void print_csv(FILE *f, const pxl_run_result *res) {
+  int n = 0, is_float = 0, op = pxl_result_bins_op(res);
+  const double *bins = pxl_result_bins(res, &n, &is_float);
+  const int64_t *ibins = pxl_result_bins_i64(res, NULL);
+  fputs(op == PXL_BINS_MIN ? "bin,min\n" : op == PXL_BINS_MAX ? "bin,max\n" : "bin,count\n", f);
   for (int i = 0; i < n; i++) {
-    if (is_float)
+    int empty = op == PXL_BINS_MIN   ? (is_float ? bins[i] == INFINITY : ibins[i] == INT64_MAX)
+                 : op == PXL_BINS_MAX ? (is_float ? bins[i] == -INFINITY : ibins[i] == INT64_MIN)
+                                      : 0;
+    if (empty)
+      fprintf(f, "%d,\n", i);
+    else if (is_float)
       fprintf(f, "%d,%.9g\n", i, bins[i]);
     else
-      fprintf(f, "%d,%" PRId64 "\n", i, (int64_t)bins[i]);
+      fprintf(f, "%d,%" PRId64 "\n", i, ibins[i]);
   }
 }
 
 /* Writes the CSV to path with the library's atomic writer (pxl_write_file): on failure
  * nothing is left behind and an existing file is untouched. Returns RC_OK, or an exit
  * code after printing the error. */
-static int write_csv_atomic(pxl_context *ctx, const char *path, const double *bins, int n, int is_float) {
+static int write_csv_atomic(pxl_context *ctx, const char *path, const pxl_run_result *res) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -670,7 +680,7 @@ static int write_csv_atomic(pxl_context *ctx, const char *path, const double *bi
     error("%s: out of memory", path);
     return RC_RUN;
   }
-  print_csv(f, bins, n, is_float);
+  print_csv(f, res);
   if (fclose(f) != 0 || !text) {
     free(text);
     error("%s: out of memory", path);
@@ -1030,13 +1040,13 @@ static int emit_result(pxl_context *ctx, pxl_run_result *res, const RunOpts *o) 
     int n = 0, is_float = 0;
     const double *bins = pxl_result_bins(res, &n, &is_float);
     if (!bins && n > 0) return fail(ctx, PXL_ERROR, NULL);
-    if (is_csv) return write_csv_atomic(ctx, o->out, bins, n, is_float);
+    if (is_csv) return write_csv_atomic(ctx, o->out, res);
     if (o->out)
       fprintf(stderr,
               "pxl: note: --out '%s' ignored: '%s' is a histogram, printed below as CSV "
               "(name a .csv file to write it there)\n",
               o->out, name);
-    print_csv(stdout, bins, n, is_float);
+    print_csv(stdout, res);
     return RC_OK;
   }
   }

@@ -492,8 +492,17 @@ typedef struct {
   int x, y;
 } pxl_scalar_result;
 int pxl_result_scalar(const pxl_run_result *res, pxl_scalar_result *out);
-/* Histogram bins (owned by res), their count in *n; float bins when *is_float. */
+/* Histogram bins (owned by res), their count in *n; float bins when *is_float. Integer
+ * bins are exact up to 2^53 here; pxl_result_bins_i64 holds them exactly. */
 const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float);
+/* Integer histogram bins exactly (owned by res), their count in *n; NULL for float bins
+ * or another result. */
+const int64_t *pxl_result_bins_i64(const pxl_run_result *res, int *n);
+/* What a histogram's bins hold (pxl_bins_op): sums (bin: counts, weights), or per-bin
+ * minima or maxima (bin_min, bin_max), whose empty bins hold the identity: INT64_MAX or
+ * +inf for minima, INT64_MIN or -inf for maxima. -1 for another result. */
+typedef enum { PXL_BINS_SUM, PXL_BINS_MIN, PXL_BINS_MAX } pxl_bins_op;
+int pxl_result_bins_op(const pxl_run_result *res);
 /* Name of the entry that produced the result. */
 const char *pxl_result_name(const pxl_run_result *res);
 /* The device that ran it, as pxl_device_name says it: after a fallback of "auto" (a GPU

@@ -617,6 +617,20 @@ const double *pxl_result_bins(const pxl_run_result *res, int *n, int *is_float) 
   return res->bins;
 }
 
+_Static_assert(sizeof(Lane) == sizeof(int64_t), "pxl_result_bins_i64 hands out Lanes as int64_t");
+
+const int64_t *pxl_result_bins_i64(const pxl_run_result *res, int *n) {
+  if (n) *n = 0;
+  if (!res || res->r.kind != PXL_RESULT_HISTOGRAM || res->r.bins_float) return NULL;
+  if (n) *n = res->r.nbins;
+  return &res->r.bins[0].i; /* a Lane's integer member; Lanes are 8 bytes, as int64_t */
+}
+
+int pxl_result_bins_op(const pxl_run_result *res) {
+  if (!res || res->r.kind != PXL_RESULT_HISTOGRAM) return -1;
+  return res->r.bins_op == BIN_MIN ? PXL_BINS_MIN : res->r.bins_op == BIN_MAX ? PXL_BINS_MAX : PXL_BINS_SUM;
+}
+
 const char *pxl_result_name(const pxl_run_result *res) { return res ? res->name : ""; }
 
 const char *pxl_result_device(const pxl_run_result *res) { return res ? res->device : ""; }

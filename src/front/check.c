@@ -25,6 +25,7 @@ typedef struct {
   Arena *a;
   Diag *d;
   Decl *decl;
+  bool bin_seen; /* a bin call of decl was checked: decl->binop is its kind */
 } Checker;
 
 /* The names C programmers know, for pxl's types. */
@@ -829,9 +830,17 @@ static void check_stmt(Checker *C, Node *s) {
       s->a = f;
     }
     s->a = conv(C, s->a, type_scalar(T_I32));
+    static const char *const call[] = {"bin()", "bin_min()", "bin_max()"};
+    if (!C->bin_seen) {
+      C->bin_seen = true, C->decl->binop = (int)s->ival;
+    } else if (C->decl->binop != (int)s->ival) {
+      diag_error(C->d, s->loc, "histogram '%s' calls %s and %s: its bins are sums, minima or maxima, one kind (write "
+                               "two histograms)",
+                 C->decl->name, call[C->decl->binop], call[s->ival]);
+    }
     if (s->b) {
       s->b = check_expr(C, s->b);
-      if (!need_scalar(C, s->b, "a bin weight")) break;
+      if (!need_scalar(C, s->b, s->ival == BIN_SUM ? "a bin weight" : "a bin value")) break;
       if (scalar_is_float(s->b->type.s)) C->decl->weighted_float = true;
       s->b = conv(C, s->b, type_scalar(scalar_is_float(s->b->type.s) ? T_F64 : T_I64));
     }
@@ -1338,6 +1347,7 @@ bool check_program(Program *p, Diag *d) {
   for (int i = 0; i < p->ndecls; i++) {
     Decl *D = p->decls[i];
     C.decl = D;
+    C.bin_seen = false;
     if (D->bad) continue;
     generic_context(&C, D, ctx, sizeof ctx);
     switch (D->kind) {

@@ -1158,15 +1158,22 @@ static Node *stmt(Parser *P) {
       r->a = expr(P);
     }
     expect(P, ";");
-  } else if (is_ident(P, "bin") && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+  } else if ((is_ident(P, "bin") || is_ident(P, "bin_min") || is_ident(P, "bin_max")) &&
+             P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "(")) {
+    const char *which = P->tok->text;
+    int op = !strcmp(which, "bin") ? BIN_SUM : !strcmp(which, "bin_min") ? BIN_MIN : BIN_MAX;
     advance(P);
-    if (P->decl->kind != D_HISTOGRAM) diag_error(P->d, loc, "bin() is only allowed in a histogram");
+    if (P->decl->kind != D_HISTOGRAM) diag_error(P->d, loc, "%s() is only allowed in a histogram", which);
     Node **args;
     int n = call_args(P, &args);
     r = new_node(P, ND_BIN, loc);
-    if (n == 1 || n == 2) {
+    r->ival = op;
+    if (n == 2 || (n == 1 && op == BIN_SUM)) {
       r->a = args[0];
       r->b = n == 2 ? args[1] : NULL;
+    } else if (n >= 0 && op != BIN_SUM) {
+      diag_error(P->d, loc, "%s(index, value) takes 2 arguments, got %d", which, n);
+      r->a = error_node(P, loc);
     } else if (n >= 0) {
       diag_error(P->d, loc, "bin(index[, weight]) takes 1 or 2 arguments, got %d", n);
       r->a = error_node(P, loc);

@@ -595,6 +595,19 @@ static bool exec(Frame *F, const Node *s) {
     case ND_BIN: {
       int64_t i = eval_s(F, s->a).i;
       if (i < 0 || i >= F->D->nbins) break;
+      if (s->ival != BIN_SUM) { /* a minimum or maximum per bin: NaN skipped, -0.0 below +0.0 */
+        Lane b = eval_s(F, s->b), *c = &F->bins[i];
+        bool lo = s->ival == BIN_MIN;
+        if (!F->D->weighted_float) {
+          if (lo ? b.i < c->i : b.i > c->i) c->i = b.i;
+          break;
+        }
+        double v = s->b->type.s == T_F64 ? b.f : (double)b.i;
+        if (v != v) break;
+        if (lo ? v < c->f || (v == c->f && signbit(v) && !signbit(c->f)) : v > c->f || (v == c->f && !signbit(v) && signbit(c->f)))
+          c->f = v;
+        break;
+      }
       if (F->D->weighted_float) {
         double w = 1;
         if (s->b) {
@@ -861,6 +874,13 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
   return PXL_OK;
 }
 
+Lane interp_bin_identity(const Decl *D) {
+  bool lo = D->binop == BIN_MIN;
+  if (D->binop == BIN_SUM) return D->weighted_float ? (Lane){.f = 0} : (Lane){.i = 0};
+  if (D->weighted_float) return (Lane){.f = lo ? INFINITY : -INFINITY};
+  return (Lane){.i = lo ? INT64_MAX : INT64_MIN};
+}
+
 int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err) {
   Frame F;
   int rc = frame_init(&F, D, imgs, scalars, err);
@@ -868,7 +888,7 @@ int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lan
   F.w = imgs[0].img->width;
   F.h = imgs[0].img->height;
   F.bins = bins;
-  memset(bins, 0, sizeof(Lane) * (size_t)D->nbins);
+  for (int b = 0; b < D->nbins; b++) bins[b] = interp_bin_identity(D);
   int x0, y0, x1, y1;
   stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
   for (int y = y0; y < y1; y++)

@@ -2,7 +2,9 @@
  * ir.c - names and constructors of the IR (see ir.h and docs/IR.md).
  */
 #include "ir/ir.h"
+#include "ir/value.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,25 @@ int global_map_kind(GlobalOp g) { return g < G_COUNT ? globals[g].map : GM_VALUE
 int global_out_kind(GlobalOp g) { return g < G_COUNT ? globals[g].out : GT_ANY; }
 bool global_on_device(GlobalOp g) {
   return g == G_EDT || g == G_CITYBLOCK || g == G_CHESSBOARD || g == G_LABEL4 || g == G_LABEL8;
+}
+
+bool hist_double_sums(const Decl *D) { return D->weighted_float && D->binop == BIN_SUM; }
+
+void hist_keys_to_values(const Decl *D, Lane *bins) {
+  if (D->binop == BIN_SUM) return;
+  const uint64_t sign = 0x8000000000000000ull;
+  for (int b = 0; b < D->nbins; b++) {
+    uint64_t k = (uint64_t)bins[b].i;
+    if (D->binop == BIN_MIN) k = ~k;
+    if (!D->weighted_float) {
+      bins[b].i = (int64_t)(k ^ sign); /* key 0 (empty) gives INT64_MIN / INT64_MAX */
+    } else if (bins[b].i == 0) {
+      bins[b].f = D->binop == BIN_MIN ? INFINITY : -INFINITY;
+    } else {
+      uint64_t u = (k & sign) ? k & ~sign : ~k;
+      memcpy(&bins[b].f, &u, sizeof u);
+    }
+  }
 }
 
 Decl *program_find(const Program *p, const char *name) {

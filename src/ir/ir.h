@@ -106,7 +106,7 @@ typedef struct {
   X(ND_IF)      /* if (a) b else c */                                                     \
   X(ND_FOR)     /* for (init; a; step) b; init and step are statements or NULL */         \
   X(ND_RETURN)  /* return a (converted to the kernel's type); several outputs: args */                           \
-  X(ND_BIN)     /* histogram: bin(a [, b weight]) */                                      \
+  X(ND_BIN)     /* histogram: bin(a [, b weight]); ival BIN_MIN/BIN_MAX: bin_min/bin_max(a, b) */                                      \
   X(ND_EXPRSTMT)/* evaluate a for no effect (rare; kept for completeness) */
 
 typedef enum {
@@ -199,7 +199,7 @@ struct Node {
   Param *param;      /* ND_READ, ND_AT, ND_IMGDIM */
   Decl *func;        /* ND_FCALL: the called function (a placeholder holding its name until checked) */
   Builtin builtin;   /* ND_CALL */
-  int64_t ival;      /* ND_NUM (integer types), ND_COORD, ND_LANE, ND_IMGDIM */
+  int64_t ival;      /* ND_NUM (integer types), ND_COORD, ND_LANE, ND_IMGDIM; ND_BIN: its BIN_* */
   double fval;       /* ND_NUM (float types) */
   int flags;         /* NF_* */
   /* ND_DIV, ND_MOD by an integer constant d > 1 (analysis: value ranges): where every
@@ -235,6 +235,10 @@ enum {
 };
 
 typedef enum { D_KERNEL, D_REDUCE, D_HISTOGRAM, D_PIPELINE, D_FUNC } DeclKind;
+
+/* How a histogram's bins combine (Decl.binop): sums (bin), or per-bin minima or maxima
+ * (bin_min, bin_max: a reduction per bin, such as a bounding box per label). */
+enum { BIN_SUM, BIN_MIN, BIN_MAX };
 
 /* The axes of a scan (Decl.scan): prefixes along rows (x), columns (y), or both. */
 enum { SCAN_X = 1, SCAN_Y = 2 };
@@ -399,6 +403,14 @@ int global_out_kind(GlobalOp g); /* GT_* */
  * others, and every pass on OpenCL, run on the host): for explanations and the cost model. */
 bool global_on_device(GlobalOp g);
 
+/* Histogram bins in the compiled backends: float sums are doubles (hist_double_sums); every
+ * other histogram's bins are int64_t: integer sums, or for bin_min / bin_max the keys of
+ * ir/prelude.h (pxr_bkey_*), which hist_keys_to_values turns into D's values in place (i64,
+ * or f64 where D->weighted_float), the interpreter's bins. */
+union Lane;
+bool hist_double_sums(const Decl *D);
+void hist_keys_to_values(const Decl *D, union Lane *bins); /* ir/value.h */
+
 /* One call in a pipeline: img = kernel(args...). */
 typedef struct PipeArg PipeArg;
 struct PipeArg {
@@ -479,7 +491,8 @@ struct Decl {
   struct Decl *gmap[PXL_MAX_GMAPS];
   /* histogram */
   int nbins;
-  bool weighted_float; /* some weight is floating point: bins are f64, else u64 */
+  bool weighted_float; /* some weight (or min/max value) is floating point: bins are f64, else i64 */
+  int binop;           /* BIN_SUM, BIN_MIN or BIN_MAX: the kind of every bin call */
   /* pipeline */
   PipeValue *values;
   int nvalues;

@@ -177,6 +177,53 @@ PXR_FN int32_t pxr_ix(int64_t i, int32_t n) { return (uint64_t)i < (uint64_t)n ?
 #define PXR_BIN_ADD_F64(p, w) (*(p) += (w))
 #endif
 
+/* Minima and maxima per bin (bin_min, bin_max): the compiled backends keep a bin as an
+ * unsigned 64-bit key whose order is the values' (reversed for minima), 0 when empty, and
+ * keep the larger key, so one atomic maximum serves both, in any order; the runtime turns
+ * keys back into values (i64: INT64_MAX / INT64_MIN when empty, f64: +inf / -inf; a NaN
+ * value is key 0, no change; -0.0 orders below +0.0). On OpenCL a compare-and-swap loop
+ * (cl_khr_int64_base_atomics, as the sums need). */
+PXR_FN uint64_t pxr_bkey_i64(int64_t v, int lo) {
+  uint64_t k = (uint64_t)v ^ 0x8000000000000000ull;
+  return lo ? ~k : k;
+}
+#if !defined(PXR_NO_F64)
+PXR_FN uint64_t pxr_bkey_f64(double v, int lo) {
+#if defined(PXR_OPENCL)
+  uint64_t u = as_ulong(v);
+#elif defined(__CUDACC__)
+  uint64_t u = (uint64_t)__double_as_longlong(v);
+#else
+  union { double d; uint64_t u; } c;
+  c.d = v;
+  uint64_t u = c.u;
+#endif
+  uint64_t k = (u >> 63) ? ~u : u | 0x8000000000000000ull;
+  return v != v ? 0 : lo ? ~k : k;
+}
+#endif
+#if defined(PXR_OPENCL)
+#if !defined(PXR_NO_INT64_ATOMICS)
+PXR_FN void pxr_bin_max_u64(volatile __global ulong *p, ulong k) {
+  ulong o = *p;
+  while (o < k) {
+    ulong r = atom_cmpxchg(p, o, k);
+    if (r == o) break;
+    o = r;
+  }
+}
+#define PXR_BIN_MAX_U64(p, k) pxr_bin_max_u64((volatile __global ulong *)(p), (ulong)(k))
+#endif
+#elif defined(__CUDACC__)
+#define PXR_BIN_MAX_U64(p, k) atomicMax((unsigned long long *)(p), (unsigned long long)(k))
+#else
+#define PXR_BIN_MAX_U64(p, k)                                                        \
+  do {                                                                               \
+    uint64_t k_ = (k);                                                               \
+    if (k_ > (uint64_t) * (p)) *(p) = (int64_t)k_;                                   \
+  } while (0)
+#endif
+
 /* ---- conversions: saturating; float -> int rounds to nearest, ties to even; NaN -> 0 ---- */
 
 /* From f64 (the interpreter converts f32 values here too; generated code uses the f32

@@ -197,6 +197,7 @@ typedef struct {
   Lane *bins;               /* heap, nbins */
   int nbins;
   bool bins_float;
+  int bins_op;              /* BIN_SUM, BIN_MIN or BIN_MAX (ir.h) */
 } ExecResult;
 
 /* Runs entry D (kernel, reduce, histogram or pipeline) with bound arguments: imgs and

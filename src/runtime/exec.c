@@ -357,6 +357,7 @@ static int run_here(Backend *be, const Decl *D, const ImgArg *imgs, const Lane *
     if (!res->bins) return err_set(err, PXL_ENOMEM, "out of memory");
     res->nbins = D->nbins;
     res->bins_float = D->weighted_float;
+    res->bins_op = D->binop;
     int rc = be->histogram(be, spec_for(D, scalars), imgs, scalars, res->bins, err);
     if (rc) {
       PXL_FREE(res->bins);

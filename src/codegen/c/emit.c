@@ -799,7 +799,11 @@ static void stmt(Gen *g, const Node *s) {
     ind(g), OUT("{ int32_t b_ = ");
     cg_expr(g, s->a, 0);
     OUT("; if ((uint32_t)b_ < %uu) ", (unsigned)g->D->nbins);
-    if (g->D->weighted_float) {
+    if (s->ival != BIN_SUM) { /* a minimum or maximum: keys (ir/prelude.h) */
+      OUT("PXR_BIN_MAX_U64(&bins[b_], pxr_bkey_%s(", g->D->weighted_float ? "f64" : "i64");
+      cg_expr(g, s->b, 0);
+      OUT(", %d))", s->ival == BIN_MIN);
+    } else if (g->D->weighted_float) {
       OUT("PXR_BIN_ADD_F64(&bins[b_], ");
       if (s->b) {
         OUT("(double)(");
@@ -1025,7 +1029,7 @@ static void pixel_fn_named(Gen *g, int variant, bool counts32, const char *name)
   if (variant & V_AXES) cg_axes_params(g);
   if (D->kind == D_HISTOGRAM)
     OUT(", int x, int y, int W, int H, %s *PXR_RESTRICT bins) {\n",
-        counts32 ? "PXR_LOCAL uint32_t" : D->weighted_float ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
+        counts32 ? "PXR_LOCAL uint32_t" : hist_double_sums(D) ? "PXR_GLOBAL double" : "PXR_GLOBAL int64_t");
   else
     OUT(", int x, int y, int W, int H, %s *%so) {\n", cg_ctype(D->type.s), restrict_kw(g));
   OUT("  (void)x; (void)y; (void)W; (void)H;\n");

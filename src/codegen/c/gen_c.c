@@ -674,8 +674,8 @@ static void reduce_entry(Gen *g, const char *fname, bool exported) {
 
 static void histogram_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
-  const char *BT = D->weighted_float ? "double" : "int64_t";
-  bool counts = cg_counts_only(g);
+  const char *BT = hist_double_sums(D) ? "double" : "int64_t";
+  bool counts = cg_counts_only(g), keys = D->binop != BIN_SUM;
   StrBuf args = {0};
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
@@ -685,9 +685,10 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   cg_prologue(g, false);
   OUT("  %s *bins = (%s *)bins_out;\n  const int NB = %d;\n", BT, BT, D->nbins);
   OUT("  for (int b = 0; b < NB; b++) bins[b] = 0;\n");
-  /* integer bins: private copies per thread, merged (addition is exact and commutative);
-   * float bins: one pass in row-major order, the interpreter's order. */
-  OUT("  int nt = %s;\n", D->weighted_float ? "1" : "((int64_t)W * H > 65536 ? nt_ : 1)");
+  /* integer bins and keys of minima or maxima: private copies per thread, merged (addition
+   * and the larger key are exact and commutative); float sums: one pass in row-major order,
+   * the interpreter's order. */
+  OUT("  int nt = %s;\n", hist_double_sums(D) ? "1" : "((int64_t)W * H > 65536 ? nt_ : 1)");
   OUT("  %s *priv = nt > 1 ? (%s *)calloc((size_t)nt * NB, sizeof(%s)) : NULL;\n", BT, BT, BT);
   OUT("  if (!priv) nt = 1;\n");
   OUT("  #pragma omp parallel num_threads(nt) if (nt > 1)\n  {\n");
@@ -728,8 +729,24 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   }
   OUT("  }\n");
   OUT("  if (priv) {\n    for (int t = 0; t < nt; t++)\n      for (int b = 0; b < NB; b++)\n");
-  OUT("        bins[b] = (int64_t)((uint64_t)bins[b] + (uint64_t)priv[(size_t)t * NB + b]);\n");
-  OUT("    free(priv);\n  }\n}\n");
+  if (keys)
+    OUT("        if ((uint64_t)priv[(size_t)t * NB + b] > (uint64_t)bins[b]) bins[b] = priv[(size_t)t * NB + b];\n");
+  else
+    OUT("        bins[b] = (int64_t)((uint64_t)bins[b] + (uint64_t)priv[(size_t)t * NB + b]);\n");
+  OUT("    free(priv);\n  }\n");
+  if (keys) {
+    /* the keys back into values (ir.c: hist_keys_to_values does the same for GPUs) */
+    OUT("  for (int b = 0; b < NB; b++) {\n    uint64_t k = (uint64_t)bins[b]%s;\n", D->binop == BIN_MIN ? " ^ ~0ull" : "");
+    if (!D->weighted_float) {
+      OUT("    bins[b] = (int64_t)(k ^ 0x8000000000000000ull);\n");
+    } else {
+      OUT("    double v = %sINFINITY;\n", D->binop == BIN_MIN ? "" : "-");
+      OUT("    if (bins[b]) {\n      uint64_t u = (k >> 63) ? k & ~0x8000000000000000ull : ~k;\n");
+      OUT("      memcpy(&v, &u, sizeof v);\n    }\n    memcpy(&bins[b], &v, sizeof v);\n");
+    }
+    OUT("  }\n");
+  }
+  OUT("}\n");
   sb_free(&args);
 }
 
@@ -1152,7 +1169,10 @@ static void header_entry(StrBuf *h, const Decl *D, const char *name) {
               name);
     break;
   case D_HISTOGRAM:
-    sb_printf(h, " * bins: %d %s. */\n", D->nbins, D->weighted_float ? "doubles" : "int64_t counts");
+    sb_printf(h, " * bins: %d %s. */\n", D->nbins,
+              D->binop != BIN_SUM ? (D->weighted_float ? "doubles, minima or maxima" : "int64_t minima or maxima")
+              : D->weighted_float ? "doubles"
+                                  : "int64_t counts");
     sb_printf(h, "void %s(const pxlc_image *in, const pxlc_scalar *sc, void *bins, int nthreads);\n", name);
     break;
   case D_FUNC: /* not an entry point */

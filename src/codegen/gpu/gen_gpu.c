@@ -2121,14 +2121,15 @@ static void histogram_entry(Gen *g, const char *A, int VP, GpuLaunch *L) {
     OUT("  if (t == 0) *(PXR_GLOBAL uint32_t *)(bins + %d) = 0;\n}\n", D->nbins);
     return;
   }
-  const char *BT = D->weighted_float ? "double" : "int64_t";
+  const char *BT = hist_double_sums(D) ? "double" : "int64_t";
   entry_open(g, "pxl_stage", false, 256);
   OUT("  PXR_GLOBAL %s *bins = (PXR_GLOBAL %s *)PXG_AUX;\n", BT, BT);
-  if (D->weighted_float) { /* one thread, row-major: the interpreter's order of float additions */
+  if (hist_double_sums(D)) { /* one thread, row-major: the interpreter's order of float additions */
     *L = (GpuLaunch){.grid = GPU_GRID_ONE, .bx = 1, .by = 1};
     OUT("  if (PXG_BX || PXG_BY || PXG_TX || PXG_TY) return;\n");
     OUT("  for (int y = ry0; y < ry1; y++) {\n    for (int x = rx0; x < rx1; x++) {\n");
-  } else { /* weighted integer bins: global atomics (integer addition commutes) */
+  } else { /* weighted integer bins, keys of minima or maxima: global atomics (integer
+            * addition and the larger key commute) */
     *L = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 32, .by = 8, .px = 1, .py = 1};
     OUT("  const int x = (PXG_BX * PXG_NTX + PXG_TX), y = (PXG_BY * PXG_NTY + PXG_TY);\n");
     OUT("  if (x < rx0 || x >= rx1 || y < ry0 || y >= ry1) return;\n  {\n    {\n");

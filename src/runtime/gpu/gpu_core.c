@@ -507,7 +507,9 @@ static int core_histogram(Backend *be, const Decl *D, const ImgArg *imgs, const 
   if (rc) return rc;
   /* the kernel wrote the bins to res, or left them in aux: bring them back, leave them zero */
   if (m->launch.to_host) return g->drv->fetch(g, &g->res, n, false, bins, D->name, err);
-  return g->drv->fetch(g, &g->hist, n, true, bins, D->name, err);
+  rc = g->drv->fetch(g, &g->hist, n, true, bins, D->name, err);
+  if (!rc) hist_keys_to_values(D, bins); /* minima and maxima come as keys */
+  return rc;
 }
 
 /* A counting histogram (its kernel hands the bins over itself: launch.to_host) writes

@@ -329,12 +329,13 @@ static bool has_ident(const char *text, const char *w) {
 
 /* PXL_EDEVICE when D needs an extension the device lacks. Histograms count in 64-bit
  * atomics (global bins: atom_inc / atom_add on longs, PXR_BIN_INC / PXR_BIN_ADD_I64 and
- * gen_gpu's PXG_ATOMIC_ADD_U64), except float-weighted ones, whose f64 bins need fp64.
+ * gen_gpu's PXG_ATOMIC_ADD_U64; minima and maxima: atom_cmpxchg, PXR_BIN_MAX_U64), except
+ * float sums, whose f64 bins need fp64.
  * Without fp64 the unit src must not mention double after
  * the prelude: the prelude has none under PXR_NO_F64, so one there is the stage's own
  * f64 (values, literals' conversions, f64 bins). */
 static int check_extensions(const Ocl *cl, const Decl *D, const char *src, Err *err) {
-  if (!cl->int64_atomics && D->kind == D_HISTOGRAM && !D->weighted_float)
+  if (!cl->int64_atomics && D->kind == D_HISTOGRAM && !hist_double_sums(D))
     return err_set(err, PXL_EDEVICE,
                    "histogram '%s' counts with 64-bit atomics, which the OpenCL device %s lacks "
                    "(no cl_khr_int64_base_atomics)", D->name, cl->name);
