@@ -874,7 +874,9 @@ int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedRes
   return PXL_OK;
 }
 
-Lane interp_bin_identity(const Decl *D) {
+/* A histogram's empty bin: 0 for sums; for minima the largest value (i64 max, +inf), for
+ * maxima the smallest (i64 min, -inf). */
+static Lane bin_identity(const Decl *D) {
   bool lo = D->binop == BIN_MIN;
   if (D->binop == BIN_SUM) return D->weighted_float ? (Lane){.f = 0} : (Lane){.i = 0};
   if (D->weighted_float) return (Lane){.f = lo ? INFINITY : -INFINITY};
@@ -888,7 +890,7 @@ int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lan
   F.w = imgs[0].img->width;
   F.h = imgs[0].img->height;
   F.bins = bins;
-  for (int b = 0; b < D->nbins; b++) bins[b] = interp_bin_identity(D);
+  for (int b = 0; b < D->nbins; b++) bins[b] = bin_identity(D);
   int x0, y0, x1, y1;
   stage_region(D, imgs, F.w, F.h, &x0, &y0, &x1, &y1);
   for (int y = y0; y < y1; y++)

@@ -27,9 +27,6 @@ int interp_kernel_outs(const Decl *D, const ImgArg *imgs, const Lane *scalars, s
                        Err *err);
 /* Runs reduction D over the first image's pixels in row-major order. */
 int interp_reduce(const Decl *D, const ImgArg *imgs, const Lane *scalars, RedResult *res, Err *err);
-/* A histogram's empty bin: 0 for sums; for minima the largest value (i64 max, +inf), for
- * maxima the smallest (i64 min, -inf). */
-Lane interp_bin_identity(const Decl *D);
 /* Runs histogram D; bins has D->nbins Lanes (i64 counts, or f64 when D->weighted_float). */
 int interp_histogram(const Decl *D, const ImgArg *imgs, const Lane *scalars, Lane *bins, Err *err);
 

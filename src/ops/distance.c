@@ -200,37 +200,33 @@ static inline void put_index(struct pxl_image *out, int x, int y, int64_t v) {
  * one with the smallest y (the first in column-major order, MATLAB's index order). */
 static int reference_nearest(const struct pxl_image *feat, struct pxl_image *out, Err *err) {
   int w = feat->width, h = feat->height;
-  int32_t *vd = PXL_MALLOC((size_t)w * (size_t)h * sizeof *vd); /* vd[x * h + y] */
-  if (!vd) return err_set(err, PXL_ENOMEM, "out of memory for a %dx%d distance transform", w, h);
-  for (int x = 0; x < w; x++) {
-    int32_t *c = vd + (size_t)x * h;
-    int last = -1; /* row of the nearest feature at or above y */
+  int32_t *row = PXL_MALLOC((size_t)w * (size_t)h * sizeof *row); /* row[x * h + y] */
+  if (!row) return err_set(err, PXL_ENOMEM, "out of memory for a %dx%d distance transform", w, h);
+  for (int x = 0; x < w; x++) { /* the row of each pixel's nearest feature in its column, -1: none */
+    int32_t *c = row + (size_t)x * h;
+    int last = -1; /* at or above y */
     for (int y = 0; y < h; y++) {
       if (((const uint8_t *)image_row(feat, y))[x]) last = y;
-      c[y] = last < 0 ? -1 : y - last;
+      c[y] = last;
     }
-    last = -1; /* at or below */
+    last = -1; /* at or below: taken only when strictly nearer */
     for (int y = h - 1; y >= 0; y--) {
       if (((const uint8_t *)image_row(feat, y))[x]) last = y;
-      if (last >= 0 && (c[y] < 0 || last - y < c[y])) c[y] = -(last - y) - 1; /* below: -d - 1 */
+      if (last >= 0 && (c[y] < 0 || last - y < y - c[y])) c[y] = last;
     }
   }
-  /* c[y] >= 0: the feature is c[y] rows above; c[y] <= -2: -c[y] - 1 rows below; with
-   * -1 meaning none only before the second sweep: a feature d = 0 rows below is at y
-   * itself and was already taken as "above" (c[y] = 0 is not replaced: 0 < 0 is false) */
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       int64_t best = -1, at = -1;
       for (int xx = 0; xx < w; xx++) {
-        int32_t c = vd[(size_t)xx * h + y];
-        if (c == -1) continue;
-        int64_t d = c >= 0 ? c : -(int64_t)c - 1, yy = c >= 0 ? y - d : y + d;
-        int64_t d2 = d * d + (int64_t)(x - xx) * (x - xx);
+        int64_t yy = row[(size_t)xx * h + y];
+        if (yy < 0) continue;
+        int64_t d2 = (yy - y) * (yy - y) + (int64_t)(x - xx) * (x - xx);
         if (best < 0 || d2 < best) best = d2, at = yy * w + xx;
       }
       put_index(out, x, y, at);
     }
-  PXL_FREE(vd);
+  PXL_FREE(row);
   return PXL_OK;
 }
 
@@ -367,11 +363,11 @@ static void envelope_linf(const uint16_t *g, int w, Envelope *e) { envelope_row(
 static void store_index_row(const struct pxl_image *feat, struct pxl_image *out, int y, const uint16_t *g,
                             const int32_t *owner, bool any) {
   int w = feat->width;
+  if (!any) {
+    for (int x = 0; x < w; x++) put_index(out, x, y, -1);
+    return;
+  }
   for (int x = 0; x < w; x++) {
-    if (!any) {
-      put_index(out, x, y, -1);
-      continue;
-    }
     int c = owner[x], d = g[c];
     int yy = y - d >= 0 && ((const uint8_t *)image_row(feat, y - d))[c] ? y - d : y + d;
     put_index(out, x, y, (int64_t)yy * w + c);
@@ -439,12 +435,18 @@ static int fast(const struct pxl_image *feat, int metric, bool index, int nthrea
   return PXL_OK;
 }
 
-int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, struct pxl_image *out, Err *err) {
+/* The guards both operations share: a u8 feature image, an output of its size, one channel. */
+static int check_args(const char *what, const struct pxl_image *feat, const struct pxl_image *out, Err *err) {
   if (feat->type != PXL_U8 || feat->channels != 1)
-    return err_set(err, PXL_EARG, "distance: the feature image must be u8 with one channel");
+    return err_set(err, PXL_EARG, "%s: the feature image must be u8 with one channel", what);
   if (out->width != feat->width || out->height != feat->height || out->channels != 1)
-    return err_set(err, PXL_EARG, "distance: the output must be %dx%d with one channel", feat->width,
-                   feat->height);
+    return err_set(err, PXL_EARG, "%s: the output must be %dx%d with one channel", what, feat->width, feat->height);
+  return PXL_OK;
+}
+
+int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, struct pxl_image *out, Err *err) {
+  int rc = check_args("distance", feat, out, err);
+  if (rc) return rc;
   if (metric != OPS_L2 && metric != OPS_L1 && metric != OPS_LINF)
     return err_set(err, PXL_EARG, "distance: unknown metric %d", metric);
   if (run->reference) return metric == OPS_L2 ? reference_l2(feat, out, err) : reference_bfs(feat, metric, out, err);
@@ -453,12 +455,10 @@ int ops_distance(const struct pxl_image *feat, int metric, const OpsRun *run, st
 }
 
 int ops_nearest(const struct pxl_image *feat, const OpsRun *run, struct pxl_image *out, Err *err) {
-  if (feat->type != PXL_U8 || feat->channels != 1)
-    return err_set(err, PXL_EARG, "nearest: the feature image must be u8 with one channel");
-  if (out->width != feat->width || out->height != feat->height || out->channels != 1 ||
-      (out->type != PXL_U32 && out->type != PXL_I32))
-    return err_set(err, PXL_EARG, "nearest: the output must be %dx%d, one channel of u32 or i32", feat->width,
-                   feat->height);
+  int rc = check_args("nearest", feat, out, err);
+  if (rc) return rc;
+  if (out->type != PXL_U32 && out->type != PXL_I32)
+    return err_set(err, PXL_EARG, "nearest: the output must be u32 or i32");
   if (out->type == PXL_I32 && (int64_t)feat->width * feat->height - 1 > INT32_MAX)
     return err_set(err, PXL_EARG,
                    "nearest: a %dx%d image has indices beyond i32's range: make the output u32 (index "
