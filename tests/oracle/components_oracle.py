@@ -30,16 +30,15 @@ import numpy as np
 import tifffile
 from scipy import ndimage
 
+from oracle_common import skip_without_cuda, sample
+
 BINS = 4096
 CONTOUR_BINS = 128 * BINS
 
 
 def images(examples):
     rng = np.random.default_rng(20261128)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
-    if scene is None:
-        sys.exit("components_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_GRAYSCALE)
     yield "scene 640x480 (dark objects)", scene, (scene < 60).astype(np.uint8) * 255
     blobs = cv2.GaussianBlur(rng.random((200, 300)).astype(np.float32), (0, 0), 4)
     grey = (blobs * 255 / blobs.max()).astype(np.uint8)
@@ -95,8 +94,7 @@ def contour_rule(grey, lab, stats):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
 

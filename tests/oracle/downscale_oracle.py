@@ -25,6 +25,8 @@ import tempfile
 import cv2
 import numpy as np
 
+from oracle_common import skip_without_cuda, sample
+
 
 def means(img, axis, paving, starts):
     """The filter along `axis` (1: columns, 0: rows): per tile of `paving` pixels, the
@@ -54,10 +56,7 @@ WANT = {"down_h": down_h, "down_v": down_v, "downscale": lambda i: down_v(down_h
 
 def inputs(examples):
     rng = np.random.default_rng(20261127)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
-    if scene is None:
-        sys.exit("downscale_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_COLOR)
     quick = os.environ.get("PXL_TEST_QUICK") == "1"  # the sanitizer build: small inputs only
     if quick:
         scene = scene[:61, :83]
@@ -98,8 +97,7 @@ def read_y4m(path):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     program = os.path.join(examples, "downscale.pxl")

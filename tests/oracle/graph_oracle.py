@@ -56,6 +56,8 @@ from skimage.measure import label as sk_label
 from skimage.morphology import local_maxima, local_minima, reconstruction
 from skimage.segmentation import watershed as sk_watershed
 
+from oracle_common import skip_without_cuda, sample
+
 U32_MAX = np.iinfo(np.uint32).max
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
 WATERSHED_DIFF = 0.05  # the share of pixels where skimage's flooding order may differ
@@ -163,11 +165,8 @@ def spiral(n):
 
 def images(examples):
     rng = np.random.default_rng(20261128)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    shapes = cv2.imread(os.path.join(samples, "shapes.png"), cv2.IMREAD_GRAYSCALE)
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
-    if shapes is None or scene is None:
-        sys.exit("graph_oracle: cannot read samples/shapes.png or scene.png")
+    shapes = sample(examples, "shapes.png", cv2.IMREAD_GRAYSCALE)
+    scene = sample(examples, "scene.png", cv2.IMREAD_GRAYSCALE)
     yield "shapes 640x480", shapes
     yield "scene levels 300x200", (scene[100:300, 150:450] // 64).astype(np.uint8)
     yield "spiral 101x101", spiral(101)
@@ -256,8 +255,7 @@ def run(pxl, examples, dev, entry, imgs, tmp):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,6 +26,8 @@ import tifffile
 from scipy import ndimage
 from skimage.morphology import reconstruction
 
+from oracle_common import skip_without_cuda, sample
+
 CAP = "1000000"
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
 
@@ -56,11 +58,8 @@ def hysteresis_ref(mag, lo, hi):
 def images(examples):
     """(name, grey u8 image, a second image, a 0/255 image with holes)."""
     rng = np.random.default_rng(20261124)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
-    shapes = cv2.imread(os.path.join(samples, "shapes.png"), cv2.IMREAD_GRAYSCALE)
-    if scene is None or shapes is None:
-        sys.exit("iterate_oracle: cannot read samples/scene.png or shapes.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_GRAYSCALE)
+    shapes = sample(examples, "shapes.png", cv2.IMREAD_GRAYSCALE)
     crop = scene[100:260, 200:420]
     yield "scene crop 220x160", crop, cv2.GaussianBlur(crop, (9, 9), 0), ((shapes[100:260, 200:420] > 128) * 255
                                                                            ).astype(np.uint8)
@@ -114,8 +113,7 @@ def run(pxl, examples, dev, file, entry, imgs, params, tmp):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:

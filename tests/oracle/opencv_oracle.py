@@ -22,6 +22,8 @@ import tempfile
 import cv2
 import numpy as np
 
+from oracle_common import skip_without_cuda, sample
+
 
 def box(r):
     return lambda a: cv2.blur(a, (2 * r + 1, 2 * r + 1), borderType=cv2.BORDER_REPLICATE)
@@ -93,10 +95,7 @@ def colour_cases():
 
 def inputs(examples, colour=False):
     rng = np.random.default_rng(20261124)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
-    if scene is None:
-        sys.exit("opencv_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_COLOR)
     scene = cv2.cvtColor(scene, cv2.COLOR_BGR2RGB)
     quick = os.environ.get("PXL_TEST_QUICK") == "1"  # the sanitizer build: small inputs only
     if quick:
@@ -139,8 +138,7 @@ def read(path):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     tolerated = {}  # entry -> (largest fraction of pixels off, the case)

@@ -24,13 +24,12 @@ import tempfile
 import cv2
 import numpy as np
 
+from oracle_common import skip_without_cuda, sample
+
 
 def inputs(examples):
     rng = np.random.default_rng(20261127)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
-    if scene is None:
-        sys.exit("resample_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_COLOR)
     quick = os.environ.get("PXL_TEST_QUICK") == "1"  # the sanitizer build: small inputs only
     if quick:
         scene = scene[:61, :83]
@@ -73,8 +72,7 @@ def multi_cases(img):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     program = os.path.join(examples, "resample.pxl")

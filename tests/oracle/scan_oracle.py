@@ -20,13 +20,12 @@ import tempfile
 import cv2
 import numpy as np
 
+from oracle_common import skip_without_cuda, sample
+
 
 def inputs(examples):
     rng = np.random.default_rng(20261124)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_GRAYSCALE)
-    if scene is None:
-        sys.exit("scan_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_GRAYSCALE)
     yield "scene", scene
     for w, h in [(37, 23), (7, 5), (2, 3), (1, 1), (640, 1), (1, 480), (301, 257)]:
         yield "random %dx%d" % (w, h), rng.integers(0, 256, (h, w), dtype=np.uint8)
@@ -79,8 +78,7 @@ class Checker:
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         c = Checker(pxl, examples, tmp)
@@ -101,8 +99,7 @@ def main():
                     got = c.run(what, "boxsum.pxl", ii, out, dev, ["r=%d" % r])
                     c.compare(what, got, box(img, r))
         # a one-channel scan on a colour image runs per channel (OpenCV's arrays are BGR)
-        colour = cv2.imread(os.path.join(os.path.dirname(os.path.abspath(examples)), "samples", "scene.png"),
-                            cv2.IMREAD_COLOR)
+        colour = sample(examples, "scene.png", cv2.IMREAD_COLOR)
         src = os.path.join(tmp, "colour.png")
         cv2.imwrite(src, colour)
         for dev in devices:

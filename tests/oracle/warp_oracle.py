@@ -35,6 +35,8 @@ import tempfile
 import cv2
 import numpy as np
 
+from oracle_common import skip_without_cuda, sample
+
 # pxl border mode -> OpenCV's borderMode and borderValue; None: the kernel's default
 BORDERS = [(None, cv2.BORDER_CONSTANT, 0), ("constant(131)", cv2.BORDER_CONSTANT, 131),
            ("clamp", cv2.BORDER_REPLICATE, 0), ("mirror", cv2.BORDER_REFLECT, 0),
@@ -53,10 +55,7 @@ CUBIC_TAIL = 7
 
 def inputs(examples):
     rng = np.random.default_rng(20261204)
-    samples = os.path.join(os.path.dirname(os.path.abspath(examples)), "samples")
-    scene = cv2.imread(os.path.join(samples, "scene.png"), cv2.IMREAD_COLOR)
-    if scene is None:
-        sys.exit("warp_oracle: cannot read samples/scene.png")
+    scene = sample(examples, "scene.png", cv2.IMREAD_COLOR)
     quick = os.environ.get("PXL_TEST_QUICK") == "1"  # the sanitizer build: small inputs only
     if quick:
         scene = scene[:61, :83]
@@ -166,8 +165,7 @@ def compare(got, want, tail):
 
 def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
-    if devices == ["cuda"] and not os.path.exists("/dev/nvidiactl"):
-        print("skipped: no CUDA device")  # absent; a device that fails is a failure
+    if skip_without_cuda(devices):
         return 77
     # The kernels follow OpenCV 4's arithmetic (Debian's 4.6 here, as in CI). OpenCV 5
     # changed warpAffine's, INTER_CUBIC's and remap's: with another major version each
