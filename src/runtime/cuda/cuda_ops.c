@@ -153,12 +153,16 @@ static int label(Cuda *cu, const struct pxl_image *map, int conn, struct pxl_ima
   if (!rc) {
     CUdeviceptr pm = dptr(map), pl = dptr(out), pc = dptr(cnt);
     void *a_pix[] = {&pm, &mp, &w, &h, &conn, &pl, &lp};
+    /* lab_border: a thread per pixel of the rows tiles start at, then of the columns */
+    int nrows = (h - 1) / 32, ncols = (w - 1) / 32 * (conn == 8 ? 2 : 1);
+    void *a_edge[] = {&pm, &mp, &w, &h, &conn, &pl, &lp, &nrows, &ncols};
+    size_t nedge = (size_t)nrows * (size_t)w + (size_t)ncols * (size_t)h;
     void *a_own[] = {&w, &h, &pl, &lp};
     void *a_cnt[] = {&pl, &n, &lp, &w, &pc};
     void *a_off[] = {&pc, &nchunks};
     size_t gx = blocks(w, 32), gy = blocks(h, 8);
     rc = launch(cu, m, "lab_local", blocks(w, 32), blocks(h, 32), 32, 8, a_pix, err);
-    if (!rc) rc = launch(cu, m, "lab_border", gx, gy, 32, 8, a_pix, err);
+    if (!rc && nedge) rc = launch(cu, m, "lab_border", blocks(nedge, 256), 1, 256, 1, a_edge, err);
     if (!rc) rc = launch(cu, m, "lab_flatten", gx, gy, 32, 8, a_own, err);
     if (!rc) rc = launch(cu, m, "lab_count", (size_t)nchunks, 1, 256, 1, a_cnt, err);
     if (!rc) rc = launch(cu, m, "lab_offsets", 1, 1, 1024, 1, a_off, err);

@@ -278,23 +278,56 @@ extern "C" __global__ void lab_local(const char *m, i64 mp, int w, int h, int co
   }
 }
 
-/* Unites the pixels of different tiles: each foreground pixel with its equal earlier
- * neighbours (left, up-left, up, up-right) that lie in another tile. */
-extern "C" __global__ void lab_border(const char *m, i64 mp, int w, int h, int conn, u32 *L, i64 lp) {
-  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+/* Unites the pixels of different tiles: each foreground pixel on a tile's edge with its
+ * equal earlier neighbours (left, up-left, up, up-right) that lie in another tile, where
+ * no other union already implies it. A thread per edge pixel: the rows a tile starts at
+ * (y = TH, 2 TH, ...: nrows of them, w pixels each), then the columns (x = TW, 2 TW, ...
+ * and, 8-connected, the column before each), the rows above left out but for y = 0.
+ *
+ * The unions implied, pixel p with its left l, up u, up-left ul, up-right ur and right r,
+ * all of p's value (lab_local has united every pair within a tile; each rule below leans
+ * only on unions made in a tile or by an earlier pixel, or on one of p's own unions that
+ * leans on nothing here, so there is no circle):
+ *   p-l (p on a tile's first column): by p-u-ul-l when u and ul are in the tiles of p and l
+ *       (p not on a tile's first row), u-ul being u's own union of this kind;
+ *   p-u (p on a tile's first row): by p-l-ul-u when p is not on a tile's first column,
+ *       l-ul being l's union of this kind;
+ *   p-ul: by p-u-ul or p-l-ul (u-ul and l-ul are each within a tile or an earlier pixel's
+ *       union), so only when neither u nor l is of p's value;
+ *   p-ur: by p-u-ur (u-ur within a tile, or ur's union with its left) or by p-r-ur (r-ur
+ *       r's union with its upper neighbour or within a tile, r-p r's union with its left or
+ *       within p's tile), so only when neither u nor r is of p's value.
+ * On an image of few large components this leaves about one union per run crossing an
+ * edge, where a union per edge pixel contended for the same roots. */
+extern "C" __global__ void lab_border(const char *m, i64 mp, int w, int h, int conn, u32 *L, i64 lp, int nrows,
+                                      int ncols) {
+  i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  int x, y;
+  if (k < (i64)nrows * w) {
+    y = (int)(k / w + 1) * TH, x = (int)(k % w);
+  } else {
+    k -= (i64)nrows * w;
+    if (k >= (i64)ncols * h) return;
+    int c = (int)(k / h);
+    y = (int)(k % h);
+    x = conn == 4 ? (c + 1) * TW : (c / 2 + 1) * TW - 1 + (c & 1);
+    if (x >= w || (y % TH == 0 && y > 0)) return;
+  }
   int lx = x % TW, ly = y % TH;
-  if (x >= w || y >= h || (lx != 0 && ly != 0 && (conn == 4 || lx != TW - 1))) return;
   MT v = map_at(m, mp, x, y);
   if (v == (MT)0) return;
   u32 i = (u32)(y * lp + x);
-  if (lx == 0 && x > 0 && map_at(m, mp, x - 1, y) == v) unite<false>(L, i, i - 1);
+  bool eq_l = x > 0 && map_at(m, mp, x - 1, y) == v;
+  bool eq_r = x + 1 < w && map_at(m, mp, x + 1, y) == v;
+  if (lx == 0 && eq_l && !(ly > 0 && y > 0 && map_at(m, mp, x, y - 1) == v && map_at(m, mp, x - 1, y - 1) == v))
+    unite<false>(L, i, i - 1);
   if (y == 0) return;
-  bool eq_u = map_at(m, mp, x, y - 1) == v; /* a diagonal in the tile of the pixel above is united with it there */
-  if (ly == 0 && eq_u) unite<false>(L, i, i - (u32)lp);
-  if (conn == 8 && (lx == 0 || ly == 0) && x > 0 && !(eq_u && ly == 0 && lx > 0) && map_at(m, mp, x - 1, y - 1) == v)
+  bool eq_u = map_at(m, mp, x, y - 1) == v;
+  if (ly == 0 && eq_u && !(lx > 0 && eq_l && map_at(m, mp, x - 1, y - 1) == v)) unite<false>(L, i, i - (u32)lp);
+  if (conn != 8) return;
+  if ((lx == 0 || ly == 0) && x > 0 && !eq_u && !eq_l && map_at(m, mp, x - 1, y - 1) == v)
     unite<false>(L, i, i - (u32)lp - 1);
-  if (conn == 8 && (lx == TW - 1 || ly == 0) && x + 1 < w && !(eq_u && ly == 0 && lx < TW - 1) &&
-      map_at(m, mp, x + 1, y - 1) == v)
+  if ((lx == TW - 1 || ly == 0) && x + 1 < w && !eq_u && !eq_r && map_at(m, mp, x + 1, y - 1) == v)
     unite<false>(L, i, i - (u32)lp + 1);
 }
 
