@@ -7,8 +7,8 @@
 // 3x3-mask transforms saturate; labels: the number of components and the same partition
 // after numbering both in raster order).
 //
-//   bench_graph [--sizes 4096,8192] [--threads N] [--reps R] [--images sparse,single,noise,spiral]
-//               [--no-python] [--table54 PHOTO]
+//   bench_graph [--sizes 4096,8192] [--threads N] [--reps R]
+//               [--images sparse,single,noise,spiral,blobs,relief] [--no-python] [--table54 PHOTO]
 //
 // --table54 PHOTO: seed 003's Table 5.4 at 1600x1200 (PHOTO, a grey image file, resized to
 // that size): pxl's bwdist (of PHOTO > 128), regional_minima, fill_holes and
@@ -21,6 +21,12 @@
 //   noise   0/255 noise, half set: ~W*H/13 small components (8-connected)
 //   spiral  a one-pixel-wide square spiral of 255 on 0: one component whose path visits
 //           half the image (the worst case of an iterated fixed point, seed 003)
+//   blobs   2000 filled discs of 255 on 0 (radius 2..20 pixels at 4096^2, scaled with the
+//           size), overlapping: about 1500 components, for labels and for
+//           cv::connectedComponentsWithStats against pxl's label_binary8 then the two
+//           histograms of examples/components.pxl (`sums`: areas and sums of x and y;
+//           `bounds`: the bounding boxes), the centroids divided on the host; checked
+//           equal (areas, boxes; centroids within 1e-9)
 //   relief  the noise blurred (sigma 4): a smooth relief with many basins, for pxl's
 //           reconstruct (seed: the relief less 30), fill_holes (of the noise),
 //           regional_minima and watershed_minima against skimage's reconstruction,
@@ -72,6 +78,12 @@ cv::Mat make_image(const std::string &kind, int w, int h) {
   } else if (kind == "noise") {
     for (int y = 0; y < h; y++)
       for (int x = 0; x < w; x++) m.at<uint8_t>(y, x) = next() & 1 ? 255 : 0;
+  } else if (kind == "blobs") {
+    int rmax = std::max(2, 20 * std::max(w, h) / 4096);
+    for (int k = 0; k < 2000; k++) {
+      int cx = (int)(next() % (uint64_t)w), cy = (int)(next() % (uint64_t)h), r = 2 + (int)(next() % (uint64_t)(rmax - 1));
+      cv::circle(m, cv::Point(cx, cy), r, cv::Scalar(255), cv::FILLED);
+    }
   } else {  // spiral: arms two pixels apart
     int x0 = 0, y0 = 0, x1 = w - 1, y1 = h - 1;
     while (x0 <= x1 && y0 <= y1) {
@@ -97,6 +109,29 @@ template <class F> double best_ms(int reps, F &&f) {
     best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   return best;
+}
+
+// The "SciPy/skimage" and "it/pxl" columns: its time and ratio, or dashes when it did not run.
+std::string peer_columns(double ts, double tp) {
+  char b[64];
+  if (ts < 0) std::snprintf(b, sizeof b, "%10s %8s", "-", "-");
+  else std::snprintf(b, sizeof b, "%10.1f %7.1fx", ts, ts / tp);
+  return b;
+}
+
+// The raster-order number of each label of lab (0 stays 0): table[v], 1, 2, ... in order of
+// each label's first pixel.
+std::vector<uint32_t> raster_table(const cv::Mat &lab) {
+  std::vector<uint32_t> table;
+  uint32_t next = 0;
+  for (int y = 0; y < lab.rows; y++)
+    for (int x = 0; x < lab.cols; x++) {
+      uint32_t v = lab.at<uint32_t>(y, x);
+      if (v >= table.size()) table.resize((size_t)v + 1, UINT32_MAX);
+      if (v && table[v] == UINT32_MAX) table[v] = ++next;
+    }
+  if (!table.empty()) table[0] = 0;
+  return table;
 }
 
 // labels renumbered in raster order of first pixel (0 stays 0)
@@ -148,7 +183,7 @@ double python_ms(const std::string &path, const char *stmt, int reps) {
 
 struct Pxl {
   pxl_context *ctx = nullptr;
-  pxl_program *prog = nullptr;
+  pxl_program *prog = nullptr, *components = nullptr; // examples/graph.pxl, components.pxl
   // entry on u8 image `in` (parameter "in", or "seed" and "mask" with `mask`) into out
   bool run(const char *entry, const cv::Mat &in, cv::Mat &out, int out_type, const cv::Mat *mask = nullptr) {
     pxl_image *i = nullptr, *m = nullptr, *o = nullptr;
@@ -171,7 +206,63 @@ struct Pxl {
     pxl_image_free(o);
     return ok;
   }
+  // histogram `entry` of components.pxl over the label image lab (u32): its bins into out
+  bool bins(const char *entry, const cv::Mat &lab, std::vector<int64_t> &out) {
+    pxl_image *l = nullptr;
+    pxl_args *a = nullptr;
+    pxl_run_result *res = nullptr;
+    int n = 0;
+    const int64_t *b = nullptr;
+    bool ok = pxl_image_wrap(ctx, (void *)lab.data, lab.cols, lab.rows, PXL_U32, 1, lab.step, &l) == PXL_OK &&
+              (a = pxl_args_new(ctx)) && pxl_args_image(a, "lab", l) == PXL_OK &&
+              pxl_run(ctx, components, entry, a, &res) == PXL_OK && (b = pxl_result_bins_i64(res, &n));
+    if (ok) out.assign(b, b + n);
+    else std::fprintf(stderr, "bench_graph: pxl %s: %s\n", entry, pxl_errmsg(ctx));
+    pxl_result_free(res);
+    pxl_args_free(a);
+    pxl_image_free(l);
+    return ok;
+  }
 };
+
+// cv::connectedComponentsWithStats (8-connected) against pxl's label_binary8 and the two
+// histograms of components.pxl (up to 4095 labels), the centroids sum / area on the host.
+// Prints the row; false when the statistics differ.
+bool stats_row(Pxl &p, const cv::Mat &in, int n, int reps) {
+  const int L = 4096;  // components.pxl's LABELS
+  cv::Mat mine, theirs, stats, cents;
+  std::vector<int64_t> sums, box;
+  std::vector<double> cx, cy;
+  auto pxl_stats = [&] {
+    bool ok = p.run("label_binary8", in, mine, CV_32S) && p.bins("sums", mine, sums) && p.bins("bounds", mine, box);
+    cx.resize(L), cy.resize(L);
+    for (int k = 0; ok && k < L; k++) {
+      double area = (double)sums[k];
+      cx[k] = area ? (double)sums[L + k] / area : NAN, cy[k] = area ? (double)sums[2 * L + k] / area : NAN;
+    }
+    return ok;
+  };
+  if (!pxl_stats()) return false;
+  int count = 0;
+  double tp = best_ms(reps, pxl_stats);
+  double to = best_ms(reps, [&] { count = cv::connectedComponentsWithStats(in, theirs, stats, cents, 8, CV_32S); });
+  std::vector<uint32_t> to_mine = raster_table(theirs);
+  bool ok = count <= L && (int)to_mine.size() == count;
+  double cerr = 0;
+  for (int k = 1; ok && k < count; k++) {
+    int m = (int)to_mine[k];
+    ok = sums[m] == stats.at<int>(k, cv::CC_STAT_AREA) && -box[m] == stats.at<int>(k, cv::CC_STAT_LEFT) &&
+         -box[L + m] == stats.at<int>(k, cv::CC_STAT_TOP) &&
+         box[2 * L + m] + box[m] + 1 == stats.at<int>(k, cv::CC_STAT_WIDTH) &&
+         box[3 * L + m] + box[L + m] + 1 == stats.at<int>(k, cv::CC_STAT_HEIGHT);
+    cerr = std::max({cerr, std::fabs(cx[m] - cents.at<double>(k, 0)), std::fabs(cy[m] - cents.at<double>(k, 1))});
+  }
+  ok = ok && cerr < 1e-9;
+  std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %s  %s (%d components; pxl: labels, then 2 histograms)\n", n,
+              "blobs", "stats 8-conn", tp, to, to / tp, peer_columns(-1, tp).c_str(), ok ? "ok" : "MISMATCH",
+              count - 1);
+  return ok;
+}
 
 }  // namespace
 
@@ -180,7 +271,7 @@ int main(int argc, char **argv) {
   int threads = 0, reps = 5;
   bool python = true;
   std::string photo;
-  std::string only = "sparse,single,noise,spiral,relief";
+  std::string only = "sparse,single,noise,spiral,blobs,relief";
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) {
@@ -210,7 +301,8 @@ int main(int argc, char **argv) {
   Pxl p;
   p.ctx = pxl_context_new();
   if (!p.ctx || pxl_set_device(p.ctx, "cpu") != PXL_OK || pxl_set_threads(p.ctx, threads) != PXL_OK ||
-      pxl_program_from_file(p.ctx, PXL_EXAMPLES_DIR "/graph.pxl", &p.prog) != PXL_OK) {
+      pxl_program_from_file(p.ctx, PXL_EXAMPLES_DIR "/graph.pxl", &p.prog) != PXL_OK ||
+      pxl_program_from_file(p.ctx, PXL_EXAMPLES_DIR "/components.pxl", &p.components) != PXL_OK) {
     std::fprintf(stderr, "bench_graph: %s\n", p.ctx ? pxl_errmsg(p.ctx) : "out of memory");
     return 1;
   }
@@ -251,12 +343,12 @@ int main(int argc, char **argv) {
         bool ok = diff <= (l2 ? 1.5 : 0);
         bad += !ok;
         double ts = have_npy ? python_ms(npy, d.py, std::min(reps, 3)) : -1;
-        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (largest difference %.3g%s)\n", n, kind,
-                    d.name, tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH", diff,
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %s  %s (largest difference %.3g%s)\n", n, kind, d.name, tp,
+                    to, to / tp, peer_columns(ts, tp).c_str(), ok ? "ok" : "MISMATCH", diff,
                     capped ? ", where OpenCV is below its cap of 8192" : "");
       }
     }
-    for (const char *kind : {"noise", "spiral"}) {
+    for (const char *kind : {"noise", "spiral", "blobs"}) {
       if (!wanted(kind)) continue;
       cv::Mat in = make_image(kind, n, n);
       bool have_npy = python && write_npy(in, npy);
@@ -274,10 +366,11 @@ int main(int argc, char **argv) {
         double ts = have_npy ? python_ms(npy, conn == 4 ? "label(a, connectivity=1)" : "label(a, connectivity=2)",
                                          std::min(reps, 3))
                              : -1;
-        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %10.1f %7.1fx  %s (%d components)\n", n, kind,
-                    conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, ts, ts / tp, ok ? "ok" : "MISMATCH",
-                    count - 1);
+        std::printf("%-6d %-8s %-14s %10.2f %10.2f %8.2fx %s  %s (%d components)\n", n, kind,
+                    conn == 4 ? "label 4-conn" : "label 8-conn", tp, to, to / tp, peer_columns(ts, tp).c_str(),
+                    ok ? "ok" : "MISMATCH", count - 1);
       }
+      if (std::string(kind) == "blobs" && !stats_row(p, in, n, reps)) bad++;
     }
     if (wanted("relief")) {  // morphology and watersheds: a smooth relief with many basins
       cv::Mat noise = make_image("noise", n, n), relief, seed, bin = make_image("noise", n, n);
@@ -317,7 +410,7 @@ int main(int argc, char **argv) {
         double ts = have_npy ? python_ms(npy, m.py.c_str(), std::min(reps, 3)) : -1;
         char theirs[64] = "         -         -";  // no OpenCV function
         if (to > 0) std::snprintf(theirs, sizeof theirs, "%10.2f %8.2fx", to, to / tp);
-        std::printf("%-6d %-8s %-14s %10.2f %s %10.1f %7.1fx  %s\n", n, "relief", m.name, tp, theirs, ts, ts / tp,
+        std::printf("%-6d %-8s %-14s %10.2f %s %s  %s\n", n, "relief", m.name, tp, theirs, peer_columns(ts, tp).c_str(),
                     to > 0 ? "OpenCV: cv::watershed (4-connected, ridge lines) from the same minima" : "");
       }
       std::remove(seed_npy.c_str());
@@ -366,6 +459,7 @@ int main(int argc, char **argv) {
     }
   }
   pxl_program_free(p.prog);
+  pxl_program_free(p.components);
   pxl_context_free(p.ctx);
   return bad ? 1 : 0;
 }

@@ -12,6 +12,10 @@ every statistic of the label image as a histogram, and compares, exactly:
       and y: the centroid of each label within 1e-9 of OpenCV's), background (label 0)
       included, OpenCV's labels mapped to pxl's through their pixels; the bins past the last
       label empty (0 for sums, an empty CSV field for minima and maxima)
+  sums, bounds
+      the same in two passes: areas and the sums of x and y in one histogram (bins 0, 4096
+      and 8192 + label), minus the left and top and the right and bottom in another
+      (0, 4096, 8192 and 12288 + label), against the same OpenCV statistics
   min_value, max_value
       scipy.ndimage.minimum / maximum of the grey image per label
   contour
@@ -170,6 +174,28 @@ def main():
                     bad = np.nonzero(vals != want[entry])[0]
                     check("%s %s" % (what, entry), bad.size == 0,
                           bad.size and "label %d: pxl %d, expected %d" % (bad[0], vals[bad[0]], want[entry][bad[0]]))
+                # the two-pass forms: areas and sums of x and y in one histogram; minus the
+                # first column and row, the last column and row in another
+                none = st[:, cv2.CC_STAT_AREA] == 0
+                # OpenCV's sums of x and y: its centroids (sum / area, in double) times the areas
+                cv_sums = np.rint(np.nan_to_num(ce) * st[:, cv2.CC_STAT_AREA][:, None]).astype(np.int64)
+                for entry, parts, empty in (
+                        ("sums", [st[:, cv2.CC_STAT_AREA], cv_sums[:, 0], cv_sums[:, 1]], "0"),
+                        ("bounds", [-want["left"], -want["top"], want["right"], want["bottom"]], "")):
+                    got, why = run(pxl, examples, dev, entry, {"lab": lab_path}, tmp)
+                    if got is None:
+                        check("%s %s" % (what, entry), False, why)
+                        continue
+                    check("%s %s" % (what, entry), len(got) == len(parts) * BINS,
+                          "%d bins, expected %d" % (len(got), len(parts) * BINS))
+                    for k, col in enumerate(parts):
+                        part = got[k * BINS:(k + 1) * BINS]
+                        rest_ok = all(v == empty for v in part[n:]) and all(part[j] == empty for j in np.nonzero(none)[0])
+                        vals = np.array([0 if none[j] else int(v) for j, v in enumerate(part[:n])], np.int64)
+                        bad = np.nonzero(vals != np.where(none, 0, col))[0]
+                        check("%s %s part %d" % (what, entry, k), rest_ok and bad.size == 0,
+                              "bins past the labels or of the empty background not empty" if not rest_ok else
+                              bad.size and "label %d: pxl %d, expected %d" % (bad[0], vals[bad[0]], col[bad[0]]))
                 if len(sums) == 2:
                     area = np.maximum(st[:, cv2.CC_STAT_AREA], 1)
                     cen = np.stack([sums["sum_x"] / area, sums["sum_y"] / area], axis=1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Global operators (examples/graph.pxl) against SciPy, scikit-image and OpenCV.
 
-Usage: graph_oracle.py PXL EXAMPLES_DIR DEVICE...
+Usage: graph_oracle.py PXL EXAMPLES_DIR DEVICE... [--watersheds-rule-only]
 
 Each case writes its input image, runs `PXL run` on each DEVICE and compares the result
 pixel for pixel (exact equality):
@@ -37,6 +37,10 @@ pixel for pixel (exact equality):
                  and skimage's watershed(..., watershed_line=True) within WATERSHED_LINES_DIFF
                  (lines on plateaus move by a pixel with the order of ties: 5.1% of the
                  101x101 spiral's pixels)
+--watersheds-rule-only leaves out the comparisons of the watersheds with skimage's, which
+do not depend on the device (oracle_graph makes them; the GPU machine's scikit-image did not
+finish watershed(..., watershed_line=True) on the 640x480 image in 75 s).
+A run gets RUN_TIMEOUT seconds; PXL_ORACLE_VERBOSE=1 prints each run's time.
 pxl's labels must already be in raster order of their first pixel. An image without a
 feature pixel has no distance in SciPy (it answers with the largest or -1); pxl's is
 infinite (u32: 4294967295), which is what is expected there.
@@ -47,6 +51,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import cv2
 import numpy as np
@@ -62,6 +67,7 @@ U32_MAX = np.iinfo(np.uint32).max
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
 WATERSHED_DIFF = 0.05  # the share of pixels where skimage's flooding order may differ
 WATERSHED_LINES_DIFF = 0.08  # with lines: skimage also places the lines of plateaus its own way
+RUN_TIMEOUT = 120  # seconds a run of pxl may take (the largest image is 640x480)
 NEIGHBOURS8 = [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)]
 
 
@@ -186,8 +192,9 @@ def fill_holes_ref(a):
     return reconstruction(seed, a, method="erosion", footprint=CROSS).astype(np.uint8)
 
 
-def morph_cases(a):
-    """(entry, {param: image}, expected, tolerance) for image a and a second image made from it."""
+def morph_cases(a, with_skimage_watershed=True):
+    """(entry, {param: image}, expected, tolerance) for image a and a second image made from it;
+    the watersheds also against skimage's (within a tolerance) where with_skimage_watershed."""
     b = cv2.GaussianBlur(a, (0, 0), 3) if min(a.shape) > 1 else a // 2
     yield "reconstruct", {"seed": b, "mask": a}, reconstruction(np.minimum(b, a), a, "dilation").astype(np.uint8), 0
     yield ("reconstruct_erosion", {"seed": b, "mask": a},
@@ -201,14 +208,15 @@ def morph_cases(a):
     yield "regional_maxima", {"in": b}, extrema(b, local_maxima), 0
     markers = sk_label(minima, connectivity=2).astype(np.uint16)
     basins = flood(b, markers)
-    skimage = sk_watershed(b, markers, connectivity=2).astype(np.uint32)
     lines = flood_lines(b, markers)
-    skimage_lines = sk_watershed(b, markers, connectivity=2, watershed_line=True).astype(np.uint32)
+    if with_skimage_watershed:
+        skimage = sk_watershed(b, markers, connectivity=2).astype(np.uint32)
+        skimage_lines = sk_watershed(b, markers, connectivity=2, watershed_line=True).astype(np.uint32)
     for entry in ("watershed", "watershed_minima", "watershed_lines", "watershed_minima_lines"):
         imgs = {"relief": b, "markers": markers} if entry in ("watershed", "watershed_lines") else {"in": b}
         with_lines = entry.endswith("lines")
         yield entry, imgs, lines if with_lines else basins, 0
-        if b.size >= 1000:  # on a handful of pixels one tie is already a large share
+        if with_skimage_watershed and b.size >= 1000:  # on a handful of pixels one tie is a large share
             yield (entry + " (skimage)", imgs, skimage_lines if with_lines else skimage,
                    WATERSHED_LINES_DIFF if with_lines else WATERSHED_DIFF)
 
@@ -247,20 +255,28 @@ def run(pxl, examples, dev, entry, imgs, tmp):
     if os.path.exists(out):
         os.remove(out)
     cmd += ["--out", out, "--device", dev]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    start = time.monotonic()
+    try:  # a run that hangs fails here, naming its case, before ctest's timeout ends the test
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, "no result after %d s" % RUN_TIMEOUT
+    if os.environ.get("PXL_ORACLE_VERBOSE"):
+        print("%.2f s: %s %s %s" % (time.monotonic() - start, entry, dev, img.shape), flush=True)
     if r.returncode != 0:
         return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
     return tifffile.imread(out).reshape(img.shape), None
 
 
 def main():
-    pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = [a for a in sys.argv[1:] if a != "--watersheds-rule-only"]
+    pxl, examples, devices = args[0], args[1], args[2:]
+    with_skimage_watershed = "--watersheds-rule-only" not in sys.argv
     if skip_without_cuda(devices):
         return 77
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, img in images(examples):
-            todo = [(entry, {"in": img}, want, 0) for entry, want in cases(img)] + list(morph_cases(img))
+            todo = [(entry, {"in": img}, want, 0) for entry, want in cases(img)] + list(morph_cases(img, with_skimage_watershed))
             for entry, imgs, want, tolerance in todo:
                 for dev in devices:
                     what = "%s on %s, %s" % (entry, name, dev)

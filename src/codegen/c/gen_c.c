@@ -676,6 +676,13 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   const Decl *D = g->D;
   const char *BT = hist_double_sums(D) ? "double" : "int64_t";
   bool counts = cg_counts_only(g), keys = D->binop != BIN_SUM;
+  /* integer sums: four 64-bit copies per thread, pixel x into copy x % 4, so that runs of
+   * pixels adding to the same bin (the background of a label image) do not serialise on
+   * one memory location; merged as the threads' copies are. Not for float sums (one pass
+   * in order), nor past 65536 bins (2 MiB a thread), nor for minima and maxima, whose
+   * conditional stores ran 2x slower so (components.pxl's bounds at 4096^2, 2-core VM:
+   * 24.8 ms against 11.9; its sums 12.7 against 16.8). */
+  bool copies4 = !counts && !keys && !hist_double_sums(D) && D->nbins <= 65536;
   StrBuf args = {0};
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
@@ -699,6 +706,7 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
     OUT("    uint32_t *sub = (uint32_t *)calloc((size_t)4 * NB, sizeof(uint32_t));\n");
     OUT("    int rows = 0;\n");
   }
+  if (copies4) OUT("    int64_t *sub = (int64_t *)calloc((size_t)4 * NB, sizeof(int64_t));\n");
   OUT("    #pragma omp for schedule(dynamic, 16)\n");
   OUT("    for (int y = ry0; y < ry1; y++) {\n");
   const char *segs[4][3] = {{"rx0", "ix0", "pe"}, {"ix0", "ix1", "pi"}, {"ix1", "rx1", "pe"}, {"rx0", "rx1", "pe"}};
@@ -713,6 +721,14 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
         OUT("            %s_%sc(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], A, j, j);
       OUT("          }\n          for (; x < %s; x++) %s_%sc(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2], A);
       OUT("        } else\n  ");
+    } else if (copies4) {
+      OUT("        if (sub) {\n");
+      OUT("          int x = %s;\n", segs[k][0]);
+      OUT("          for (; x + 3 < %s; x += 4) {\n", segs[k][1]);
+      for (int j = 0; j < 4; j++)
+        OUT("            %s_%s(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], A, j, j);
+      OUT("          }\n          for (; x < %s; x++) %s_%s(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2], A);
+      OUT("        } else\n  ");
     }
     OUT("        for (int x = %s; x < %s; x++) %s_%s(%s, x, y, W, H, mine);\n", segs[k][0], segs[k][1], g->pfx,
         segs[k][2], A);
@@ -726,6 +742,11 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   OUT("    }\n");
   if (counts) {
     OUT("    if (sub) {\n      for (int b = 0; b < 4 * NB; b++) mine[b %% NB] += sub[b];\n      free(sub);\n    }\n");
+  }
+  if (copies4) {
+    OUT("    if (sub) {\n      for (int b = 0; b < 4 * NB; b++)\n");
+    OUT("        mine[b %% NB] = (int64_t)((uint64_t)mine[b %% NB] + (uint64_t)sub[b]);\n");
+    OUT("      free(sub);\n    }\n");
   }
   OUT("  }\n");
   OUT("  if (priv) {\n    for (int t = 0; t < nt; t++)\n      for (int b = 0; b < NB; b++)\n");
