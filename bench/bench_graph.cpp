@@ -136,15 +136,9 @@ std::vector<uint32_t> raster_table(const cv::Mat &lab) {
 
 // labels renumbered in raster order of first pixel (0 stays 0)
 std::vector<uint32_t> raster(const cv::Mat &lab) {
-  std::vector<uint32_t> out((size_t)lab.rows * lab.cols), table;
-  uint32_t next = 0;
+  std::vector<uint32_t> table = raster_table(lab), out((size_t)lab.rows * lab.cols);
   for (int y = 0; y < lab.rows; y++)
-    for (int x = 0; x < lab.cols; x++) {
-      uint32_t v = lab.at<uint32_t>(y, x);
-      if (v >= table.size()) table.resize((size_t)v + 1, UINT32_MAX);
-      if (v && table[v] == UINT32_MAX) table[v] = ++next;
-      out[(size_t)y * lab.cols + x] = v ? table[v] : 0;
-    }
+    for (int x = 0; x < lab.cols; x++) out[(size_t)y * lab.cols + x] = table[lab.at<uint32_t>(y, x)];
   return out;
 }
 

@@ -713,21 +713,15 @@ static void histogram_entry(Gen *g, const char *fname, bool exported) {
   for (int k = 0; k < 4; k++) {
     if (k == 0) OUT("      if (y >= iy0 && y < iy1) {\n");
     if (k == 3) OUT("      } else {\n");
-    if (counts) {
+    if (counts || copies4) { /* four copies, pixel x into copy x % 4 ("c": the 32-bit counting function) */
+      const char *fn = counts ? "c" : "";
       OUT("        if (sub) {\n");
       OUT("          int x = %s;\n", segs[k][0]);
       OUT("          for (; x + 3 < %s; x += 4) {\n", segs[k][1]);
       for (int j = 0; j < 4; j++)
-        OUT("            %s_%sc(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], A, j, j);
-      OUT("          }\n          for (; x < %s; x++) %s_%sc(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2], A);
-      OUT("        } else\n  ");
-    } else if (copies4) {
-      OUT("        if (sub) {\n");
-      OUT("          int x = %s;\n", segs[k][0]);
-      OUT("          for (; x + 3 < %s; x += 4) {\n", segs[k][1]);
-      for (int j = 0; j < 4; j++)
-        OUT("            %s_%s(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], A, j, j);
-      OUT("          }\n          for (; x < %s; x++) %s_%s(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2], A);
+        OUT("            %s_%s%s(%s, x + %d, y, W, H, sub + (size_t)%d * NB);\n", g->pfx, segs[k][2], fn, A, j, j);
+      OUT("          }\n          for (; x < %s; x++) %s_%s%s(%s, x, y, W, H, sub);\n", segs[k][1], g->pfx, segs[k][2],
+          fn, A);
       OUT("        } else\n  ");
     }
     OUT("        for (int x = %s; x < %s; x++) %s_%s(%s, x, y, W, H, mine);\n", segs[k][0], segs[k][1], g->pfx,
