@@ -25,7 +25,6 @@ every statistic of the label image as a histogram, and compares, exactly:
 Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,7 +33,7 @@ import numpy as np
 import tifffile
 from scipy import ndimage
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 BINS = 4096
 CONTOUR_BINS = 128 * BINS
@@ -55,17 +54,15 @@ def images(examples):
 
 def run(pxl, examples, dev, entry, imgs, tmp, params=()):
     out = os.path.join(tmp, "out.tif" if entry == "labels8" else "out.csv")
-    if os.path.exists(out):
-        os.remove(out)
     cmd = [pxl, "run", os.path.join(examples, "components.pxl"), entry]
     for name, path in imgs.items():
         cmd += ["--in", "%s=%s" % (name, path)]
     for p in params:
         cmd += ["--param", p]
     cmd += ["--out", out, "--device", dev]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
+    why = run_pxl(cmd, [out])
+    if why:
+        return None, why
     if entry == "labels8":
         return tifffile.imread(out), None
     with open(out) as f:

@@ -18,14 +18,13 @@ with a YUV4MPEG2 reader written here). Prints 'N passed, N failed'; exits 1 on a
 failure; CUDA without an NVIDIA device node is a skip.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 
 def means(img, axis, paving, starts):
@@ -124,13 +123,10 @@ def main():
             for entry, fn in WANT.items():
                 want = fn(img)
                 for dev in devices:
-                    if os.path.exists(out):
-                        os.remove(out)
-                    run = subprocess.run([pxl, "run", program, entry, "--in", src, "--out", out, "--device", dev],
-                                         capture_output=True, text=True)
+                    why = run_pxl([pxl, "run", program, entry, "--in", src, "--out", out, "--device", dev], [out])
                     what = "%s on %s, %s" % (entry, name, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += 1
                         continue
                     check(what, cv2.imread(out, cv2.IMREAD_UNCHANGED), want)
@@ -139,11 +135,10 @@ def main():
         for entry in ("downscale", "scale_hd"):
             for dev in devices:
                 y4m = os.path.join(tmp, "out.y4m")
-                run = subprocess.run([pxl, "run", program, entry, "--in", clip, "--out", y4m, "--device", dev],
-                                     capture_output=True, text=True)
+                why = run_pxl([pxl, "run", program, entry, "--in", clip, "--out", y4m, "--device", dev], [y4m])
                 what = "%s on samples/clip.y4m, %s" % (entry, dev)
-                if run.returncode != 0:
-                    print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                if why:
+                    print("FAIL %s: %s" % (what, why))
                     failed += 1
                     continue
                 ow, oh, got = read_y4m(y4m)

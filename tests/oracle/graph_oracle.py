@@ -48,7 +48,6 @@ Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import heapq
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +60,7 @@ from skimage.measure import label as sk_label
 from skimage.morphology import local_maxima, local_minima, reconstruction
 from skimage.segmentation import watershed as sk_watershed
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 U32_MAX = np.iinfo(np.uint32).max
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
@@ -252,19 +251,13 @@ def run(pxl, examples, dev, entry, imgs, tmp):
         cmd += ["--in", "%s=%s" % (name, src)]
     img = next(iter(imgs.values()))
     out = os.path.join(tmp, "out.tif")
-    if os.path.exists(out):
-        os.remove(out)
     cmd += ["--out", out, "--device", dev]
     start = time.monotonic()
-    try:  # a run that hangs fails here, naming its case, before ctest's timeout ends the test
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, "no result after %d s" % RUN_TIMEOUT
+    # a run that hangs fails here, naming its case, before ctest's timeout ends the test
+    why = run_pxl(cmd, [out], timeout=RUN_TIMEOUT)
     if os.environ.get("PXL_ORACLE_VERBOSE"):
         print("%.2f s: %s %s %s" % (time.monotonic() - start, entry, dev, img.shape), flush=True)
-    if r.returncode != 0:
-        return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
-    return tifffile.imread(out).reshape(img.shape), None
+    return (None, why) if why else (tifffile.imread(out).reshape(img.shape), None)
 
 
 def main():

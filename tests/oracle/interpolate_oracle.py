@@ -16,14 +16,13 @@ positions far outside. Prints 'N passed, N failed'; exits 1 on a failure; CUDA w
 NVIDIA device node is a skip.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import scipy.ndimage as nd
 
-from oracle_common import skip_without_cuda
+from oracle_common import run_pxl, skip_without_cuda
 
 SOURCE = """
 kernel f32 lin(image f32 in, f32 sx, f32 sy, f32 ox, f32 oy) { return in.linear(x * sx + ox, y * sy + oy); }
@@ -106,13 +105,10 @@ def main():
                 cases.append(("cub", ["--param", "sx=%r" % sx, "--param", "ox=%r" % ox], cubic_ref(img, fx, fy), 1e-9))
             for entry, args, want, tol in cases:
                 for dev in devices:
-                    if os.path.exists(out):
-                        os.remove(out)
-                    run = subprocess.run([pxl, "run", prog, entry, "--in", src, "--out", out, "--device", dev] + args,
-                                         capture_output=True, text=True)
+                    why = run_pxl([pxl, "run", prog, entry, "--in", src, "--out", out, "--device", dev] + args, [out])
                     what = "%s%s on %dx%d, %s" % (entry, "".join(" " + a for a in args if a != "--param"), w, h, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += 1
                         continue
                     got = np.load(out)

@@ -16,7 +16,6 @@ by the reduction GPUs use. Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import collections
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -26,7 +25,7 @@ import tifffile
 from scipy import ndimage
 from skimage.morphology import reconstruction
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 CAP = "1000000"
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
@@ -100,15 +99,11 @@ def run(pxl, examples, dev, file, entry, imgs, params, tmp):
     for name, value in params.items():
         cmd += ["--param", "%s=%d" % (name, value)]
     out = os.path.join(tmp, "out.tif")
-    if os.path.exists(out):
-        os.remove(out)
     env = dict(os.environ)
     if dev == "cpu+check5":
         dev, env["PXL_LOOP_CHECK"] = "cpu", "5"
-    r = subprocess.run(cmd + ["--out", out, "--device", dev], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
-    return tifffile.imread(out), None
+    why = run_pxl(cmd + ["--out", out, "--device", dev], [out], env=env)
+    return (None, why) if why else (tifffile.imread(out), None)
 
 
 def main():

@@ -15,14 +15,13 @@ variance); for equalize and otsu also rows of 8209 and 4113 pixels (wide_inputs)
 the largest share seen is printed.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 
 def box(r):
@@ -159,17 +158,14 @@ def main():
                 for dev in devices:
                     if dev == "ref" and entry in SMALL_ON_REF and img.size > 100000:
                         continue
-                    for o in outs:
-                        if os.path.exists(o):
-                            os.remove(o)
                     cmd = [pxl, "run", os.path.join(examples, file), entry, "--in", src]
                     for o in outs:
                         cmd += ["--out", o]
                     cmd += ["--device", dev] + args
-                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    why = run_pxl(cmd, outs)
                     what = "%s%s on %s, %s" % (entry, "".join(" " + x for x in args if x != "--param"), name, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += len(outs)
                         continue
                     for k, (o, want) in enumerate(zip(outs, wants)):

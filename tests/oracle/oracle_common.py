@@ -1,8 +1,9 @@
-"""What the oracle scripts share: the CUDA skip and reading a sample image.
+"""What the oracle scripts share: the CUDA skip, reading a sample image and running pxl.
 
 Imported from the scripts' own directory (Python puts a script's directory first on its path).
 """
 import os
+import subprocess
 import sys
 
 import cv2
@@ -16,6 +17,20 @@ def skip_without_cuda(devices):
         print("skipped: no CUDA device")
         return True
     return False
+
+
+def run_pxl(cmd, outs=(), timeout=None, env=None):
+    """Runs the pxl command line cmd, the files outs (its outputs) removed first, so that a
+    failed run never leaves an earlier result to be read. None when it succeeded, else why
+    not: 'exit N: its message', or 'no result after T s' when timeout seconds passed."""
+    for out in outs:
+        if os.path.exists(out):
+            os.remove(out)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return "no result after %d s" % timeout
+    return None if r.returncode == 0 else "exit %d: %s" % (r.returncode, r.stderr.strip())
 
 
 def sample(examples, name, flags):

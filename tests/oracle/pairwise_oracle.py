@@ -23,7 +23,6 @@ pxl sums in f32 in order of k (cosine in f64): u8 tables of sums of integers bel
 value is below 1. Prints 'N passed, N failed' and exits 1 on a failure.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -32,7 +31,7 @@ import numpy as np
 import tifffile
 from scipy.spatial.distance import cdist
 
-from oracle_common import skip_without_cuda
+from oracle_common import run_pxl, skip_without_cuda
 
 GAMMA = 0.01
 ENTRIES = ["sqeuclidean", "cityblock", "cosine", "chisquare", "intersection", "rbf", "nearest_row"]
@@ -82,16 +81,12 @@ def save(path, a):
 
 def run(pxl, examples, dev, entry, xpath, ypath, tmp):
     out = os.path.join(tmp, "out.tif")
-    if os.path.exists(out):
-        os.remove(out)
     cmd = [pxl, "run", os.path.join(examples, "pairwise.pxl"), entry, "--in", "X=" + xpath, "--in", "Y=" + ypath,
            "--out", out, "--device", dev]
     if entry == "rbf":
         cmd += ["--param", "gamma=%r" % GAMMA]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        return None, "exit %d: %s" % (r.returncode, r.stderr.strip())
-    return tifffile.imread(out), None
+    why = run_pxl(cmd, [out], timeout=300)
+    return (None, why) if why else (tifffile.imread(out), None)
 
 
 def main():

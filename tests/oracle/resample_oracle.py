@@ -17,14 +17,13 @@ on the sample photograph in grey and in colour (per channel), random bytes at od
 'N passed, N failed', exits 1 on a failure; CUDA without an NVIDIA device node is a skip.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 
 def inputs(examples):
@@ -82,13 +81,10 @@ def main():
             cv2.imwrite(src, img)
             for entry, args, want in cases(img):
                 for dev in devices:
-                    if os.path.exists(out):
-                        os.remove(out)
-                    run = subprocess.run([pxl, "run", program, entry, "--in", src, "--out", out, "--device", dev] + args,
-                                         capture_output=True, text=True)
+                    why = run_pxl([pxl, "run", program, entry, "--in", src, "--out", out, "--device", dev] + args, [out])
                     what = "%s%s on %s, %s" % (entry, "".join(" " + a for a in args if a != "--param"), name, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += 1
                         continue
                     got = cv2.imread(out, cv2.IMREAD_UNCHANGED)
@@ -107,16 +103,13 @@ def main():
             for entry, wants in multi_cases(img):
                 for dev in devices:
                     outs = [os.path.join(tmp, "out%d.npy" % k) for k in range(len(wants))]
-                    for o in outs:
-                        if os.path.exists(o):
-                            os.remove(o)
                     cmd = [pxl, "run", program, entry, "--in", src, "--device", dev]
                     for o in outs:
                         cmd += ["--out", o]
-                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    why = run_pxl(cmd, outs)
                     what = "%s on %s, %s" % (entry, name, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += 1
                         continue
                     for k, (o, want) in enumerate(zip(outs, wants)):

@@ -13,14 +13,13 @@ gradient; and integral.pxl per channel on the colour photograph. Prints 'N passe
 exits 77 ('skipped: no CUDA device') where no NVIDIA device node exists.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import cv2
 import numpy as np
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 
 def inputs(examples):
@@ -45,14 +44,12 @@ class Checker:
 
     def run(self, what, file, src, out, dev, params=()):
         """pxl run FILE on src into out; the result as an array, or None after a failure."""
-        if os.path.exists(out):
-            os.remove(out)
         cmd = [self.pxl, "run", os.path.join(self.examples, file), "--in", src, "--out", out, "--device", dev]
         for p in params:
             cmd += ["--param", p]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+        why = run_pxl(cmd, [out])
+        if why:
+            print("FAIL %s: %s" % (what, why))
             self.failed += 1
             return None
         return np.load(out)

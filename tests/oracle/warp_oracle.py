@@ -35,7 +35,7 @@ import tempfile
 import cv2
 import numpy as np
 
-from oracle_common import skip_without_cuda, sample
+from oracle_common import run_pxl, skip_without_cuda, sample
 
 # pxl border mode -> OpenCV's borderMode and borderValue; None: the kernel's default
 BORDERS = [(None, cv2.BORDER_CONSTANT, 0), ("constant(131)", cv2.BORDER_CONSTANT, 131),
@@ -190,14 +190,11 @@ def main():
                     want = cv2.imread(ref, cv2.IMREAD_UNCHANGED) if run.returncode == 0 else np.zeros((0,), np.uint8)
                     tail = 0
                 for dev in devices:
-                    if os.path.exists(out):
-                        os.remove(out)
                     image = ["--in", ("in=" if entry.startswith("remap") else "") + src]
-                    run = subprocess.run([pxl, "run", program, entry] + image + ["--out", out, "--device", dev] + args,
-                                         capture_output=True, text=True)
+                    why = run_pxl([pxl, "run", program, entry] + image + ["--out", out, "--device", dev] + args, [out])
                     what = "%s on %s, %s" % (describe(entry, args), name, dev)
-                    if run.returncode != 0:
-                        print("FAIL %s: exit %d: %s" % (what, run.returncode, run.stderr.strip()))
+                    if why:
+                        print("FAIL %s: %s" % (what, why))
                         failed += 1
                         continue
                     why = compare(cv2.imread(out, cv2.IMREAD_UNCHANGED), want, tail)
