@@ -189,6 +189,12 @@ static const char HELP_RUN[] =
     "                       GPU the time includes copying the images in and out).\n"
     "                       The device is the one that ran the entry: after a fallback\n"
     "                       (auto without a GPU or C compiler) the fallback\n"
+    "  --repeat N           with --time: run the entry N times (1 to 100000) with the\n"
+    "                       same images and parameters and print the best time of the\n"
+    "                       runs after the first as \"pxl: time: MS ms\", then \"pxl:\n"
+    "                       times: ...\" (the first, then the best, median and worst of\n"
+    "                       the others); the last run's result is saved. Later runs\n"
+    "                       reuse compiled kernels and intermediate images\n"
     "  --time-limit SECONDS stop after SECONDS of wall time (a number > 0, e.g. 60 or\n"
     "                       0.5), counted from the start of the command: print \"pxl:\n"
     "                       error: time limit of SECONDS s exceeded\", remove a partial\n"
@@ -700,14 +706,15 @@ static int load_program(pxl_context *ctx, const char *path, pxl_program **prog) 
 
 /* ---- pxl run ---- */
 
-enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_PLANES, O_IN_FLIGHT, O_HELP };
+enum { O_IN = 1, O_OUT, O_PARAM, O_BORDER, O_DEVICE, O_THREADS, O_ROI, O_TIME, O_TIME_LIMIT, O_FUSE, O_NO_FUSE, O_UNFUSED, O_PLANES, O_IN_FLIGHT, O_REPEAT, O_HELP };
 
 static const Opt RUN_OPTS[] = {
     {"in", 0, 1, O_IN, 1},         {"out", 'o', 1, O_OUT, 1},         {"param", 0, 1, O_PARAM, 1},
     {"border", 0, 1, O_BORDER, 1}, {"device", 0, 1, O_DEVICE, 0},     {"threads", 0, 1, O_THREADS, 0},
     {"roi", 0, 1, O_ROI, 0},       {"time", 0, 0, O_TIME, 0},         {"time-limit", 0, 1, O_TIME_LIMIT, 0},
     {"fuse", 0, 1, O_FUSE, 0},     {"no-fuse", 0, 0, O_NO_FUSE, 0},  {"unfused", 0, 1, O_UNFUSED, 0},
-    {"planes", 0, 1, O_PLANES, 0}, {"in-flight", 0, 1, O_IN_FLIGHT, 0}, {"help", 'h', 0, O_HELP, 1},
+    {"planes", 0, 1, O_PLANES, 0}, {"in-flight", 0, 1, O_IN_FLIGHT, 0}, {"repeat", 0, 1, O_REPEAT, 0},
+    {"help", 'h', 0, O_HELP, 1},
     {NULL, 0, 0, 0, 0}};
 
 typedef struct {
@@ -727,6 +734,7 @@ typedef struct {
   int fusion;       /* PXL_FUSE_AUTO, _OFF, _ALL */
   const char *unfused; /* --unfused: stage names, or NULL */
   int roi[4], has_roi, time;
+  int repeat;       /* --repeat N: runs of the entry (0: not given, one run) */
   int luma_only;    /* --planes y: of a y4m stream, the Y plane only */
   int in_flight;    /* --in-flight N: runs in flight over a y4m stream (0: the device's choice; 1: in turn) */
   int has_in_flight; /* --in-flight was given */
@@ -939,6 +947,10 @@ static int parse_run(int argc, char **argv, RunOpts *o) {
       break;
     }
     case O_TIME: o->time = 1; break;
+    case O_REPEAT:
+      if (parse_int(v, strlen(v), 1, 100000, &o->repeat))
+        return usage_error("run", "--repeat needs a number of runs from 1 to 100000, got '%s'", v);
+      break;
     case O_TIME_LIMIT:
     {
       char *end;
@@ -1137,6 +1149,11 @@ static int load_inputs(pxl_context *ctx, RunOpts *o, int sk) {
     }
   }
   return RC_OK;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 static double now_seconds(void) {
@@ -1427,6 +1444,7 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   pxl_program *prog = NULL;
   pxl_args *args = NULL;
   pxl_run_result *res = NULL;
+  double *ms = NULL; /* the runs' times, ms */
   int rc, st;
 
   if (o->device && (st = pxl_set_device(ctx, o->device))) return fail(ctx, st, "--device");
@@ -1445,6 +1463,10 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   }
   if (o->luma_only || o->has_in_flight) {
     rc = usage_error("run", "%s is for a stream of frames (a .y4m --in)", o->luma_only ? "--planes" : "--in-flight");
+    goto done;
+  }
+  if (o->repeat && !o->time) {
+    rc = usage_error("run", "--repeat is for timing: give --time too");
     goto done;
   }
   for (int j = 0; j < o->nout; j++)
@@ -1466,12 +1488,33 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
     rc = usage_error("run", "'%s' produces an image: give --out PATH", pxl_program_entry_name(prog, entry));
     goto done;
   }
-  double t0 = now_seconds();
-  st = pxl_run(ctx, prog, o->entry, args, &res);
-  double t1 = now_seconds();
+  /* --repeat N: N runs, each result freed but the last's; the times of all but the
+   * first (which may compile and allocates what later runs reuse) */
+  int runs = o->repeat > 0 ? o->repeat : 1;
+  st = PXL_OK;
+  ms = calloc((size_t)runs, sizeof *ms);
+  if (!ms) {
+    rc = fail(ctx, PXL_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int r = 0; r < runs && st == PXL_OK; r++) {
+    pxl_result_free(res);
+    res = NULL;
+    double t0 = now_seconds();
+    st = pxl_run(ctx, prog, o->entry, args, &res);
+    ms[r] = (now_seconds() - t0) * 1e3;
+    if (st) runs = r + 1;
+  }
   print_warnings(ctx);
   if (o->time) {
-    fprintf(stderr, "pxl: time: %.3f ms\n", (t1 - t0) * 1e3);
+    if (runs > 1) { /* the best of the runs after the first, then what they spread over */
+      qsort(ms + 1, (size_t)runs - 1, sizeof *ms, cmp_double);
+      fprintf(stderr, "pxl: time: %.3f ms\n", ms[1]);
+      fprintf(stderr, "pxl: times: first %.3f ms; of the %d after it: best %.3f ms, median %.3f ms, worst %.3f ms\n",
+              ms[0], runs - 1, ms[1], ms[1 + (runs - 1) / 2], ms[runs - 1]);
+    } else {
+      fprintf(stderr, "pxl: time: %.3f ms\n", ms[0]);
+    }
     /* the device that ran it: after a fallback of "auto", not the one first picked */
     fprintf(stderr, "pxl: device: %s\n", st == PXL_OK ? pxl_result_device(res) : pxl_device_name(ctx));
   }
@@ -1482,6 +1525,7 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   rc = emit_result(ctx, res, o);
 
 done:
+  free(ms);
   pxl_result_free(res);
   pxl_args_free(args);
   for (int k = 0; k < o->nin; k++) {

@@ -1236,19 +1236,9 @@ static void check_pipeline(Checker *C, Decl *D) {
 }
 
 /* The counts of a pipeline's loops: integer host expressions (constants, scalar
- * parameters, the sizes of image parameters), converted to i64. The loops themselves were
+ * parameters, the sizes of image parameters, values computed before the loop), converted
+ * to i64. The loops themselves were
  * resolved by the parser; the carried images' calls are checked with the other calls. */
-/* Loops and pipeline values do not meet yet: the loop runner (runtime/loops.c) carries
- * images only, so a pipeline with a loop computes no reduction or histogram. */
-static void check_loops_without_values(Checker *C, Decl *D) {
-  if (!D->nloops) return;
-  for (int v = 0; v < D->nvalues; v++)
-    if (D->values[v].kind != PV_IMAGE) {
-      diag_error(C->d, D->values[v].loc, "a pipeline with a loop cannot compute reductions or histograms (not yet)");
-      return;
-    }
-}
-
 static void check_pipeline_loops(Checker *C, Decl *D) {
   for (int i = 0; i < D->nloops; i++) {
     PipeLoop *L = &D->loops[i];
@@ -1367,7 +1357,6 @@ bool check_program(Program *p, Diag *d) {
       generic_context(&C, D, ctx, sizeof ctx);
       check_pipeline(&C, D);
       check_pipeline_loops(&C, D);
-      check_loops_without_values(&C, D);
       d->context = NULL;
     }
   }

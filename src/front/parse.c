@@ -1706,6 +1706,25 @@ static int find_value(Decl *D, const char *name) {
 
 static int pcall(Parser *P, int *cap);
 
+/* Reports `name`, which names no value here: undeclared, or computed in the body of a
+ * loop that has ended (its images and values are the body's own). */
+static void undeclared(Parser *P, Loc loc, const char *name) {
+  Decl *D = P->decl;
+  for (int i = D->nvalues - 1; i >= 0; i--) {
+    int l = D->values[i].loop;
+    if (l >= 0 && D->values[i].name && !strcmp(D->values[i].name, name)) {
+      if (D->values[i].kind == PV_IMAGE)
+        diag_error(P->d, loc, "'%s' is computed in the body of the loop of line %d, and not known after it; to "
+                   "keep an image, define it before the loop and assign it in the body", name, D->loops[l].loc.line);
+      else
+        diag_error(P->d, loc, "'%s' is computed in the body of the loop of line %d, and known only there (a "
+                   "reduction's value or an array is computed again in every iteration)", name, D->loops[l].loc.line);
+      return;
+    }
+  }
+  diag_error(P->d, loc, "undeclared image '%s'", name);
+}
+
 /* parg = pcall (":" border)? | IDENT (":" border)? | expr */
 static PipeArg parg(Parser *P, int *cap) {
   PipeArg a = {.source = -1, .loc = P->tok->loc};
@@ -1726,7 +1745,7 @@ static PipeArg parg(Parser *P, int *cap) {
       a.source = pcall(P, cap);
     } else {
       a.source = find_value(D, P->tok->text);
-      if (a.source < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+      if (a.source < 0) undeclared(P, P->tok->loc, P->tok->text);
       advance(P);
     }
     if (accept(P, ":")) a.has_border = parse_border(P, &a.border);
@@ -1960,7 +1979,7 @@ static void pipe_loop(Parser *P, int *cap) {
   int phi = D->nvalues, nc = 0;
   for (int i = 0; i < nnames; i++) { /* the carried images: defined before the loop */
     int s = find_value(D, names[i]);
-    if (s < 0) continue;
+    if (s < 0 || D->values[s].kind != PV_IMAGE) continue; /* values are not carried (pstmt says so) */
     PipeValue v = {.name = names[i], .type = D->values[s].type, .loc = D->values[s].loc};
     int k = add_value(P, v, D, cap);
     if (k < 0) return;
@@ -1976,12 +1995,13 @@ static void pipe_loop(Parser *P, int *cap) {
     if (s >= phi && s < phi + nc)
       D->loops[li].until[s - phi] = true;
     else if (s < 0)
-      diag_error(P->d, uloc[i], "undeclared image '%s'", until[i]);
+      undeclared(P, uloc[i], until[i]);
     else
       diag_error(P->d, uloc[i], "'%s' is not assigned in this loop; until unchanged(...) names images the loop "
                  "assigns", until[i]);
   }
   int outer = P->loop;
+  Scope *scope = P->scope; /* the values the body computes are its own, like its images */
   P->loop = li;
   P->loop_depth++;
   advance(P); /* { */
@@ -1992,6 +2012,7 @@ static void pipe_loop(Parser *P, int *cap) {
     D->loops[li].next[k] = s >= D->loops[li].first ? s : phi + k;
   }
   D->loops[li].end = D->nvalues;
+  P->scope = scope;
   P->loop = outer;
   P->loop_depth--;
   if (nc == 0 && P->d->nerrors == errs)
@@ -2031,14 +2052,16 @@ static void pstmt(Parser *P, int *cap) {
     }
     expect(P, ";");
   } else if (P->tok->kind == TK_IDENT && named_type(P, P->tok->text, &(Type){0})) {
-    if (P->loop >= 0)
-      diag_error(P->d, sloc, "a reduction or histogram is computed before a loop, not inside one");
     pvalue_stmt(P, cap);
   } else if (P->tok->kind == TK_IDENT && P->tok[1].kind == TK_PUNCT && !strcmp(P->tok[1].text, "=")) {
     const char *name = P->tok->text;
     int prev = find_value(D, name);
     if (prev < 0)
-      diag_error(P->d, sloc, "undeclared image '%s'", name);
+      undeclared(P, sloc, name);
+    else if (D->values[prev].kind != PV_IMAGE)
+      diag_error(P->d, sloc, "'%s' is a %s, which cannot be assigned; compute it inside the loop instead (it is "
+                 "then computed again in every iteration)", name,
+                 D->values[prev].kind == PV_SCALAR ? "reduction's value" : "pipeline array (bins or a table)");
     else if (P->loop < 0)
       diag_error(P->d, sloc, "image '%s' is assigned outside a loop; a new image needs a new name "
                  "(image T name = ...;)", name);
@@ -2066,7 +2089,7 @@ static void pstmt(Parser *P, int *cap) {
           r = pcall(P, cap);
         } else if (P->tok->kind == TK_IDENT) {
           r = find_value(D, P->tok->text);
-          if (r < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+          if (r < 0) undeclared(P, P->tok->loc, P->tok->text);
           advance(P);
         } else {
           diag_error(P->d, P->tok->loc, "expected a kernel call or an image name");
@@ -2085,7 +2108,7 @@ static void pstmt(Parser *P, int *cap) {
       D->result = pcall(P, cap);
     } else if (P->tok->kind == TK_IDENT) {
       D->result = find_value(D, P->tok->text);
-      if (D->result < 0) diag_error(P->d, P->tok->loc, "undeclared image '%s'", P->tok->text);
+      if (D->result < 0) undeclared(P, P->tok->loc, P->tok->text);
       advance(P);
     } else {
       diag_error(P->d, P->tok->loc, "expected a kernel call or an image name after return");

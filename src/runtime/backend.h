@@ -236,10 +236,18 @@ void exec_result_free(ExecResult *res);
  * size (a fused producer has no size()) and is never read through this parameter. */
 struct pxl_image *exec_arg_image(const Decl *P, const PipeValue *pv, int a, struct pxl_image *const *vals);
 /* exec.c, for the pipeline runners: binds the arguments of call pv of pipeline P - images
- * from vals (by value index), scalars evaluated from the pipeline's imgs and scalars -
- * to the callee's image and scalar parameters. */
+ * from vals (by value index), scalars evaluated from the pipeline's imgs and scalars and
+ * its values pvals (by value index: reductions' results; arrays' bins in .arr) - to the
+ * callee's image, scalar and array parameters. */
 void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const *vals, const ImgArg *imgs,
-                     const Lane *scalars, ImgArg *kimgs, Lane *ks);
+                     const Lane *scalars, const Lane *pvals, ImgArg *kimgs, Lane *ks);
+/* exec.c: computes value v of P (a reduction, a histogram or a kernel's table) into
+ * pvals[v], freeing the bins it held before (a value in a loop body, computed again each
+ * iteration). Counting bins that only later stages' arrays read may stay on the device. */
+int exec_value(Backend *be, const Decl *P, int v, struct pxl_image *const *vals, const ImgArg *imgs,
+               const Lane *scalars, Lane *pvals, Err *err);
+/* exec.c: frees pvals (P->nvalues of them) and the bins of its arrays. */
+void exec_values_free(Backend *be, const Decl *P, Lane *pvals);
 /* Checks a caller's output image `given` (size, type, no overlap with the nimgs inputs),
  * or allocates one in be's memory (*owned), for an output of name of w x h of type t. */
 int exec_prepare_output(Backend *be, const char *name, Type t, int w, int h, const ImgArg *imgs, int nimgs,

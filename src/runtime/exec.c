@@ -89,15 +89,17 @@ struct pxl_image *exec_arg_image(const Decl *P, const PipeValue *pv, int a, stru
 }
 
 void exec_stage_args(const Decl *P, const PipeValue *pv, struct pxl_image *const *vals, const ImgArg *imgs,
-                     const Lane *scalars, ImgArg *kimgs, Lane *ks) {
+                     const Lane *scalars, const Lane *pvals, ImgArg *kimgs, Lane *ks) {
   const Decl *K = pv->callee;
   for (int a = 0; a < pv->nargs; a++) {
     const Param *kp = K->params[a];
     if (kp->is_image) {
       kimgs[kp->img_index].img = exec_arg_image(P, pv, a, vals);
       kimgs[kp->img_index].border = pv->args[a].border;
+    } else if (kp->len) { /* an array parameter: a histogram's bins or a kernel's table */
+      ks[kp->scalar_index].arr = pvals[pv->args[a].source].arr;
     } else {
-      ks[kp->scalar_index] = interp_host_expr(pv->args[a].expr, P, imgs, scalars);
+      ks[kp->scalar_index] = interp_pipe_expr(pv->args[a].expr, P, imgs, scalars, pvals);
     }
   }
 }
@@ -227,6 +229,13 @@ static int run_table_value(Backend *be, const PipeValue *pv, const ImgArg *kimgs
   return rc;
 }
 
+/* Frees an array value's bins (and forgets them on the device that kept them). */
+static void value_free(Backend *be, Lane *val) {
+  if (be->array_forget && val->arr) be->array_forget(be, val->arr);
+  PXL_FREE((void *)val->arr);
+  val->arr = NULL;
+}
+
 /* Whether histogram value v of pipeline P may stay on the device (Backend.histogram_keep):
  * every stage that reads it takes it as an integer array parameter of its size, so the
  * host never needs its values (pipeline expressions take scalar values only). */
@@ -242,6 +251,26 @@ static bool keep_bins(const Backend *be, const Decl *P, int v) {
       read = true;
     }
   return read;
+}
+
+int exec_value(Backend *be, const Decl *P, int v, struct pxl_image *const *vals, const ImgArg *imgs,
+               const Lane *scalars, Lane *pvals, Err *err) {
+  const PipeValue *pv = &P->values[v];
+  ImgArg kimgs[64];
+  Lane ks[32];
+  exec_stage_args(P, pv, vals, imgs, scalars, pvals, kimgs, ks);
+  Lane got = {0};
+  int rc = run_value(be, pv, kimgs, ks, keep_bins(be, P, v), &got, err);
+  if (rc) return rc;
+  if (pv->kind == PV_ARRAY) value_free(be, &pvals[v]); /* the last iteration's */
+  pvals[v] = got;
+  return PXL_OK;
+}
+
+void exec_values_free(Backend *be, const Decl *P, Lane *pvals) {
+  for (int v = 0; pvals && v < P->nvalues; v++)
+    if (P->values[v].kind == PV_ARRAY) value_free(be, &pvals[v]);
+  PXL_FREE(pvals);
 }
 
 static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const Lane *scalars, struct pxl_image *given,
@@ -267,25 +296,15 @@ static int run_pipeline(Backend *be, const Decl *P, const ImgArg *imgs, const La
       vals[v] = (struct pxl_image *)imgs[pv->param->img_index].img;
       continue;
     }
-    const Decl *K = pv->callee;
-    ImgArg kimgs[64];
-    Lane ks[32];
-    for (int a = 0; a < pv->nargs; a++) {
-      const Param *kp = K->params[a];
-      if (kp->is_image) {
-        kimgs[kp->img_index].img = exec_arg_image(P, pv, a, vals);
-        kimgs[kp->img_index].border = pv->args[a].border;
-      } else if (kp->len) { /* a histogram's bins */
-        ks[kp->scalar_index].arr = pvals[pv->args[a].source].arr;
-      } else {
-        ks[kp->scalar_index] = interp_pipe_expr(pv->args[a].expr, P, imgs, scalars, pvals);
-      }
-    }
     if (pv->kind != PV_IMAGE) {
-      rc = run_value(be, pv, kimgs, ks, keep_bins(be, P, v), &pvals[v], err);
+      rc = exec_value(be, P, v, vals, imgs, scalars, pvals, err);
       if (!rc) free_inputs(be, P, v, last_use, vals, owned);
       continue;
     }
+    const Decl *K = pv->callee;
+    ImgArg kimgs[64];
+    Lane ks[32];
+    exec_stage_args(P, pv, vals, imgs, scalars, pvals, kimgs, ks);
     int w, h;
     rc = interp_output_size(K, kimgs, ks, &w, &h, err);
     if (rc) break;
@@ -316,12 +335,7 @@ done:
   if (vals && owned)
     for (int v = 0; v < n; v++)
       if (owned[v]) exec_result_index(P, v) < 0 ? exec_give_spare(be, vals[v]) : image_free(vals[v]);
-  for (int v = 0; pvals && v < n; v++) {
-    if (P->values[v].kind != PV_ARRAY) continue;
-    if (be->array_forget && pvals[v].arr) be->array_forget(be, pvals[v].arr);
-    PXL_FREE((void *)pvals[v].arr);
-  }
-  PXL_FREE(pvals);
+  exec_values_free(be, P, pvals);
   PXL_FREE(vals);
   PXL_FREE(owned);
   PXL_FREE(last_use);

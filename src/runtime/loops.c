@@ -69,6 +69,7 @@ typedef struct {
   int nbufs, capbufs;
   Buf **val;                 /* per value: the buffer holding it, or NULL */
   struct pxl_image **vimg;   /* per value: val[v]->img, for exec_stage_args */
+  Lane *pvals;               /* per value: a reduction's result, an array's bins (exec_value) */
   int *last_use;             /* per value outside loops: the position after which none reads it */
   int depth;                 /* loops running */
   int every;                 /* > 0: PXL_LOOP_CHECK */
@@ -304,7 +305,7 @@ static int run_stage(Run *R, int v, struct pxl_image *given, const Steps *st) {
   const Decl *K = pv->callee;
   ImgArg kimgs[64];
   Lane ks[32];
-  exec_stage_args(R->P, pv, R->vimg, R->imgs, R->scalars, kimgs, ks);
+  exec_stage_args(R->P, pv, R->vimg, R->imgs, R->scalars, R->pvals, kimgs, ks);
   int w, h;
   int rc = interp_output_size(K, kimgs, ks, &w, &h, R->err);
   if (rc) return rc;
@@ -391,7 +392,7 @@ static int steppable(Run *R, int li, bool tests, int *carried, bool *by_kernel) 
   if (*carried < 0) return 0;
   ImgArg kimgs[64];
   Lane ks[32];
-  exec_stage_args(P, pv, R->vimg, R->imgs, R->scalars, kimgs, ks);
+  exec_stage_args(P, pv, R->vimg, R->imgs, R->scalars, R->pvals, kimgs, ks);
   const struct pxl_image *c = kimgs[*carried].img;
   int w, h;
   Err ignored;
@@ -541,7 +542,7 @@ static bool chunkable(const Run *R, const PipeLoop *L, bool late, int64_t every)
 static int run_loop(Run *R, int li) {
   const Decl *P = R->P;
   const PipeLoop *L = &P->loops[li];
-  int64_t n = interp_host_expr(L->count, P, R->imgs, R->scalars).i;
+  int64_t n = interp_pipe_expr(L->count, P, R->imgs, R->scalars, R->pvals).i;
   for (int k = 0; k < L->ncarry; k++) hold(R, L->phi + k, R->val[L->init[k]]);
   int64_t every = loop_every(R->be, L, n, R->every);
   /* the test names every carried image and runs every few iterations on the device: it
@@ -654,6 +655,8 @@ static int run_values(Run *R, int from, int to) {
     if (pv->carried >= 0) {
       rc = run_loop(R, pv->carried);
       v = P->loops[pv->carried].end - 1;
+    } else if (pv->kind != PV_IMAGE) { /* a reduction's result, a histogram's or a kernel's array */
+      if (!R->dry) rc = exec_value(R->be, P, v, R->vimg, R->imgs, R->scalars, R->pvals, R->err);
     } else if (!pv->callee) {
       Buf *b = NULL;
       rc = buf_add(R, (struct pxl_image *)R->imgs[pv->param->img_index].img, false, &b);
@@ -704,8 +707,9 @@ int exec_pipeline_loops(Backend *be, const Decl *P, const ImgArg *imgs, const La
   R.val = PXL_CALLOC((size_t)n, sizeof *R.val);
   R.vimg = PXL_CALLOC((size_t)n, sizeof *R.vimg);
   R.last_use = PXL_CALLOC((size_t)n, sizeof *R.last_use);
+  R.pvals = PXL_CALLOC((size_t)n, sizeof *R.pvals);
   int rc = PXL_OK;
-  if (!R.val || !R.vimg || !R.last_use) {
+  if (!R.val || !R.vimg || !R.last_use || !R.pvals) {
     rc = err_set(err, PXL_ENOMEM, "out of memory");
     goto done;
   }
@@ -754,5 +758,6 @@ done:
   PXL_FREE(R.val);
   PXL_FREE(R.vimg);
   PXL_FREE(R.last_use);
+  exec_values_free(be, P, R.pvals);
   return rc;
 }

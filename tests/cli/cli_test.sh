@@ -158,7 +158,7 @@ px help
 assert "pxl help shows the overview" '[ $rc -eq 0 ] && has out.txt "Exit status"'
 
 px run --help
-assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--fuse" && has out.txt "--no-fuse" && has out.txt "--unfused" && has out.txt "--roi" && has out.txt "--time"'
+assert "pxl run --help documents every option" '[ $rc -eq 0 ] && has out.txt "--in" && has out.txt "--out" && has out.txt "--param" && has out.txt "--border" && has out.txt "--device" && has out.txt "--threads" && has out.txt "--fuse" && has out.txt "--no-fuse" && has out.txt "--unfused" && has out.txt "--roi" && has out.txt "--time" && has out.txt "--repeat"'
 
 px help check
 assert "pxl help check documents --explain" '[ $rc -eq 0 ] && has out.txt "--explain"'
@@ -210,7 +210,7 @@ assert "well-formed --border modes pass the check (the unknown NAME in2 is a run
 
 # One rule for options: a single-valued option given twice is a usage error naming it.
 for dup in "--roi 0,0,1,1 --roi 0,0,2,2" "--threads 1 --threads 2" "--device cpu --device ref" "--fuse off --fuse all" \
-  "--time --time" "--time-limit 5 --time-limit 6"; do
+  "--time --time" "--time-limit 5 --time-limit 6" "--repeat 2 --repeat 3"; do
   opt=$(echo "$dup" | sed 's/^-*\([a-z-]*\).*/\1/; s/^o$/out/')
   # shellcheck disable=SC2086
   px run inv.pxl --in img.pgm --out o1.pgm $dup
@@ -321,6 +321,14 @@ assert "an unknown parameter exits 4 and leaves --out unchanged" '[ $rc -eq 4 ] 
 
 px run inv.pxl --in img.pgm --out inv_t.pgm --time
 assert "--time prints the run time in ms to stderr" '[ $rc -eq 0 ] && grep -q "^pxl: time: [0-9][0-9.]* ms$" err.txt && grep -q "^pxl: device: " err.txt && cmp -s inv.pgm inv_t.pgm'
+px run inv.pxl --in img.pgm --out inv_r.pgm --time --repeat 4
+assert "--repeat 4 runs four times: the best after the first, then the spread of the three; the result saved" '[ $rc -eq 0 ] && grep -q "^pxl: time: [0-9][0-9.]* ms$" err.txt && grep -q "^pxl: times: first [0-9.]* ms; of the 3 after it: best [0-9.]* ms, median [0-9.]* ms, worst [0-9.]* ms$" err.txt && cmp -s inv.pgm inv_r.pgm'
+for bad in 0 -2 x 100001; do
+  px run inv.pxl --in img.pgm --out o1.pgm --time --repeat "$bad"
+  assert "--repeat $bad is a usage error (exit 2)" '[ $rc -eq 2 ] && has err.txt "--repeat needs a number of runs" && [ ! -e o1.pgm ]'
+done
+px run inv.pxl --in img.pgm --out o1.pgm --repeat 3
+assert "--repeat without --time is a usage error (exit 2): it only times" '[ $rc -eq 2 ] && has err.txt "give --time too" && [ ! -e o1.pgm ]'
 
 px run inv.pxl --in img.pgm --out inv_th.pgm --threads 2
 assert "--threads 2 gives the same image" '[ $rc -eq 0 ] && cmp -s inv.pgm inv_th.pgm'

@@ -869,9 +869,12 @@ static int tile_buffer_image(const Decl *D) {
 /* "PXR_RESTRICT " for pointer parameters, or nothing (Gen.plain_ptrs). */
 static const char *restrict_kw(const Gen *g) { return g->plain_ptrs ? "" : "PXR_RESTRICT "; }
 
-/* Parameter list of the pixel and read functions: images then scalars. */
+/* Parameter list of the pixel and read functions: images, scalars, hoisted values. A
+ * kernel without parameters (`kernel i32 one() size(1, 1)`) takes a placeholder, so that
+ * the list never starts with a comma. */
 static void img_params(Gen *g) {
   const Decl *D = g->D;
+  if (!D->nparams) OUT("int none_");
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
@@ -930,6 +933,7 @@ void cg_args_text(Gen *g, StrBuf *buf) {
 
 static void img_args(Gen *g) {
   const Decl *D = g->D;
+  if (!D->nparams) OUT("0");
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     if (i) OUT(", ");
@@ -979,6 +983,7 @@ void cg_border_value(Gen *g, int k) {
 static void void_params(Gen *g) {
   const Decl *D = g->D;
   OUT(" ");
+  if (!D->nparams) OUT(" (void)none_;");
   for (int i = 0; i < D->nparams; i++) {
     const Param *p = D->params[i];
     int k = p->img_index;
