@@ -72,6 +72,28 @@ def expected(entry, X, Y):
     raise ValueError(entry)
 
 
+def f32_table(X, Y):
+    """The squared Euclidean table as pxl sums it: f32, in order of the elements."""
+    s = np.zeros((X.shape[0], Y.shape[0]), np.float32)
+    for k in range(X.shape[1]):
+        d = X[:, k:k + 1].astype(np.float32) - Y[None, :, k].astype(np.float32)
+        s = s + d * d
+    return s
+
+
+NO_ROW = 4294967295
+
+
+def knn_expected(D, kk=10):
+    """The kk nearest rows per row of D, nearest first, equal distances by index (a stable
+    sort); NO_ROW past the rows there are and for infinite or NaN distances."""
+    order = np.argsort(D, axis=1, kind="stable")[:, :kk]
+    got = np.full((D.shape[0], kk), NO_ROW, np.uint32)
+    finite = np.isfinite(np.take_along_axis(D, order, axis=1))
+    got[:, :order.shape[1]] = np.where(finite, order, NO_ROW)
+    return got
+
+
 def save(path, a):
     if a.dtype == np.uint8:
         cv2.imwrite(path, a)
@@ -79,10 +101,12 @@ def save(path, a):
         tifffile.imwrite(path, a)
 
 
-def run(pxl, examples, dev, entry, xpath, ypath, tmp):
+def run(pxl, examples, dev, entry, xpath, ypath, tmp, ipath=None):
     out = os.path.join(tmp, "out.tif")
     cmd = [pxl, "run", os.path.join(examples, "pairwise.pxl"), entry, "--in", "X=" + xpath, "--in", "Y=" + ypath,
            "--out", out, "--device", dev]
+    if ipath:
+        cmd += ["--in", "I=" + ipath]
     if entry == "rbf":
         cmd += ["--param", "gamma=%r" % GAMMA]
     why = run_pxl(cmd, [out], timeout=300)
@@ -112,6 +136,31 @@ def main():
             k = X.shape[1]
             rtol = 2e-7 * k + 1e-6
             sq = cdist(X.astype(np.float64), Y.astype(np.float64), "sqeuclidean")
+            d32 = f32_table(X, Y)
+            near = knn_expected(d32)
+            ipath = os.path.join(tmp, "I.npy")
+            np.save(ipath, near)
+            # pxl's f32 sums in order against SciPy's f64 table, for the k-NN entries' oracle
+            check("f32 table of %s" % name, np.allclose(d32, sq, rtol=rtol, atol=1e-5), "NumPy's f32 sums")
+            for dev in devices:
+                what = "knn10 on %s, %s" % (name, dev)
+                got, why = run(pxl, examples, dev, "knn10", xpath, ypath, tmp)
+                if got is None:
+                    check(what, False, why)
+                else:
+                    check(what, got.dtype == np.uint32 and np.array_equal(got, near),
+                          lambda: "%s %s, expected %s: %d differ" % (got.shape, got.dtype, near.shape,
+                                                                      np.sum(got != near) if got.shape == near.shape else -1))
+                what = "knn_dist on %s, %s" % (name, dev)
+                got, why = run(pxl, examples, dev, "knn_dist", xpath, ypath, tmp, ipath)
+                want = np.where(near != NO_ROW, np.take_along_axis(d32, np.minimum(near, Y.shape[0] - 1).astype(np.int64),
+                                                                       axis=1), np.inf).astype(np.float32)
+                if got is None:
+                    check(what, False, why)
+                else:
+                    check(what, got.dtype == np.float32 and np.array_equal(got, want),
+                          lambda: "%s %s: %d differ" % (got.shape, got.dtype,
+                                                        np.sum(got != want) if got.shape == want.shape else -1))
             for entry in ENTRIES:
                 for dev in devices:
                     what = "%s on %s, %s" % (entry, name, dev)
