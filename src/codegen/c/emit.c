@@ -234,7 +234,7 @@ static void emit_read(Gen *g, const Node *n, int lane) {
     OUT("]");
     return;
   }
-  OUT("%s_rd%d(i%d, p%d, w%d, h%d, ", g->pfx, k, k, k, k, k);
+  OUT("%s_r%c%d(i%d, p%d, w%d, h%d, ", g->pfx, (g->variant & V_LANES) ? 'l' : 'd', k, k, k, k, k);
   if (rel) OUT("pxr_add_i32(x, ");
   cg_expr(g, n->a, 0);
   if (rel) OUT(")");
@@ -464,10 +464,12 @@ void cg_expr(Gen *g, const Node *n, int lane) {
     }
     if (n->var->param) OUT("s%d", n->var->param->scalar_index);
     else if (n->type.lanes > 1) OUT("v%d[%d]", n->var->slot, lane);
+    else if (g->in_lane && g->varying[n->var->slot]) OUT("v%d[ln_]", n->var->slot);
     else OUT("v%d", n->var->slot);
     return;
   case ND_COORD:
-    OUT("%s", n->ival == 0 ? "x" : n->ival == 1 ? "y" : n->ival == 2 ? "W" : "H");
+    if (g->in_lane && n->ival == 0) OUT("(x + ln_)");
+    else OUT("%s", n->ival == 0 ? "x" : n->ival == 1 ? "y" : n->ival == 2 ? "W" : "H");
     return;
   case ND_IMGDIM:
     OUT("%c%d", n->ival ? 'h' : 'w', n->param->img_index);
@@ -631,8 +633,33 @@ static bool narrow_acc(const Gen *g, const Var *v) {
   return false;
 }
 
+/* In "pv": `v<k>[ln_] = e` for every lane (a varying local's declaration or assignment). */
+static void lane_store(Gen *g, const Node *s) {
+  ind(g);
+  if (s->kind == ND_DECL) OUT("%s v%d[%d]; ", cg_ctype(s->var->type.s), s->var->slot, PXL_CG_LANES);
+  OUT("for (int ln_ = 0; ln_ < %d; ln_++) v%d[ln_] = ", PXL_CG_LANES, s->var->slot);
+  g->in_lane = true;
+  if (s->a) cg_expr(g, s->a, 0);
+  else OUT("0");
+  g->in_lane = false;
+  OUT(";\n");
+}
+
 static void stmt(Gen *g, const Node *s) {
   int lanes;
+  if ((g->variant & V_LANES) && (s->kind == ND_DECL || s->kind == ND_ASSIGN) && g->varying[s->var->slot]) {
+    lane_store(g, s);
+    return;
+  }
+  if ((g->variant & V_LANES) && s->kind == ND_RETURN) { /* the last statement (cg_lanes_plan) */
+    ind(g), OUT("for (int ln_ = 0; ln_ < %d; ln_++) o[ln_] = ", PXL_CG_LANES);
+    g->in_lane = true;
+    cg_expr(g, s->a, 0);
+    g->in_lane = false;
+    OUT(";\n");
+    ind(g), OUT("return;\n");
+    return;
+  }
   switch (s->kind) {
   case ND_BLOCK:
     ind(g), OUT("{\n");
@@ -968,6 +995,28 @@ void cg_read_fns(Gen *g) {
       OUT("  if (!pxr_inside(x, w)) x = %s(x, w);\n  if (!pxr_inside(y, h)) y = %s(y, h);\n", fn, fn);
     }
     OUT("  return p[(ptrdiff_t)y * pitch + (ptrdiff_t)x * %d + c];\n}\n", p->type.lanes);
+    if (!g->varying) continue;
+    /* the lanes' read ("pv"): the same pixel with no branch, so that the C compiler
+     * vectorises the lanes' reads (a masked gather through the branches above ran 4x
+     * slower): the index mapped unconditionally (clamp: two compares), a constant border
+     * selected after a load from the clamped position */
+    OUT("PXR_FN %s %s_rl%d(const PXR_GLOBAL %s *PXR_RESTRICT p, ptrdiff_t pitch, int w, int h, int x, int y, int c) {\n",
+        T, g->pfx, k, T);
+    if (b.kind == B_CONSTANT || b.kind == B_CLAMP) {
+      if (b.kind == B_CONSTANT) OUT("  const int in_ = pxr_inside(x, w) & pxr_inside(y, h);\n");
+      OUT("  x = pxr_clamp_lane(x, w);\n  y = pxr_clamp_lane(y, h);\n");
+    } else {
+      const char *fn = cg_border_index_fn(b.kind);
+      OUT("  x = pxr_inside(x, w) ? x : %s(x, w);\n  y = pxr_inside(y, h) ? y : %s(y, h);\n", fn, fn);
+    }
+    OUT("  const %s v_ = p[(ptrdiff_t)y * pitch + (ptrdiff_t)x * %d + c];\n", T, p->type.lanes);
+    if (b.kind == B_CONSTANT) {
+      OUT("  return in_ ? v_ : ");
+      cg_border_value(g, k);
+      OUT(";\n}\n");
+    } else {
+      OUT("  return v_;\n}\n");
+    }
   }
 }
 
@@ -1232,6 +1281,106 @@ static bool counts_only(const Node *s) {
     if (s->kind == ND_FOR && (!counts_only(s->init) || !counts_only(s->b) || !counts_only(s->step))) return false;
   }
   return true;
+}
+
+/* ---- lanes: neighbouring pixels in one call (C, "pv") ---- */
+
+/* Whether expression n can be computed lane by lane: no relative reads (they go through
+ * the border code of x), vectors or local arrays. */
+static bool lane_expr_ok(const Node *n) {
+  if (!n) return true;
+  if (n->type.lanes > 1 || n->kind == ND_READ || n->kind == ND_VEC || n->kind == ND_LANE) return false;
+  if (n->kind == ND_INDEX && !n->var->param && !n->var->is_const) return false;
+  if (!lane_expr_ok(n->a) || !lane_expr_ok(n->b) || !lane_expr_ok(n->c)) return false;
+  for (int i = 0; i < n->nargs; i++)
+    if (!lane_expr_ok(n->args[i])) return false;
+  return true;
+}
+
+/* Whether expression n depends on x: the coordinate, or a varying local. */
+static bool lane_varies(const Gen *g, const Node *n) {
+  if (!n) return false;
+  if (n->kind == ND_COORD) return n->ival == 0;
+  if (n->kind == ND_VAR) return !n->var->param && n->var->slot >= 0 && g->varying[n->var->slot];
+  if (lane_varies(g, n->a) || lane_varies(g, n->b) || lane_varies(g, n->c)) return true;
+  for (int i = 0; i < n->nargs; i++)
+    if (lane_varies(g, n->args[i])) return true;
+  return false;
+}
+
+/* Marks the locals assigned a varying value in statements s (and those after it); *changed
+ * when one is new. */
+static void lane_mark(Gen *g, const Node *s, bool *changed) {
+  for (; s; s = s->next) {
+    if ((s->kind == ND_DECL || s->kind == ND_ASSIGN) && !g->varying[s->var->slot] && lane_varies(g, s->a)) {
+      g->varying[s->var->slot] = true;
+      *changed = true;
+    }
+    lane_mark(g, s->body, changed);
+    lane_mark(g, s->init, changed);
+    lane_mark(g, s->step, changed);
+    if (s->kind == ND_IF || s->kind == ND_FOR) {
+      lane_mark(g, s->b, changed);
+      lane_mark(g, s->c, changed);
+    }
+  }
+}
+
+/* Whether statements s fit "pv": scalar locals, conditions the same for every lane, a
+ * return of a value that depends on x, only as the body's last statement (`top`);
+ * *loops counts the for loops. */
+static bool lane_stmts_ok(const Gen *g, const Node *s, bool top, int *loops) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case ND_BLOCK:
+      if (!lane_stmts_ok(g, s->body, false, loops)) return false;
+      break;
+    case ND_DECL: case ND_ASSIGN:
+      if (s->var->len || s->var->type.lanes != 1 || s->var->param || !lane_expr_ok(s->a)) return false;
+      break;
+    case ND_IF:
+      if (!lane_expr_ok(s->a) || lane_varies(g, s->a) || !lane_stmts_ok(g, s->b, false, loops) ||
+          !lane_stmts_ok(g, s->c, false, loops))
+        return false;
+      break;
+    case ND_FOR:
+      if (!lane_expr_ok(s->a) || lane_varies(g, s->a) || !lane_stmts_ok(g, s->init, false, loops) ||
+          !lane_stmts_ok(g, s->step, false, loops) || !lane_stmts_ok(g, s->b, false, loops))
+        return false;
+      ++*loops;
+      break;
+    case ND_RETURN: /* and its value depends on x: else every lane computes the same */
+      if (!top || s->next || s->nargs || !lane_expr_ok(s->a) || !lane_varies(g, s->a)) return false;
+      break;
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+bool cg_lanes_plan(Gen *g) {
+  const Decl *D = g->D;
+  if (D->kind != D_KERNEL || D->scan || D->tile[0] || D->sep || D->global || D->nouts || D->type.lanes != 1 ||
+      !D->body || D->nslots <= 0)
+    return false;
+  for (int i = 0; i < D->nparams; i++)
+    if (D->params[i]->is_image && D->params[i]->type.lanes != 1) return false;
+  g->varying = PXL_CALLOC((size_t)D->nslots, sizeof *g->varying);
+  if (!g->varying) return false;
+  for (bool changed = true; changed;) {
+    changed = false;
+    lane_mark(g, D->body->body, &changed);
+  }
+  int loops = 0;
+  if (lane_stmts_ok(g, D->body->body, true, &loops) && loops > 0) return true;
+  cg_lanes_free(g);
+  return false;
+}
+
+void cg_lanes_free(Gen *g) {
+  PXL_FREE(g->varying);
+  g->varying = NULL;
 }
 
 /* ---- values of the scalar parameters alone, computed once per launch ---- */

@@ -25,7 +25,11 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
        V_ROWSUM = 64 /* with V_SEP: the window's values given as r<i> (sums the caller slides; GPU packed min/max) */,
        V_WIN = 128 /* with V_SMEM or V_TILEBUF: the window or footprint is a private array of widened pixels (a GPU thread's registers), not shared memory */,
        V_AXES = 256 /* column values, row values and separable reads as arguments (axes.c) */,
-       V_WIDE = 512 /* with V_AXES, C: separable reads of 1- and 2-byte pixels as 4-byte loads */ };
+       V_WIDE = 512 /* with V_AXES, C: separable reads of 1- and 2-byte pixels as 4-byte loads */,
+       V_LANES = 1024 /* C: PXL_CG_LANES neighbouring pixels per call, each varying local an array (cg_lanes_plan) */ };
+
+/* Pixels per call of the C backend's lanes variant ("pv"). */
+#define PXL_CG_LANES 8
 
 /* The marker before the generated statements of each .pxl line: a comment
  * "/" "* .pxl line N *" "/". */
@@ -100,10 +104,22 @@ typedef struct {
                       * axes' row functions hold them restrict: gcc then vectorises the
                       * row's gathers, which it does not through an inlined function's
                       * own restrict parameters) */
+  bool *varying;     /* C, V_LANES (cg_lanes_plan): per Var slot, whether the local's value
+                      * depends on x (an array of PXL_CG_LANES in "pv"), else NULL */
+  bool in_lane;      /* emitting inside a loop over the lanes ln_: x is x + ln_, a varying
+                      * local v<k>[ln_] */
   bool axes_regs;    /* GPU: a thread's column values and column indices are scalars ac<i>,
                       * aq<q> (it owns one column), not tables indexed by x */
 } Gen;
 
+/* C: whether kernel D can run PXL_CG_LANES neighbouring pixels per call ("pv"): one
+ * scalar output, scalar images read only by absolute reads, scalar locals, every branch
+ * and loop condition independent of x, one return at the end of a value that depends on
+ * x, and a loop in the body (a body without one the C compiler vectorises across the row
+ * by itself). Fills
+ * g->varying (free it with cg_lanes_free). */
+bool cg_lanes_plan(Gen *g);
+void cg_lanes_free(Gen *g);
 /* Prepares g for instance (D, borders); direct must hold D->nimages flags. */
 void cg_init(Gen *g, StrBuf *out, const Decl *D, const Border *borders, const char *pfx, bool *direct);
 /* Read functions, the combine of a reduction, and the "pe" / "pi" pixel functions. */

@@ -25,7 +25,7 @@
 
 /* The CPU's names of the pixel-function variants. */
 static const char *variant_name(int v) {
-  return v == V_AXES ? "pa" : v == (V_AXES | V_WIDE) ? "pw" : v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
+  return v == V_AXES ? "pa" : v == (V_AXES | V_WIDE) ? "pw" : v == V_EDGE ? "pe" : v == V_DIRECT_REL ? "pi" : (v & V_LANES) ? "pv" : (v & V_TILEBUF) ? "pb" : (v & V_ROWSUM) ? "pr"
          : (v & V_SEP) ? "ph" : "pt";
 }
 
@@ -532,7 +532,15 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
   OUT("    for (ptrdiff_t i = (ptrdiff_t)rx1 * %d; i < (ptrdiff_t)W * %d; i++) orow[i] = 0;\n", C, C);
   OUT("    if (y >= iy0 && y < iy1) {\n");
   xloop(g, "rx0", "ix0", V_EDGE, tail);
-  xloop(g, "ix0", "ix1", V_DIRECT_REL, tail);
+  if (g->varying) { /* PXL_CG_LANES pixels per call ("pv"), then one at a time */
+    OUT("      int xl_ = ix0;\n      for (int x = ix0; x + %d <= ix1; x += %d, xl_ = x) ", PXL_CG_LANES, PXL_CG_LANES);
+    sb_printf(g->o, tail, g->pfx, variant_name(V_DIRECT_REL | V_LANES));
+    OUT("\n      for (int x = xl_; x < ix1; x++) ");
+    sb_printf(g->o, tail, g->pfx, variant_name(V_DIRECT_REL));
+    OUT("\n");
+  } else {
+    xloop(g, "ix0", "ix1", V_DIRECT_REL, tail);
+  }
   xloop(g, "ix1", "rx1", V_EDGE, tail);
   OUT("    } else {\n");
   xloop(g, "rx0", "rx1", V_EDGE, tail);
@@ -837,6 +845,11 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
   OUT(" ---- */\n");
   cg_user_defs(g);
   g->no_read0 = cg_tabulated(D); /* a table reads its values directly */
+  /* PXL_CG_LANES pixels per call ("pv") where the body's loops run alike for all (pair-wise
+   * tables: the loop over the vectors' elements): the C compiler vectorises across the
+   * lanes, where it does not vectorise a row loop with a loop inside. Planned before the
+   * read functions, which then include the lanes' branch-free ones */
+  if (D->kind == D_KERNEL && !cg_tabulated(D) && !cg_corner_tiles(D)) cg_lanes_plan(g);
   cg_read_fns(g);
   if (D->kind == D_REDUCE) {
     cg_combine_fn(g);
@@ -857,7 +870,10 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
     if (!cg_tabulated(D) && !cg_corner_tiles(D) && cg_axes_plan(g, &axes)) axes_fns(g);
     if (!cg_tabulated(D)) pixel_fn(g, V_EDGE, false); /* a table reads through pi only */
     if (!cg_corner_tiles(D) && !D->sep && !D->tile[0]) pixel_fn(g, V_DIRECT_REL, false); /* the others' interiors use pt, ph */
-    if (cg_corner_tiles(D) || D->tile[0]) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
+    if (g->axes) cg_lanes_free(g); /* the axis values' row functions instead */
+    if (g->varying) pixel_fn(g, V_DIRECT_REL | V_LANES, false);
+    /* (a tiler whose reads depend on data runs every repetition through the border code) */
+    if (cg_corner_tiles(D) || (D->tile[0] && cg_tiler_direct(D))) pixel_fn(g, V_DIRECT_REL | V_DIRECT_AT, false);
     if (D->skel == SK_P2P_NONSEQ && g->tb_img >= 0) pixel_fn(g, V_DIRECT_REL | V_TILEBUF, false);
     /* the row pass: over column values ("ph"), or given the window's sums ("pr") */
     bool sums = D->sep && (cg_sliding_rows(D->sep) || weighted_rows(D->sep));
@@ -872,6 +888,7 @@ static int emit_instance(StrBuf *out, const Decl *D, const Border *borders, cons
       kernel_entry(g, fname, exported);
     }
   }
+  cg_lanes_free(g);
   if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating C for %s", D->name);
   return PXL_OK;
 }
