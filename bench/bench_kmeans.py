@@ -21,46 +21,29 @@ is faster.
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 
 import cv2
 import numpy as np
 from scipy.cluster.vq import kmeans2
+
+from bench_common import best_ms, pxl_time_ms
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KMEANS = os.path.join(HERE, "..", "examples", "kmeans.pxl")
 SCENE = os.path.join(HERE, "..", "samples", "scene.jpg")
 
 
-def best_ms(f, reps):
-    best, out = float("inf"), None
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3, out
-
-
 def pxl_ms(a, args, outs):
-    """The best of R runs of `pxl run kmeans.pxl ARGS --time --repeat R+1` (one process;
-    the first run, which loads or compiles the kernels, is not counted)."""
+    """The best of R runs of `pxl run kmeans.pxl ARGS` after the first (one process)."""
     for o in outs:
         if os.path.exists(o):
             os.remove(o)
-    cmd = [a.pxl, "run", KMEANS] + args + ["--device", a.device, "--time", "--repeat", str(a.reps + 1)]
+    cmd = [a.pxl, "run", KMEANS] + args + ["--device", a.device]
     if a.threads:
         cmd += ["--threads", str(a.threads)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("bench_kmeans: %s: %s" % (" ".join(args[:1]), r.stderr.strip()))
-    m = re.search(r"pxl: time: ([0-9.]+) ms", r.stderr)
-    if not m:
-        sys.exit("bench_kmeans: no time in pxl's output: %s" % r.stderr.strip())
-    return float(m.group(1))
+    return pxl_time_ms(cmd, a.reps, "bench_kmeans: " + args[0])
 
 
 def main():

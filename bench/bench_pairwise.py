@@ -21,15 +21,14 @@ peer's (relative 1e-4) before its time is printed.
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import tifffile
 from scipy.spatial.distance import cdist
+
+from bench_common import best_ms, pxl_time_ms
 
 GAMMA = 0.01
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,31 +48,15 @@ def peers(X, Y):
     }
 
 
-def best_ms(f, reps):
-    best, out = float("inf"), None
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3, out
-
-
 def pxl_ms(pxl, entry, xpath, ypath, out, threads, reps, device="cpu"):
-    """The best of reps runs in one `pxl run --time --repeat reps+1` (the first run, which
-    loads or compiles the kernel, not counted), and the table of the last."""
+    """The best of reps runs after the first in one `pxl run`, and the table of the last."""
     if os.path.exists(out):
         os.remove(out)
     cmd = [pxl, "run", PAIRWISE, entry, "--in", "X=" + xpath, "--in", "Y=" + ypath, "--out", out,
-           "--device", device, "--threads", str(threads), "--time", "--repeat", str(reps + 1)]
+           "--device", device, "--threads", str(threads)]
     if entry == "rbf":
         cmd += ["--param", "gamma=%r" % GAMMA]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("bench_pairwise: %s: %s" % (entry, r.stderr.strip()))
-    m = re.search(r"pxl: time: ([0-9.]+) ms", r.stderr)
-    if not m:
-        sys.exit("bench_pairwise: no time in pxl's output: %s" % r.stderr.strip())
-    return float(m.group(1)), tifffile.imread(out)
+    return pxl_time_ms(cmd, reps, "bench_pairwise: " + entry), tifffile.imread(out)
 
 
 def main():

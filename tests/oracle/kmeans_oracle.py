@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
-from oracle_common import run_pxl, sample, skip_without_cuda
+from oracle_common import Tally, run_pxl, sample, skip_without_cuda
 
 M64 = (1 << 64) - 1
 
@@ -153,15 +153,8 @@ def main():
         return 77
     src = os.path.join(examples, "kmeans.pxl")
     warnings.filterwarnings("ignore", "One of the clusters is empty")  # kmeans2 keeps them, as pxl
-    passed = failed = 0
-
-    def check(what, ok, why):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (what, why() if callable(why) else why))
+    tally = Tally()
+    check = tally.check
 
     def same(a, b):
         return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
@@ -243,8 +236,7 @@ def main():
                         continue
                     got = cv2.cvtColor(cv2.imread(qout, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
                     check(what, same(got, want), lambda: first_diff(got, want))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

@@ -41,3 +41,23 @@ def sample(examples, name, flags):
         script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
         sys.exit("%s: cannot read samples/%s" % (script, name))
     return img
+
+
+class Tally:
+    """Counts an oracle's checks. check(what, ok, why) prints 'FAIL what: why' for a failed
+    one (why: a string, or a function giving it, called only then); summary() prints
+    'N passed, N failed' and returns the script's exit status (1 after any failure)."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, what, ok, why):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s: %s" % (what, why() if callable(why) else why))
+
+    def summary(self):
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed else 0

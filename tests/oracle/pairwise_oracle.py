@@ -31,7 +31,7 @@ import numpy as np
 import tifffile
 from scipy.spatial.distance import cdist
 
-from oracle_common import run_pxl, skip_without_cuda
+from oracle_common import Tally, run_pxl, skip_without_cuda
 
 GAMMA = 0.01
 ENTRIES = ["sqeuclidean", "cityblock", "cosine", "chisquare", "intersection", "rbf", "nearest_row"]
@@ -117,15 +117,8 @@ def main():
     pxl, examples, devices = sys.argv[1], sys.argv[2], sys.argv[3:]
     if skip_without_cuda(devices):
         return 77
-    passed = failed = 0
-
-    def check(what, ok, why):
-        nonlocal passed, failed
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (what, why()))
+    tally = Tally()
+    check = tally.check
 
     with tempfile.TemporaryDirectory() as tmp:
         for name, X, Y in sets():
@@ -200,8 +193,7 @@ def main():
                         return "%d entries differ, first (row %d of X, row %d of Y): pxl %r, expected %r" % (
                             bad.sum(), at[0], at[1], g[at], want[at])
                     check(what, not bad.any(), why_bad)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":
