@@ -514,6 +514,18 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("  for (int y = (int)((int64_t)H * b_ / nb_); y < (int)((int64_t)H * (b_ + 1) / nb_); y++) {\n");
     OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
     OUT("    do { /* the row (its `continue`s leave this block) */\n");
+  } else if (g->varying) {
+    /* lanes (a loop per pixel: a pair-wise table, a row of labels n x 1): rows cut in
+     * segments when there are few, so that every thread has work - up to 4 a thread, at
+     * least 32 pixels each - and threads from 64 pixels where the loop's trip count is
+     * known only when the kernel runs */
+    OUT("  const int segs_ = H >= 4 * nt_ || W < 64 ? 1 : (4 * nt_ + H - 1) / H < W / 32 ? (4 * nt_ + H - 1) / H : W / 32;\n");
+    OUT("  const int tw_ = (W + segs_ - 1) / segs_, tchunk_ = tw_ >= 65536 ? 1 : 65536 / tw_;\n  (void)tchunk_;\n");
+    OUT("  #pragma omp parallel for schedule(dynamic, tchunk_) num_threads(nt_) if ((int64_t)W * H > %d)\n",
+        D->metrics.exact ? 16384 : 64);
+    OUT("  for (int t_ = 0; t_ < H * segs_; t_++) {\n");
+    OUT("    const int y = t_ / segs_, xs_ = (t_ %% segs_) * tw_, xe_ = xs_ + tw_ < W ? xs_ + tw_ : W;\n");
+    OUT("    %s *orow = o + (ptrdiff_t)y * op;\n", OT);
   } else {
     OUT("  #pragma omp parallel for schedule(dynamic, chunk_) num_threads(nt_) if ((int64_t)W * H > 16384)\n");
     OUT("  for (int y = 0; y < H; y++) {\n");
@@ -527,24 +539,36 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     snprintf(tail, sizeof tail, "%%s_%%s(%s, x, y, W, H, orow + (ptrdiff_t)x * %d);", rargs.s ? rargs.s : "", C);
     sb_free(&rargs);
   }
-  OUT("    if (y < ry0 || y >= ry1) { for (ptrdiff_t i = 0; i < (ptrdiff_t)W * %d; i++) orow[i] = 0; continue; }\n", C);
-  OUT("    for (ptrdiff_t i = 0; i < (ptrdiff_t)rx0 * %d; i++) orow[i] = 0;\n", C);
-  OUT("    for (ptrdiff_t i = (ptrdiff_t)rx1 * %d; i < (ptrdiff_t)W * %d; i++) orow[i] = 0;\n", C, C);
-  OUT("    if (y >= iy0 && y < iy1) {\n");
-  xloop(g, "rx0", "ix0", V_EDGE, tail);
-  if (g->varying) { /* PXL_CG_LANES pixels per call ("pv"), then one at a time */
-    OUT("      int xl_ = ix0;\n      for (int x = ix0; x + %d <= ix1; x += %d, xl_ = x) ", PXL_CG_LANES, PXL_CG_LANES);
+  if (g->varying && !fused) { /* the segment [xs_, xe_) of the row (lanes, above) */
+    OUT("    if (y < ry0 || y >= ry1) { for (ptrdiff_t i = (ptrdiff_t)xs_ * %d; i < (ptrdiff_t)xe_ * %d; i++) orow[i] = 0; continue; }\n", C, C);
+    OUT("    for (ptrdiff_t i = (ptrdiff_t)xs_ * %d; i < (ptrdiff_t)(rx0 < xe_ ? rx0 : xe_) * %d; i++) orow[i] = 0;\n", C, C);
+    OUT("    for (ptrdiff_t i = (ptrdiff_t)(rx1 > xs_ ? rx1 : xs_) * %d; i < (ptrdiff_t)xe_ * %d; i++) orow[i] = 0;\n", C, C);
+    OUT("    const int a0_ = rx0 > xs_ ? rx0 : xs_, a1_ = rx1 < xe_ ? rx1 : xe_;\n");
+    OUT("    const int b0_ = ix0 > xs_ ? ix0 : xs_, b1_ = ix1 < xe_ ? ix1 : xe_;\n");
+    OUT("    if (y >= iy0 && y < iy1) {\n");
+    xloop(g, "a0_", "(ix0 < xe_ ? ix0 : xe_)", V_EDGE, tail);
+    /* PXL_CG_LANES pixels per call ("pv"), then one at a time */
+    OUT("      int xl_ = b0_;\n      for (int x = b0_; x + %d <= b1_; x += %d, xl_ = x) ", PXL_CG_LANES, PXL_CG_LANES);
     sb_printf(g->o, tail, g->pfx, variant_name(V_DIRECT_REL | V_LANES));
-    OUT("\n      for (int x = xl_; x < ix1; x++) ");
+    OUT("\n      for (int x = xl_; x < b1_; x++) ");
     sb_printf(g->o, tail, g->pfx, variant_name(V_DIRECT_REL));
     OUT("\n");
+    xloop(g, "(ix1 > xs_ ? ix1 : xs_)", "a1_", V_EDGE, tail);
+    OUT("    } else {\n");
+    xloop(g, "a0_", "a1_", V_EDGE, tail);
+    OUT("    }\n");
   } else {
+    OUT("    if (y < ry0 || y >= ry1) { for (ptrdiff_t i = 0; i < (ptrdiff_t)W * %d; i++) orow[i] = 0; continue; }\n", C);
+    OUT("    for (ptrdiff_t i = 0; i < (ptrdiff_t)rx0 * %d; i++) orow[i] = 0;\n", C);
+    OUT("    for (ptrdiff_t i = (ptrdiff_t)rx1 * %d; i < (ptrdiff_t)W * %d; i++) orow[i] = 0;\n", C, C);
+    OUT("    if (y >= iy0 && y < iy1) {\n");
+    xloop(g, "rx0", "ix0", V_EDGE, tail);
     xloop(g, "ix0", "ix1", V_DIRECT_REL, tail);
+    xloop(g, "ix1", "rx1", V_EDGE, tail);
+    OUT("    } else {\n");
+    xloop(g, "rx0", "rx1", V_EDGE, tail);
+    OUT("    }\n");
   }
-  xloop(g, "ix1", "rx1", V_EDGE, tail);
-  OUT("    } else {\n");
-  xloop(g, "rx0", "rx1", V_EDGE, tail);
-  OUT("    }\n");
   if ((D->scan & SCAN_X) && !fused) scan_row(g, OT);
   if (fused) { /* down the band: the row (with its row prefix) combined with the one above it */
     OUT("    } while (0);\n");
