@@ -522,10 +522,8 @@ static void kernel_entry(Gen *g, const char *fname, bool exported) {
     OUT("  const int segs_ = H >= 4 * nt_ || W < 64 ? 1 : (4 * nt_ + H - 1) / H < W / 32 ? (4 * nt_ + H - 1) / H : W / 32;\n");
     /* tasks per chunk: about 64K pixels, or one where the pixels' loops run for as long
      * as their data says (a chunk of 64K pixels was the whole row of labels) */
-    if (D->metrics.exact)
-      OUT("  const int tw_ = (W + segs_ - 1) / segs_, tchunk_ = tw_ >= 65536 ? 1 : 65536 / tw_;\n  (void)tchunk_;\n");
-    else
-      OUT("  const int tw_ = (W + segs_ - 1) / segs_, tchunk_ = 1;\n  (void)tchunk_;\n");
+    OUT("  const int tw_ = (W + segs_ - 1) / segs_, tchunk_ = %s;\n  (void)tchunk_;\n",
+        D->metrics.exact ? "tw_ >= 65536 ? 1 : 65536 / tw_" : "1");
     OUT("  #pragma omp parallel for schedule(dynamic, tchunk_) num_threads(nt_) if ((int64_t)W * H > %d)\n",
         D->metrics.exact ? 16384 : 64);
     OUT("  for (int t_ = 0; t_ < H * segs_; t_++) {\n");
