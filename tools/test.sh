@@ -1,12 +1,23 @@
 #!/bin/sh
 # Builds pxl twice - a release build and an ASan+UBSan build - and runs the whole test
 # suite (ctest) in each. Exit status: non-zero if anything fails.
+#   --full  the differential tests' whole matrix: every entry in every border mode
+#           (PXL_TEST_FULL=1; by default each entry takes two of the six modes on the
+#           CPU, one on OpenCL, and the files' entries share all six out, so that CI's
+#           2 cores finish well inside 20 minutes; tools/device/gpu-tests.sh always runs
+#           the whole matrix), and the oracles on OpenCL too (-DPXL_TEST_FULL=ON)
 set -eu
 cd "$(dirname "$0")/.."
+full=OFF
+case "${1:-}" in
+--full) export PXL_TEST_FULL=1 full=ON ;;
+"") ;;
+*) echo "usage: tools/test.sh [--full]" >&2; exit 2 ;;
+esac
 JOBS=$(nproc 2>/dev/null || echo 2)
 # compiled kernels are cached here, shared by both builds (the key is the generated code)
 export PXL_CACHE_DIR="${PXL_CACHE_DIR:-$PWD/build/pxl-cache}"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPXL_TEST_FULL=$full >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$JOBS"
 # tests that cannot run here (no GPU) say why; show it

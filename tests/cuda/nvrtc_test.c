@@ -4,10 +4,10 @@
  * Runs without a GPU (CI): NVRTC only. For every entry of the given .pxl files and every
  * border mode, generates the CUDA translation unit and compiles it for sm_90 (Hopper),
  * with the autotuner's tile shapes (rows 1, 2, 4, 8; 4 or 8 bytes) in turn across the
- * border modes - clamp for every entry, the other modes for every other entry in turn
- * (mirror, wrap, none for one, mirror101, constant for the next: CI's time; every unit
- * of every mode still goes through the generator, and the GPU machines' tests compile
- * and run them all); then the reductions that test pipeline loops' until condition on GPUs
+ * border modes - clamp for every entry and one of the other five in turn (mirror for
+ * one entry, mirror101 for the next, ...: CI's time; every unit of every mode still goes
+ * through the generator, PXL_TEST_FULL=1 compiles them all, and the GPU machines' tests
+ * compile and run them all); then the reductions that test pipeline loops' until condition on GPUs
  * (exec_loop_compare_source, runtime/loops.c), named "<loop test>"; and for every kernel
  * image of the kernel's own type, with clamp (compiled) and constant (generated only)
  * borders, the unit that runs several steps of a loop (gen_gpu_steps) wherever
@@ -105,6 +105,8 @@ int main(int argc, char **argv) {
   }
   const char *q = getenv("PXL_TEST_QUICK");
   const bool quick = q && *q && strcmp(q, "0");
+  const char *fl = getenv("PXL_TEST_FULL");
+  const bool full = fl && *fl && strcmp(fl, "0");
   static const BorderKind kinds[] = {B_CLAMP, B_MIRROR, B_MIRROR101, B_WRAP, B_CONSTANT, B_NONE};
   Units u = {api, 0, 0, 0};
   unsigned steps_planned = 0, tests_made = 0, bodies_given = 0;
@@ -176,7 +178,9 @@ int main(int argc, char **argv) {
         int rc = gen_gpu_stage(&cu, D, b, GPU_CUDA, &tile, &launch, &e);
         snprintf(file, sizeof file, "%s.cu", D->name);
         snprintf(what, sizeof what, "%s %s border %s", name, D->name, border_name(kinds[k]));
-        bool compile = quick ? k == 0 && entries % 4 == 0 : k == 0 || (int)(k % 2) == entries % 2;
+        bool compile = quick  ? k == 0 && entries % 4 == 0
+                       : full ? true
+                              : k == 0 || (int)k == 1 + entries % 5;
         unit_done(&u, &cu, rc, &e, kinds[k] == B_CLAMP ? file : NULL, compile, what);
       }
       /* several steps of a loop over image j (clamp, constant) */

@@ -31,7 +31,7 @@
  * created (tests/common/gpu_device.h); a backend that opens but fails (a probe kernel
  * that does not build, load or launch) fails the test.
  *
- * usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N]
+ * usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N] [--modes N]
  *                  [--inputs random|photo|all] [--samples DIR] FILE.pxl...
  * (PXL_TEST_QUICK=1 also means --quick; --shard runs the border modes b with b % N == I,
  * pipelines of the source in shard 0: N tests together cover the file; --inputs: only
@@ -41,7 +41,8 @@
  * a FILE containing the line `// diff_test: quick` always runs the quick cases: its
  * pipelines iterate over the image hundreds of times in the interpreter; one containing
  * `// diff_test: short` the quick cases with 257x72 for 257x129 (sizes_short);
- * PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
+ * PXL_TEST_FULL=1: every entry in every border mode, where by default each entry takes
+ * --modes N of the six (default 2), entry_mode(); PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
  * ref_cache.h). A case's inputs depend only on the case (file, entry, border, size,
  * input kind), never on which cases ran before it.
  * Prints one line per failure, the largest float deviation accepted, and a summary
@@ -125,6 +126,17 @@ static int shard, nshards = 1; /* --shard I/N: only border modes b with b % N ==
 static pxl_image *sample_gray, *sample_rgb; /* --samples: shapes.png, scene.jpg */
 
 static bool in_shard(int b) { return b % nshards == shard; }
+/* PXL_TEST_FULL=1 (tools/device/gpu-tests.sh, `tools/test.sh --full`): every entry in
+ * every border mode. Otherwise (CI: the 2-core machine must finish the suite well inside
+ * 20 minutes, and most of its time is compiling one module per entry and border mode)
+ * the modes are shared out: each entry runs `--modes N` of the six (N = 1, 2 or 3;
+ * default 2), those b with b = d + salt (mod 6 / N) for entry d - with 2: clamp and wrap,
+ * mirror and constant(7), or mirror101 and none - so that any 6 / N consecutive entries
+ * of a file cover all six, and the salt (from the file's name) gives the files of one
+ * entry different modes. */
+static unsigned mode_groups = 3; /* 6 / N; 1 with PXL_TEST_FULL=1 (every mode) */
+static unsigned file_salt;
+static bool entry_mode(int d, int b) { return (unsigned)b % mode_groups == ((unsigned)d + file_salt) % mode_groups; }
 static const char *case_src; /* the source text of the program being run (the cache key) */
 static int cases;     /* run so far (alternates the offset of resident inputs) */
 
@@ -502,23 +514,24 @@ static void run_program(pxl_context *ref, pxl_context *dev, const char *file, co
   for (int d = 0; d < P->ndecls; d++) {
     const Decl *D = P->decls[d];
     if (pipelines_only && D->kind != D_PIPELINE) continue;
-    int big_border = d % NBORDERS; /* the one border mode of this entry's large random case */
+    /* the one border mode of this entry's large random case (one of its shared-out modes) */
+    int big_border = (int)((d + file_salt) % NBORDERS);
     for (int si = 0; si < nsizes; si++) {
       bool big = (long)sizes[si].w * sizes[si].h > BIG_PIXELS;
       if (big && no_large) continue;
       if (D->kind == D_PIPELINE || mode) {
-        if (D->kind == D_PIPELINE && (mode ? !big || mode_index == big_border : in_shard(0)))
+        if (D->kind == D_PIPELINE && (mode ? (!big || mode_index == big_border) && entry_mode(d, mode_index) : in_shard(0)))
           run_case(ref, dev, pr, pd, D, file, mode, sizes[si], IN_RANDOM, 1);
         continue;
       }
       for (int b = 0; b < NBORDERS; b++)
-        if (in_shard(b) && (!big || b == big_border))
+        if (in_shard(b) && entry_mode(d, b) && (!big || b == big_border))
           run_case(ref, dev, pr, pd, D, file, borders[b], sizes[si], IN_RANDOM, 1);
     }
     for (int i = 0; photos && i < NPHOTO; i++) {
       const PhotoCase *c = &photo_cases[i];
       const char *border = borders[i % NBORDERS];
-      if ((quick && !c->quick) || (no_large && c->large)) continue;
+      if ((quick && !c->quick) || (no_large && c->large) || !entry_mode(d, i % NBORDERS)) continue;
       if (D->kind == D_PIPELINE) { /* a BORDER pipeline in the program of its border mode */
         if (mode ? !strcmp(mode, border) : in_shard(0)) run_case(ref, dev, pr, pd, D, file, mode, c->s, c->in, PHOTO_RUNS);
       } else if (!mode && in_shard(i % NBORDERS)) {
@@ -573,7 +586,7 @@ static bool load_samples(pxl_context *ctx, const char *dir) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N] [--inputs random|photo|all] "
+  fprintf(stderr, "usage: diff_test DEVICE [--quick] [--no-large] [--verbose] [--shard I/N] [--modes N] [--inputs random|photo|all] "
                   "[--samples DIR] FILE.pxl...\n");
   return 2;
 }
@@ -596,6 +609,8 @@ int main(int argc, char **argv) {
   pipelines_only = fused;
   const char *q = getenv("PXL_TEST_QUICK"), *inputs = "all", *samples = PXL_SAMPLES_DIR;
   quick = q && *q && strcmp(q, "0");
+  const char *fl = getenv("PXL_TEST_FULL");
+  const bool full = fl && *fl && strcmp(fl, "0");
   int first = 2;
   for (; first < argc && !strncmp(argv[first], "--", 2); first++) {
     const char *opt = argv[first], *val = first + 1 < argc ? argv[first + 1] : NULL;
@@ -605,7 +620,14 @@ int main(int argc, char **argv) {
     }
     if (!val) return usage();
     first++;
-    if (!strcmp(opt, "--shard")) { /* split a slow file over ctest jobs */
+    if (!strcmp(opt, "--modes")) { /* border modes per entry, without PXL_TEST_FULL */
+      int n = atoi(val);
+      if (n != 1 && n != 2 && n != 3) {
+        fprintf(stderr, "diff_test: bad --modes '%s' (1, 2 or 3)\n", val);
+        return 2;
+      }
+      mode_groups = (unsigned)(NBORDERS / n);
+    } else if (!strcmp(opt, "--shard")) { /* split a slow file over ctest jobs */
       if (sscanf(val, "%d/%d", &shard, &nshards) != 2 || nshards < 1 || shard < 0 || shard >= nshards) {
         fprintf(stderr, "diff_test: bad --shard '%s' (I/N)\n", val);
         return 2;
@@ -619,6 +641,7 @@ int main(int argc, char **argv) {
     }
   }
   if (first >= argc) return usage();
+  if (full) mode_groups = 1;
   const bool all_quick = quick;
   const Size *sizes;
   int nsizes;
@@ -651,6 +674,9 @@ int main(int argc, char **argv) {
       continue;
     }
     const char *base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+    file_salt = 0;
+    for (const char *c = base; *c; c++) file_salt = file_salt * 31u + (unsigned char)*c;
+    file_salt = mode_groups > 1 ? file_salt % NBORDERS : 0; /* 0: the whole matrix as before */
     /* a file whose pipelines iterate over the image many times asks for the quick cases */
     bool shortened = strstr(src, "// diff_test: short") != NULL;
     quick = all_quick || shortened || strstr(src, "// diff_test: quick");
