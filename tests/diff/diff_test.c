@@ -42,8 +42,8 @@
  * pipelines iterate over the image hundreds of times in the interpreter; one containing
  * `// diff_test: short` the quick cases with 257x72 for 257x129 (sizes_short);
  * PXL_TEST_FULL=1: every entry in every border mode, where by default each entry takes
- * --modes N of the six (default 2), entry_mode(); PXL_TEST_REF_CACHE=DIR keeps the interpreter's results in DIR for the other tests,
- * ref_cache.h). A case's inputs depend only on the case (file, entry, border, size,
+ * --modes N of the six (default 2), entry_mode(); PXL_TEST_REF_CACHE=DIR keeps the
+ * interpreter's results in DIR for the other tests, ref_cache.h). A case's inputs depend only on the case (file, entry, border, size,
  * input kind), never on which cases ran before it.
  * Prints one line per failure, the largest float deviation accepted, and a summary
  * "N passed, M failed".
