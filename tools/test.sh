@@ -2,8 +2,8 @@
 # Builds pxl twice - a release build and an ASan+UBSan build - and runs the whole test
 # suite (ctest) in each. Exit status: non-zero if anything fails.
 #   --full  the differential tests' whole matrix: every entry in every border mode
-#           (PXL_TEST_FULL=1; by default each entry takes two of the six modes on the
-#           CPU, one on OpenCL, and the files' entries share all six out, so that CI's
+#           (PXL_TEST_FULL=1; by default each entry takes two of the six modes, one on
+#           OpenCL device images, and the files' entries share all six out, so that CI's
 #           2 cores finish well inside 20 minutes; tools/device/gpu-tests.sh always runs
 #           the whole matrix), and the oracles on OpenCL too (-DPXL_TEST_FULL=ON)
 set -eu
