@@ -75,7 +75,14 @@
  * once). */
 #define PXG_WIDE_WORDS                                                                                                \
   "#define PXG_ADDW(a, b) ((a) + (b))\n"                                                                            \
-  "#define PXG_DIVC2(a, m, s) (((((a) & 0xffffu) * (m)) >> (s)) | (((((a) >> 16) * (m)) >> (s)) << 16))\n"
+  "#define PXG_DIVC2(a, m, s) (((((a) & 0xffffu) * (m)) >> (s)) | (((((a) >> 16) * (m)) >> (s)) << 16))\n"          \
+  PXG_MASK_WORDS
+
+/* Masks of packed.c's comparisons (0 or 0xffff in each half), in both dialects: a or b
+ * chosen half by half, a mask as 0 or 1. */
+#define PXG_MASK_WORDS                                                                                                \
+  "#define PXG_SEL2(m, a, b) (((m) & (a)) | (~(m) & (b)))\n"                                                      \
+  "#define PXG_MASK1(m) ((m) & 0x00010001u)\n"
 
 /* The dialect's words for what the skeletons below use, as macros: thread and block
  * indices, barriers, shared (local) memory, atomics, byte permutes, min/max of two 16-bit
@@ -96,6 +103,9 @@ static const char cuda_words[] =
     "#define PXG_MIN2(a, b) __vminu2((a), (b))\n#define PXG_MAX2(a, b) __vmaxu2((a), (b))\n"
     "#define PXG_MAXS2(a, b) __vmaxs2((a), (b))\n#define PXG_ADD2(a, b) __vadd2((a), (b))\n"
     "#define PXG_SUB2(a, b) __vsub2((a), (b))\n#define PXG_PAIR(a, b) __byte_perm((a), (b), 0x5410u)\n"
+    "#define PXG_EQ2(a, b) __vcmpeq2((a), (b))\n#define PXG_NE2(a, b) __vcmpne2((a), (b))\n"
+    "#define PXG_LT2S(a, b) __vcmplts2((a), (b))\n#define PXG_LE2S(a, b) __vcmples2((a), (b))\n"
+    "#define PXG_LT2U(a, b) __vcmpltu2((a), (b))\n#define PXG_LE2U(a, b) __vcmpleu2((a), (b))\n"
     PXG_WIDE_WORDS
     "#define PXG_ODD_BYTES(w) __byte_perm((w), 0u, 0x4341u)\n"
     "#define PXG_FUNNEL16(a, b) __byte_perm((a), (b), 0x5432u)\n#define PXG_ZIP_BYTES(a, b) __byte_perm((a), (b), 0x6240u)\n"
@@ -133,6 +143,13 @@ static const char opencl_words[] =
     "#define PXG_ADD2(a, b) as_uint(as_short2((uint)(a)) + as_short2((uint)(b)))\n"
     "#define PXG_SUB2(a, b) as_uint(as_short2((uint)(a)) - as_short2((uint)(b)))\n"
     "#define PXG_PAIR(a, b) ((uint)(a) | ((uint)(b) << 16))\n"
+    /* a vector comparison's true is -1 in each component */
+    "#define PXG_EQ2(a, b) as_uint(as_ushort2((uint)(a)) == as_ushort2((uint)(b)))\n"
+    "#define PXG_NE2(a, b) as_uint(as_ushort2((uint)(a)) != as_ushort2((uint)(b)))\n"
+    "#define PXG_LT2S(a, b) as_uint(as_short2((uint)(a)) < as_short2((uint)(b)))\n"
+    "#define PXG_LE2S(a, b) as_uint(as_short2((uint)(a)) <= as_short2((uint)(b)))\n"
+    "#define PXG_LT2U(a, b) as_uint(as_ushort2((uint)(a)) < as_ushort2((uint)(b)))\n"
+    "#define PXG_LE2U(a, b) as_uint(as_ushort2((uint)(a)) <= as_ushort2((uint)(b)))\n"
     PXG_WIDE_WORDS
     "#define PXG_FN_CALLED static\n"
     "#define PXG_AUX baux\n#define PXG_RES bres\n#define PXG_OUT_DATA (bo + out->data)\n"
@@ -1154,6 +1171,8 @@ static int walk_pk_variant(const Walk *w) { return w->packed ? V_SEP | V_ROWSUM 
  * window and its pixels' values in registers at once cost occupancy: gauss5 took 154
  * registers, median5 spilled). tile->bytes 4 / 8: vectors of 8 / 16 bytes of the widest
  * image (at most 16 bytes of output); tile->rows: the rows a thread walks. */
+static bool walk_pk_test(const Gen *g, const Walk *w);
+
 static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
   const Decl *D = g->D;
   if (D->kind != D_KERNEL || no_images(D) || g->virt >= 0 || cg_corner_tiles(D) || D->type.lanes != 1) return false;
@@ -1195,7 +1214,7 @@ static bool walk_plan(const Gen *g, const GpuTile *tile, Walk *w) {
     w->Y0[i] = ac->y0;
   }
   w->packed = walk_packed(g, w);
-  w->pk = !(w->PX % 4) && (w->packed || !use_sep(g)) && gp_packable(g, walk_pk_variant(w));
+  w->pk = !(w->PX % 4) && (w->packed || !use_sep(g)) && gp_packable(g, walk_pk_variant(w)) && walk_pk_test(g, w);
   return !sums || (w->packed && w->pk);
 }
 
@@ -1266,8 +1285,10 @@ static void walk_row(Gen *g, const Walk *w, int k, const char *row, const char *
 /* Row y's PX bytes from the packed pixel function (packed.h): one call per pair of pixels
  * p, p + 2 (p % 4 < 2), whose further arguments are `args` (a format taking p, up to 4
  * times), then the words of the row's vector, pixels p .. p + 3 from the pairs of p and
- * p + 1 (byte permutes). */
-static void pk_store(Gen *g, const char *A, int PX, const char *args) {
+ * p + 1 (byte permutes). With a change test, the words compared with the carried image's
+ * fetched ones (walk_pk_test): row y is fetched row j - Y0, j a C expression. */
+static void pk_store(Gen *g, const Walk *w, const char *A, const char *args, const char *j) {
+  int PX = w->PX;
   for (int p = 0; p < PX; p++) {
     if (p % 4 >= 2) continue;
     OUT("      const uint32_t k_%d = %s_pk(%s", p, g->pfx, A);
@@ -1277,6 +1298,24 @@ static void pk_store(Gen *g, const char *A, int PX, const char *args) {
   OUT("      union { PXG_VEC(%d) v; uint32_t w[%d]; } v_;\n", PX, PX / 4);
   for (int q = 0; q < PX / 4; q++) OUT("      v_.w[%d] = PXG_ZIP_BYTES(k_%d, k_%d);\n", q, 4 * q, 4 * q + 1);
   OUT("      *(PXR_GLOBAL PXG_VEC(%d) *)(o + (ptrdiff_t)y * op + xs) = v_.v;\n", PX);
+  if (g->chg_img >= 0) { /* the change test: the carried image's words at (xs, y), fetched (walk_pk_test) */
+    static const char *lane[] = {"x", "y", "z", "w"};
+    int k = g->chg_img;
+    OUT("      *chg_ |= (uint32_t)(");
+    for (int q = 0; q < PX / 4; q++)
+      OUT("%s(v_.w[%d] != m%d_[(%s) - (%d)]%s%s)", q ? " | " : "", q, k, j, w->Y0[k], PX > 4 ? "." : "",
+          PX > 4 ? lane[q] : "");
+    OUT(");\n");
+  }
+}
+
+/* Whether a walking kernel's packed stores can make its change test (Gen.chg_img): the
+ * carried image is one of the thread's fetched u8 images, as many bytes a vector as the
+ * output, so its words at the pixels' row and columns are in its fetched rows. */
+static bool walk_pk_test(const Gen *g, const Walk *w) {
+  int k = g->chg_img;
+  return k < 0 || (w->on[k] && w->VB[k] == w->PX && image_param(g->D, k)->type.s == T_U8 && w->Y0[k] <= 0 &&
+                   w->Y0[k] + w->NR[k] > 0);
 }
 
 /* The half-word of packed column values (walk_pack) of row set `r` whose halves are the
@@ -1364,7 +1403,9 @@ static void pack_rows(Gen *g, const char *A, const Walk *w, int j, char r) {
   if (w->pk) {
     char args[64] = "";
     for (int i = 0; i < S->nacc; i++) snprintf(args + strlen(args), sizeof args - strlen(args), ", p%d_%%d", i);
-    pk_store(g, A, PX, args);
+    char row[16];
+    snprintf(row, sizeof row, "%d", j);
+    pk_store(g, w, A, args, row);
     OUT("      }\n");
     return;
   }
@@ -1474,7 +1515,7 @@ static void kernel_walk(Gen *g, const char *A, const Walk *w, GpuLaunch *L) {
     walk_row(g, w, k, last, r, yy, "      ");
   }
   if (w->pk) {
-    pk_store(g, A, PX, wa.s);
+    pk_store(g, w, A, wa.s, "j");
     sb_free(&wa);
     OUT("    }\n    return;\n  }\n");
     block_checked(g, A, PX, SH, 1, true);

@@ -25,6 +25,15 @@
  *          multiplies and shifts a pair), converted to an integer type that holds it,
  *          made BYTE by a conversion to u8 (an unsigned minimum with 255 where it can
  *          pass 255) - wherever value_range bounds it within 0..65535.
+ *   MASK   0 or 0xffff in each half (false, true): a comparison of two values of the
+ *          classes above (BYTEs and SHORTs as signed halves, BYTEs and WIDEs as unsigned
+ *          ones; a literal counts as the class its value fits), &&, || and ! of masks or
+ *          of values (a value is true where its half is not 0); it selects between two
+ *          values (`c ? a : b`: the arms' class, a BYTE or a SHORT or a WIDE) and
+ *          becomes a BYTE 0 or 1 where it is converted to an integer type.
+ * Loops the analysis unrolls (NF_UNROLL: a counter from one literal to another) are
+ * unrolled here too, their counters standing for their values in the reads' offsets
+ * (canny's grow: a 3 x 3 maximum, then a comparison and a choice, on pairs).
  * Anything else (coordinates, scalar parameters, other operators, control flow) is not
  * packed: the generator then calls the one-pixel functions as before. The halves never
  * carry into each other: BYTE operations stay within 0..255 and SHORT within
@@ -38,7 +47,18 @@
 
 #define OUT(...) sb_printf(g->o, __VA_ARGS__)
 
-typedef enum { PK_NO, PK_BYTE, PK_SHORT, PK_WIDE } PkClass;
+typedef enum { PK_NO, PK_BYTE, PK_SHORT, PK_WIDE, PK_MASK } PkClass;
+
+/* The counters of the unrolled loops around the statement being classed or emitted,
+ * innermost last, and while emitting each one's value in the copy of the loop's body
+ * being emitted (classing: the first value). Per thread: programs may be compiled on
+ * several at once. */
+#define PK_COUNTERS 8
+static _Thread_local struct {
+  const Var *var[PK_COUNTERS];
+  int64_t val[PK_COUNTERS];
+  int n;
+} ctrs;
 
 /* Whether integer type s holds v (a conversion keeps it; one that would saturate is
  * not followed by const_int). */
@@ -56,6 +76,39 @@ static bool const_int(const Node *n, int64_t *v) {
   if (n->kind == ND_CAST && !scalar_is_float(n->type.s)) return const_int(n->a, v) && fits(n->type.s, *v);
   if (n->kind == ND_NEG && const_int(n->a, v)) return *v = -*v, true;
   return false;
+}
+
+/* The value of a read's offset: an integer constant expression in which the counters of
+ * the unrolled loops around the read stand for their values (ctrs). */
+static bool offset_value(const Node *n, int64_t *v) {
+  int64_t a, b;
+  if (!n || n->type.lanes != 1 || scalar_is_float(n->type.s)) return false;
+  switch (n->kind) {
+  case ND_VAR:
+    for (int i = ctrs.n - 1; i >= 0; i--)
+      if (ctrs.var[i] == n->var) return *v = ctrs.val[i], true;
+    return false;
+  case ND_CAST: return offset_value(n->a, v) && fits(n->type.s, *v);
+  case ND_NEG: return offset_value(n->a, v) && (*v = -*v, true);
+  case ND_ADD:
+  case ND_SUB:
+    if (!offset_value(n->a, &a) || !offset_value(n->b, &b)) return false;
+    *v = n->kind == ND_ADD ? a + b : a - b;
+    return fits(n->type.s, *v);
+  default: return const_int(n, v);
+  }
+}
+
+/* A loop the analysis unrolls (NF_UNROLL: its counter, assigned nowhere else, from one
+ * literal to another by 1): the counter and its first and last values. */
+static bool unrolled(const Node *f, const Var **v, int64_t *lo, int64_t *hi) {
+  const Node *init = f->init, *cond = f->a;
+  int64_t a, b;
+  if (!(f->flags & NF_UNROLL) || !init || init->next || init->kind != ND_DECL || !init->var || !cond ||
+      (cond->kind != ND_LT && cond->kind != ND_LE) || !const_int(init->a, &a) || !const_int(ir_strip_casts(cond->b), &b))
+    return false;
+  *v = init->var, *lo = a, *hi = b - (cond->kind == ND_LT);
+  return *hi >= *lo;
 }
 
 /* A local u8 scalar variable (not a parameter, not an array). */
@@ -115,6 +168,30 @@ static PkClass wide_if_bounded(const Decl *D, int variant, const Node *n) {
   return value_range(D, variant, n, &lo, &hi) && wide(n->type.s, lo, hi) ? PK_WIDE : PK_NO;
 }
 
+static PkClass expr_class(const Decl *D, int variant, const Node *n);
+
+/* How comparison n compares its operands' halves: 's' as signed 16-bit values (BYTEs and
+ * SHORTs), 'u' as unsigned ones (BYTEs and WIDEs, a WIDE among them), 0: not in pairs. A
+ * literal operand takes the other's way where its value fits the half (the comparison in
+ * the operands' common type then gives the same answer). */
+static char cmp_sign(const Decl *D, int variant, const Node *n) {
+  int64_t c;
+  bool la = const_int(n->a, &c), lb = !la && const_int(n->b, &c);
+  if (la || lb) {
+    PkClass o = expr_class(D, variant, la ? n->b : n->a);
+    if ((o == PK_BYTE || o == PK_SHORT) && c >= -32768 && c <= 32767) return 's';
+    if (o == PK_WIDE && c >= 0 && c <= 65535) return 'u';
+    return 0;
+  }
+  PkClass a = expr_class(D, variant, n->a), b = expr_class(D, variant, n->b);
+  if ((a == PK_BYTE || a == PK_SHORT) && (b == PK_BYTE || b == PK_SHORT)) return 's';
+  if ((a == PK_BYTE || a == PK_WIDE) && (b == PK_BYTE || b == PK_WIDE)) return 'u';
+  return 0;
+}
+
+/* Whether n is a condition on pairs: a mask, or a value (true where not 0). */
+static bool is_cond(const Decl *D, int variant, const Node *n) { return expr_class(D, variant, n) != PK_NO; }
+
 static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   if (!n || n->type.lanes != 1) return PK_NO;
   int64_t c = 0;
@@ -126,7 +203,8 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   case ND_READ: {
     int64_t dx, dy;
     const Param *p = n->param;
-    return (variant & V_SMEM) && p->type.s == T_U8 && p->type.lanes == 1 && const_int(n->a, &dx) && const_int(n->b, &dy)
+    return (variant & V_SMEM) && p->type.s == T_U8 && p->type.lanes == 1 && offset_value(n->a, &dx) &&
+                   offset_value(n->b, &dy)
                ? PK_BYTE
                : PK_NO;
   }
@@ -136,7 +214,7 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
                                                                                                         : PK_NO;
   case ND_CAST: {
     PkClass a = expr_class(D, variant, n->a);
-    if (a == PK_BYTE) return holds_byte(n->type.s) ? PK_BYTE : PK_NO;
+    if (a == PK_BYTE || a == PK_MASK) return holds_byte(n->type.s) ? PK_BYTE : PK_NO; /* a mask: 0 or 1 */
     if (a == PK_SHORT) return n->type.s == T_U8 ? PK_BYTE : holds_short(n->type.s) ? PK_SHORT : PK_NO;
     if (a == PK_WIDE) return n->type.s == T_U8 ? PK_BYTE : wide_if_bounded(D, variant, n);
     return PK_NO;
@@ -153,6 +231,19 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
     if (!(n->flags & NF_DIV16) || !const_int(n->b, &c) || c <= 1) return PK_NO;
     PkClass a = expr_class(D, variant, n->a);
     return a == PK_WIDE || a == PK_BYTE ? wide_if_bounded(D, variant, n) : PK_NO;
+  }
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE:
+    return cmp_sign(D, variant, n) ? PK_MASK : PK_NO;
+  case ND_LOGAND: case ND_LOGOR:
+    return is_cond(D, variant, n->a) && is_cond(D, variant, n->b) ? PK_MASK : PK_NO;
+  case ND_NOT: return is_cond(D, variant, n->a) ? PK_MASK : PK_NO;
+  case ND_COND: { /* each arm a value of one class (a BYTE is a SHORT and a WIDE too) */
+    if (!is_cond(D, variant, n->a)) return PK_NO;
+    PkClass b = expr_class(D, variant, n->b), e = expr_class(D, variant, n->c);
+    if (b == PK_BYTE && e == PK_BYTE) return holds_byte(n->type.s) ? PK_BYTE : PK_NO;
+    if ((b == PK_BYTE || b == PK_SHORT) && (e == PK_BYTE || e == PK_SHORT)) return holds_short(n->type.s) ? PK_SHORT : PK_NO;
+    if ((b == PK_BYTE || b == PK_WIDE) && (e == PK_BYTE || e == PK_WIDE)) return wide_if_bounded(D, variant, n);
+    return PK_NO;
   }
   default: return PK_NO;
   }
@@ -185,6 +276,11 @@ static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, 
       if (*hi < 0) *hi = 0;
     }
     return true;
+  case ND_COND: /* either arm's */
+    if (!value_range(D, variant, n->b, &alo, &ahi) || !value_range(D, variant, n->c, &blo, &bhi)) return false;
+    *lo = alo < blo ? alo : blo;
+    *hi = ahi > bhi ? ahi : bhi;
+    return true;
   case ND_VAR: {
     if (sum_acc(D, variant, n->var) >= 0) return sum_range(D, n->var, lo, hi);
     if (!byte_var(n->var)) return false;
@@ -216,9 +312,18 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
     case ND_ASSIGN:
       if (!byte_var(s->var) || expr_class(D, variant, s->a) != PK_BYTE) return false;
       break;
-    case ND_FOR: { /* the window loop of a separable kernel, whose values are given */
+    case ND_FOR: { /* the window loop of a separable kernel, whose values are given, or an unrolled loop */
       const Separable *S = D->sep;
-      if (!(variant & V_ROWSUM) || s != S->loop) return false;
+      if (!(variant & V_ROWSUM) || s != S->loop) {
+        const Var *cv;
+        int64_t lo, hi;
+        if (!(variant & V_SMEM) || ctrs.n == PK_COUNTERS || !unrolled(s, &cv, &lo, &hi)) return false;
+        ctrs.var[ctrs.n] = cv, ctrs.val[ctrs.n++] = lo;
+        bool ok = stmt_ok(D, variant, s->b);
+        ctrs.n--;
+        if (!ok) return false;
+        break;
+      }
       for (int i = 0; i < S->nacc; i++) {
         int64_t lo, hi;
         if (S->op[i] < 0 ? sum_acc(D, variant, S->acc[i]) < 0 || !sum_range(D, S->acc[i], &lo, &hi) ||
@@ -239,13 +344,19 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
 
 bool gp_packable(const Gen *g, int variant) {
   const Decl *D = g->D;
-  if (D->kind != D_KERNEL || D->nouts || D->type.s != T_U8 || D->type.lanes != 1 || g->chg_img >= 0 || g->virt >= 0 ||
-      g->nhoist)
+  /* a change test (Gen.chg_img) only in the walking kernels' variants, whose stores make it
+   * (gen_gpu.c, pk_store) */
+  if (D->kind != D_KERNEL || D->nouts || D->type.s != T_U8 || D->type.lanes != 1 ||
+      (g->chg_img >= 0 && !(variant & (V_WIN | V_ROWSUM))) || g->virt >= 0 || g->nhoist)
     return false;
   for (int i = 0; i < D->nimages; i++) /* reads from the staged tile or the thread's window only */
     if ((variant & V_SMEM) && D->access[i].read_rel && !g->direct[i]) return false;
+  ctrs.n = 0;
   return stmt_ok(D, variant, D->body);
 }
+
+static void half_operand(Gen *g, const Node *n);
+static void cond(Gen *g, const Node *n);
 
 static void expr(Gen *g, const Node *n) {
   int64_t c = 0;
@@ -256,9 +367,9 @@ static void expr(Gen *g, const Node *n) {
     return;
   case ND_VAR: OUT("v%d", n->var->slot); return;
   case ND_READ: { /* pixels x + dx and x + 2 + dx of the staged tile or the thread's window */
-    int64_t dx, dy;
-    const_int(n->a, &dx);
-    const_int(n->b, &dy);
+    int64_t dx = 0, dy = 0;
+    offset_value(n->a, &dx);
+    offset_value(n->b, &dy);
     int k = n->param->img_index;
     OUT("PXG_PAIR(t%d[(ptrdiff_t)(y + %lld - oy%d) * tp%d + (x + %lld - ox%d)], t%d[(ptrdiff_t)(y + %lld - oy%d) * "
         "tp%d + (x + %lld - ox%d)])",
@@ -274,6 +385,12 @@ static void expr(Gen *g, const Node *n) {
     return;
   case ND_CAST: {
     PkClass a = expr_class(g->D, g->variant, n->a);
+    if (a == PK_MASK) { /* 0 or 1 */
+      OUT("PXG_MASK1(");
+      expr(g, n->a);
+      OUT(")");
+      return;
+    }
     if ((a == PK_SHORT || a == PK_WIDE) && n->type.s == T_U8) { /* saturate to 0..255 */
       int64_t lo = 0, hi = 0;
       value_range(g->D, g->variant, n->a, &lo, &hi);
@@ -301,8 +418,61 @@ static void expr(Gen *g, const Node *n) {
     expr(g, n->b);
     OUT(")");
     return;
+  case ND_EQ: case ND_NE: case ND_LT: case ND_LE: case ND_GT: case ND_GE: {
+    /* a > b is b < a; EQ and NE compare bits, whatever the halves' sign */
+    bool swap = n->kind == ND_GT || n->kind == ND_GE;
+    char sign = cmp_sign(g->D, g->variant, n);
+    const char *op = n->kind == ND_EQ ? "EQ" : n->kind == ND_NE ? "NE" : n->kind == ND_LT || n->kind == ND_GT ? "LT" : "LE";
+    OUT("PXG_%s2%s(", op, n->kind == ND_EQ || n->kind == ND_NE ? "" : sign == 'u' ? "U" : "S");
+    half_operand(g, swap ? n->b : n->a);
+    OUT(", ");
+    half_operand(g, swap ? n->a : n->b);
+    OUT(")");
+    return;
+  }
+  case ND_LOGAND:
+  case ND_LOGOR:
+    OUT("(");
+    cond(g, n->a);
+    OUT(n->kind == ND_LOGAND ? " & " : " | ");
+    cond(g, n->b);
+    OUT(")");
+    return;
+  case ND_NOT:
+    OUT("(~");
+    cond(g, n->a);
+    OUT(")");
+    return;
+  case ND_COND:
+    OUT("PXG_SEL2(");
+    cond(g, n->a);
+    OUT(", ");
+    expr(g, n->b);
+    OUT(", ");
+    expr(g, n->c);
+    OUT(")");
+    return;
   default: OUT("0u /* not packed */"); return;
   }
+}
+
+/* An operand of a comparison: a literal as its 16-bit half in both halves (cmp_sign
+ * checked that it fits), else its value. */
+static void half_operand(Gen *g, const Node *n) {
+  int64_t c;
+  if (const_int(n, &c)) OUT("0x%08xu", (unsigned)(((uint64_t)c & 0xffffu) * 0x10001u));
+  else expr(g, n);
+}
+
+/* A condition's mask: a mask itself, a value's halves compared with 0. */
+static void cond(Gen *g, const Node *n) {
+  if (expr_class(g->D, g->variant, n) == PK_MASK) {
+    expr(g, n);
+    return;
+  }
+  OUT("PXG_NE2(");
+  expr(g, n);
+  OUT(", 0u)");
 }
 
 const char *gp_op2(int op) { return op == BI_MIN ? "PXG_MIN2" : op == BI_MAX ? "PXG_MAX2" : "PXG_ADDW"; }
@@ -360,6 +530,22 @@ static void stmts(Gen *g, const Node *s, Known *k) {
       break;
     case ND_FOR: { /* OP(start, window): the window's value itself where the start is OP's identity */
       const Separable *S = g->D->sep;
+      if (!(g->variant & V_ROWSUM) || s != S->loop) { /* an unrolled loop: a block per value of its counter */
+        const Var *cv = NULL;
+        int64_t lo = 0, hi = -1;
+        unrolled(s, &cv, &lo, &hi);
+        ctrs.var[ctrs.n++] = cv;
+        for (int64_t i = lo; i <= hi; i++) {
+          ctrs.val[ctrs.n - 1] = i;
+          ind(g), OUT("{\n");
+          g->depth++;
+          stmts(g, s->b, k);
+          g->depth--;
+          ind(g), OUT("}\n");
+        }
+        ctrs.n--;
+        break;
+      }
       for (int i = 0; i < S->nacc; i++) {
         int v = S->acc[i]->slot;
         int64_t c;
@@ -401,6 +587,7 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
   OUT(", int x, int y) {\n  (void)x; (void)y;\n");
   g->depth = 1;
   Known k = {0};
+  ctrs.n = 0;
   stmts(g, D->body, &k);
   OUT("}\n");
 }
