@@ -770,11 +770,50 @@ static bool match_columns(Separable *S, const Node *u, Arena *ar) {
   return true;
 }
 
+/* A literal integer offset of a read: a number, or a negated one, under casts. */
+static bool literal_offset(const Node *n, int64_t *v) {
+  n = ir_strip_casts(n);
+  if (n && n->kind == ND_NEG) {
+    if (!literal_offset(n->a, v)) return false;
+    *v = -*v;
+    return true;
+  }
+  if (!n || n->kind != ND_NUM || scalar_is_float(n->type.s)) return false;
+  *v = n->ival;
+  return true;
+}
+
+/* Whether every read of S's image in n (and what follows it) is a relative read at a
+ * literal offset inside the window, recording each offset once in S (nxr). */
+static bool beside_reads(const Node *n, Separable *S) {
+  for (; n; n = n->next) {
+    if ((n->kind == ND_READ || n->kind == ND_AT) && n->param == S->img) {
+      int64_t dx, dy;
+      if (n->kind != ND_READ || !literal_offset(n->a, &dx) || !literal_offset(n->b, &dy) || dx < S->x0 ||
+          dx > S->x1 || dy < S->y0 || dy > S->y1)
+        return false;
+      int j = 0;
+      while (j < S->nxr && (S->xr_dx[j] != dx || S->xr_dy[j] != dy)) j++;
+      if (j == S->nxr) {
+        if (S->nxr == PXL_MAX_SEP_XREADS) return false;
+        S->xr_dx[j] = (int)dx, S->xr_dy[j] = (int)dy, S->nxr++;
+      }
+    }
+    if (!beside_reads(n->a, S) || !beside_reads(n->b, S) || !beside_reads(n->c, S) || !beside_reads(n->init, S) ||
+        !beside_reads(n->step, S) || !beside_reads(n->body, S))
+      return false;
+    for (int i = 0; i < n->nargs; i++)
+      if (!beside_reads(n->args[i], S)) return false;
+  }
+  return true;
+}
+
 /* Finds `decls; for (vy) for (vx) { acc_i = OP_i(acc_i, img(vx, vy)); } rest` in a
- * kernel whose other statements do not read that image. In a tiler of 1 x 1 tiles only
- * weighted sums (the C generator's row pass steps over the column values by the paving:
- * gen_c.c, separable_loop). */
-static Separable *find_separable(Decl *D, Arena *a) {
+ * kernel whose other statements do not read that image - or, with `beside`, read it only
+ * at literal offsets inside the window (Decl.sep_x; not in tilers). In a tiler of 1 x 1
+ * tiles only weighted sums (the C generator's row pass steps over the column values by
+ * the paving: gen_c.c, separable_loop). */
+static Separable *find_separable(Decl *D, Arena *a, bool beside) {
   if (D->kind != D_KERNEL || D->type.lanes != 1 || !D->body || D->nimages != 1) return NULL;
   sep_tiler = D->tile[0] ? D : NULL;
   if (sep_tiler && (D->tile[0] != 1 || D->tile[1] != 1)) return NULL;
@@ -801,14 +840,24 @@ static Separable *find_separable(Decl *D, Arena *a) {
   }
   if (!S.nacc || (S.y1 == S.y0 && S.x1 == S.x0)) return NULL;
   /* accumulators must be declared before the loop, and nothing else may read the image */
+  if (beside && sep_tiler) return NULL;
   for (const Node *s = D->body->body; s; s = s->next) {
     if (s == loop) continue;
+    if (beside) {
+      if (!beside_reads(s->a, &S) || !beside_reads(s->b, &S) || !beside_reads(s->c, &S) ||
+          !beside_reads(s->body, &S))
+        return NULL;
+      for (int i = 0; i < s->nargs; i++)
+        if (!beside_reads(s->args[i], &S)) return NULL;
+      continue;
+    }
     if (reads_image(s->a, S.img) || reads_image(s->b, S.img) || reads_image(s->c, S.img) ||
         reads_image(s->body, S.img))
       return NULL;
     for (int i = 0; i < s->nargs; i++) /* return (a, b) */
       if (reads_image(s->args[i], S.img)) return NULL;
   }
+  if (beside && !S.nxr) return NULL; /* then sep holds it */
   for (int i = 0; sep_tiler && i < S.nacc; i++)
     if (!S.wy[i]) return NULL;
   Separable *out = arena_alloc(a, sizeof *out);
@@ -912,7 +961,7 @@ static Interval sep_result(const Separable *S, int i, Interval init) {
 /* The mark_expr pass at a declaration: the value before the loop of a separable
  * window's accumulator. */
 static void sep_decl(An *A, const Node *decl) {
-  const Separable *S = A->D->sep;
+  const Separable *S = A->D->sep ? A->D->sep : A->D->sep_x;
   for (int i = 0; S && i < S->nacc; i++)
     if (S->acc[i] == decl->var) A->sep_init[i] = decl->a ? interval_of(A, decl->a) : UNKNOWN;
 }
@@ -932,7 +981,7 @@ static bool nonnegative_terms(const Separable *S, int i) {
 /* The mark_expr pass after a loop: a separable window's accumulators, assigned nowhere
  * else, are bounded from here on. */
 static void sep_loop_done(An *A, const Node *loop) {
-  const Separable *S = A->D->sep;
+  const Separable *S = A->D->sep ? A->D->sep : A->D->sep_x;
   if (!S || loop != S->loop) return;
   for (int i = 0; i < S->nacc; i++)
     if (A->assigns[S->acc[i]->slot] == 1 && A->steps[S->acc[i]->slot] == 0) {
@@ -1010,8 +1059,10 @@ static bool analyze_decl(Decl *D, Arena *arena) {
     D->metrics.arith += passes;
     D->metrics.reads += passes;
   }
-  if ((D->skel == SK_N2P || D->skel == SK_TILER) && !D->nouts)
-    D->sep = find_separable(D, arena); /* several outputs: per projection */
+  if ((D->skel == SK_N2P || D->skel == SK_TILER) && !D->nouts) {
+    D->sep = find_separable(D, arena, false); /* several outputs: per projection */
+    D->sep_x = D->sep ? NULL : find_separable(D, arena, true);
+  }
   an_mark_ranges(&A, D);
   spec_mark(D);
   return true;

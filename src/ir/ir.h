@@ -330,6 +330,7 @@ typedef struct {
  * the column pass sums wy[vy - y0] * img, the row pass runs the update with WY as 1 over
  * the column values (integer arithmetic wraps, so the grouping gives the same bits). */
 #define PXL_MAX_SEP_ACC 4
+#define PXL_MAX_SEP_XREADS 4
 typedef struct {
   Param *img;             /* the image read */
   Node *loop;             /* the outer for statement (replaced by the row pass) */
@@ -348,6 +349,10 @@ typedef struct {
   bool narrow[PXL_MAX_SEP_ACC];   /* a sum whose every value, from its start to the whole window's,
                                    * lies in [0, 65535] (analysis: value ranges): the C emitter
                                    * holds it in 16 bits (16-bit vector lanes, twice as many) */
+  /* Decl.sep_x only: the image's reads outside the window loop, each at a literal offset
+   * inside the window, (xr_dx[j], xr_dy[j]) (`c = e(0, 0)` beside a 3x3 maximum) */
+  int nxr;
+  int xr_dx[PXL_MAX_SEP_XREADS], xr_dy[PXL_MAX_SEP_XREADS];
 } Separable;
 
 /* Global operators, `global T name(params) = OP(value, ...);`: a whole-image pass of the
@@ -544,6 +549,10 @@ struct Decl {
   Skeleton skel;
   Access *access;     /* one per image param */
   Separable *sep;     /* N2P kernels whose window splits into columns and rows, else NULL */
+  Separable *sep_x;   /* where sep is NULL only because the image is also read outside the
+                       * window loop at literal offsets inside the window: the same split
+                       * with those reads (nxr). Read by the GPU's iterated stencils alone
+                       * (gen_gpu.c, steps_words); every other generator sees sep only */
   Metrics metrics;
   /* run-time specialisation (analysis/specialise.c): a gather whose offsets or loop
    * bounds depend on integer scalar parameters is re-analysed with their values */

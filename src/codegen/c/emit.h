@@ -26,7 +26,8 @@ enum { V_EDGE = 0, V_DIRECT_REL = 1, V_DIRECT_AT = 2, V_TILEBUF = 4, V_SEP = 8, 
        V_WIN = 128 /* with V_SMEM or V_TILEBUF: the window or footprint is a private array of widened pixels (a GPU thread's registers), not shared memory */,
        V_AXES = 256 /* column values, row values and separable reads as arguments (axes.c) */,
        V_WIDE = 512 /* with V_AXES, C: separable reads of 1- and 2-byte pixels as 4-byte loads */,
-       V_LANES = 1024 /* C: PXL_CG_LANES neighbouring pixels per call, each varying local an array (cg_lanes_plan) */ };
+       V_LANES = 1024 /* C: PXL_CG_LANES neighbouring pixels per call, each varying local an array (cg_lanes_plan) */,
+       V_XREADS = 2048 /* with V_SEP | V_ROWSUM, GPU packed: the window of Decl.sep_x, its reads beside the loop given as q<j> */ };
 
 /* Pixels per call of the C backend's lanes variant ("pv"). */
 #define PXL_CG_LANES 8

@@ -2890,17 +2890,209 @@ static int steps_smem(const Decl *D, const GpuSteps *p, int *ew, int *eh) {
   return bytes;
 }
 
+/* ---- iterated stencils on words (steps_words) ----
+ *
+ * A u8 kernel whose one image is the carried one, read through a separable min, max or
+ * sum window (Decl.sep, or Decl.sep_x with reads beside the window such as grow's
+ * `c = e(0, 0)`) and computed on pairs of pixels (packed.h, V_SEP | V_ROWSUM): the
+ * carried tile is SW_ROW bytes wide, a 4-byte word per lane of a warp, and a warp
+ * computes a row of it at each step. A lane loads its word of each window row, takes
+ * the column values of its even and odd bytes (two pairs), gets its neighbours' from
+ * the lanes beside it (shuffles) and forms the row pass's pairs with byte permutes, as
+ * the walking kernels do from registers (pack_half). The words at the tile's sides are
+ * computed too, from what lies beside them: those pixels are outside the region a step
+ * needs (it shrinks by the window each step), and no pixel that is inside reads them. */
+#define SW_ROW 128 /* bytes of a row of the carried tile: 32 lanes of 4 bytes */
+#define SW_K 8     /* steps per launch */
+#define SW_TY 64   /* output rows per block */
+
+static const Separable *sw_sep(const Decl *D) { return D->sep ? D->sep : D->sep_x; }
+static int sw_variant(const Decl *D) { return V_SEP | V_ROWSUM | (D->sep ? 0 : V_XREADS); }
+
+/* Whether D's steps run on words: u8 in and out, one image (the carried one), a
+ * separable window holding (0, 0) within 4 pixels left, 3 right and 9 rows, the pixel
+ * computed on pairs. */
+static bool steps_words_ok(const Decl *D, const Border *borders, int carried) {
+  const Separable *S = sw_sep(D);
+  if (!S || D->nimages != 1 || carried != 0 || D->type.s != T_U8 || D->type.lanes != 1 || D->nouts) return false;
+  const Param *p = image_param(D, 0);
+  if (S->img != p || p->type.s != T_U8 || p->type.lanes != 1) return false;
+  if (S->x0 < -4 || S->x0 > 0 || S->x1 < 0 || S->x1 > 3 || S->y0 > 0 || S->y1 < 0 || S->y1 - S->y0 > 8) return false;
+  bool direct[PXL_GPU_MAX_IMAGES];
+  StrBuf none = {0};
+  Gen g;
+  cg_init(&g, &none, D, borders, "it", direct);
+  g.dialect = GPU_CUDA;
+  bool ok = direct[0] && gp_packable(&g, sw_variant(D));
+  sb_free(&none);
+  return ok;
+}
+
+/* The pair (x + d, x + d + 2) of a lane's word at x from the words m = -1, 0, 1 of
+ * values `e` (even bytes) and `o` (odd bytes), named <e|o> then m, c or p. */
+static void sw_pair(Gen *g, const char *e, const char *o, int d) {
+  static const char mname[] = {'m', 'c', 'p'};
+  int m = floor_div(d, 4), j = d - 4 * m;
+  char a = mname[m + 1], b = m + 2 < 3 ? mname[m + 2] : '?';
+  switch (j) {
+  case 0: OUT("%s%c", e, a); break;
+  case 1: OUT("%s%c", o, a); break;
+  case 2: OUT("PXG_FUNNEL16(%s%c, %s%c)", e, a, e, b); break;
+  default: OUT("PXG_FUNNEL16(%s%c, %s%c)", o, a, o, b); break;
+  }
+}
+
+/* The neighbours' words that the pairs d0..d1 need (sw_pair): nm / np, of the lanes left
+ * and right, for the even (index 0) and odd (1) bytes. */
+static void sw_needs(int d0, int d1, bool nm[2], bool np[2]) {
+  for (int d = d0; d <= d1; d++) {
+    int m = floor_div(d, 4), j = d - 4 * m;
+    if (m < 0) nm[j & 1] = true;             /* word -1 */
+    if (m > 0 || (m == 0 && j >= 2)) np[j & 1] = true; /* word 1: as m, or as m + 1 */
+  }
+}
+
+/* Declares the neighbours' words of value v (v<e|o>c the lane's own) that sw_needs asked. */
+static void sw_shuffles(Gen *g, const char *v, const bool nm[2], const bool np[2], const char *ind) {
+  for (int k = 0; k < 2; k++) {
+    char c = k ? 'o' : 'e';
+    if (nm[k]) OUT("%sconst uint32_t %s%cm = __shfl_up_sync(0xffffffffu, %s%cc, 1);\n", ind, v, c, v, c);
+    if (np[k]) OUT("%sconst uint32_t %s%cp = __shfl_down_sync(0xffffffffu, %s%cc, 1);\n", ind, v, c, v, c);
+  }
+}
+
+/* Rows of the carried tile of K steps. */
+static int sw_rows(const Separable *S, int k) { return SW_TY + k * (S->y1 - S->y0); }
+
+/* The unit's entry (gen_gpu_steps with plan p->words). */
+static void steps_words(Gen *g, const char *A, const GpuSteps *p, GpuLaunch *launch) {
+  const Decl *D = g->D;
+  const Separable *S = sw_sep(D);
+  int K = p->k, TX = p->tx, EH = sw_rows(S, K), NR = S->y1 - S->y0 + 1, NWO = TX / 4;
+  int LX = K * -S->x0, LY = K * -S->y0; /* the output tile's first pixel in the carried tile */
+  bool clamp = g->borders[0].kind == B_CLAMP;
+  *launch = (GpuLaunch){.grid = GPU_GRID_TILES, .bx = 8, .by = 32, .px = TX / 8, .py = SW_TY / 32};
+  kernel_open(g, "uint8_t", 256);
+  OUT("  const int t = PXG_TY * PXG_NTX + PXG_TX, lane = t & 31, wp = t >> 5, steps = (int)a.n;\n");
+  OUT("  const int ox = PXG_BX * %d - %d, oy = PXG_BY * %d - %d;\n", TX, LX, SW_TY, LY);
+  OUT("  PXG_SHARED PXG_ALIGN16 uint32_t sa_[%d], sb_[%d];\n", EH * 32, EH * 32);
+  OUT("  PXR_LOCAL uint32_t *cur = sa_, *nxt = sb_;\n");
+  OUT("  const bool edge = ox < 0 || oy < 0 || ox + %d > W || oy + %d > H;\n", SW_ROW, EH);
+  OUT("  if (!edge && !((uintptr_t)i0 & 3u) && !(p0 & 3)) {\n");
+  OUT("    for (int q = t; q < %d; q += 256) {\n", EH * 32);
+  OUT("      const uint32_t v = *(const PXR_GLOBAL uint32_t *)(i0 + (ptrdiff_t)(oy + (q >> 5)) * p0 + ox + 4 * (q & 31));\n");
+  OUT("      cur[q] = v;\n      nxt[q] = v;\n    }\n  } else {\n");
+  OUT("    PXR_LOCAL uint8_t *ta_ = (PXR_LOCAL uint8_t *)cur, *tb_ = (PXR_LOCAL uint8_t *)nxt;\n");
+  tile_read(g, 0, SW_ROW, EH, "ox", "oy", "ta_", "tb_", "    ");
+  OUT("  }\n  PXG_SYNC();\n");
+  OUT("  for (int s = %d - steps + 1; s <= %d; s++) {\n", K, K);
+  OUT("    for (int ey = s * %d + wp; ey < %d - s * %d; ey += 8) {\n", -S->y0, EH, S->y1);
+  /* the window's rows: words, their even and odd bytes */
+  for (int r = 0; r < NR; r++) {
+    OUT("      const uint32_t w%d_ = cur[(ey + %d) * 32 + lane];\n", r, S->y0 + r);
+    OUT("      const uint32_t r%dec = w%d_ & 0x00ff00ffu, r%doc = PXG_ODD_BYTES(w%d_);\n", r, r, r, r);
+  }
+  /* per accumulator the column values, then the row pass for the pairs of x (a) and x + 1 (b) */
+  for (int i = 0; i < S->nacc; i++) {
+    const char *op = gp_op2(S->op[i]);
+    for (int k = 0; k < 2; k++) {
+      char c = k ? 'o' : 'e';
+      OUT("      uint32_t c%d%cc = r0%cc;\n", i, c, c);
+      for (int r = 1; r < NR; r++) OUT("      c%d%cc = %s(c%d%cc, r%d%cc);\n", i, c, op, i, c, r, c);
+    }
+    bool nm[2] = {false, false}, np[2] = {false, false};
+    sw_needs(S->x0, S->x1 + 1, nm, np);
+    char v[16], e[16], o[16];
+    snprintf(v, sizeof v, "c%d", i);
+    snprintf(e, sizeof e, "c%de", i);
+    snprintf(o, sizeof o, "c%do", i);
+    sw_shuffles(g, v, nm, np, "      ");
+    for (int h = 0; h < 2; h++) { /* h 0: pixel x's pair, 1: x + 1's */
+      OUT("      uint32_t %c%d = ", h ? 'b' : 'a', i);
+      sw_pair(g, e, o, S->x0 + h);
+      OUT(";\n");
+      for (int d = S->x0 + h + 1; d <= S->x1 + h; d++) {
+        OUT("      %c%d = %s(%c%d, ", h ? 'b' : 'a', i, op, h ? 'b' : 'a', i);
+        sw_pair(g, e, o, d);
+        OUT(");\n");
+      }
+    }
+  }
+  /* the reads beside the window: pairs of their rows as they are */
+  for (int j = 0; j < S->nxr; j++) {
+    int r = S->xr_dy[j] - S->y0;
+    bool nm[2] = {false, false}, np[2] = {false, false};
+    sw_needs(S->xr_dx[j], S->xr_dx[j] + 1, nm, np);
+    char v[16], e[16], o[16];
+    snprintf(v, sizeof v, "x%d", j);
+    snprintf(e, sizeof e, "x%de", j);
+    snprintf(o, sizeof o, "x%do", j);
+    OUT("      const uint32_t x%dec = r%dec, x%doc = r%doc;\n", j, r, j, r);
+    sw_shuffles(g, v, nm, np, "      ");
+    for (int h = 0; h < 2; h++) {
+      OUT("      const uint32_t q%c%d = ", h ? 'b' : 'a', j);
+      sw_pair(g, e, o, S->xr_dx[j] + h);
+      OUT(";\n");
+    }
+  }
+  for (int h = 0; h < 2; h++) {
+    OUT("      const uint32_t v%c_ = %s_pk(%s", h ? 'b' : 'a', g->pfx, A);
+    for (int i = 0; i < S->nacc; i++) OUT(", %c%d", h ? 'b' : 'a', i);
+    for (int j = 0; j < S->nxr; j++) OUT(", q%c%d", h ? 'b' : 'a', j);
+    OUT(", ox + 4 * lane + %d, oy + ey);\n", h);
+  }
+  OUT("      uint32_t v_ = PXG_ZIP_BYTES(va_, vb_);\n");
+  if (!clamp) { /* outside the image the constant stays, as loaded */
+    OUT("      if (edge) {\n        const int x = ox + 4 * lane, y = oy + ey;\n        uint32_t m = 0u;\n");
+    OUT("        for (int b = 0; b < 4; b++)\n");
+    OUT("          if (x + b >= 0 && x + b < W && y >= 0 && y < H) m |= 0xffu << (8 * b);\n");
+    OUT("        v_ = (v_ & m) | (nxt[ey * 32 + lane] & ~m);\n      }\n");
+  }
+  OUT("      nxt[ey * 32 + lane] = v_;\n    }\n    PXG_SYNC();\n");
+  if (clamp) { /* outside the image: the pixel it repeats, as this step computed it */
+    OUT("    if (edge) {\n      PXR_LOCAL uint8_t *nb = (PXR_LOCAL uint8_t *)nxt;\n");
+    OUT("      for (int q = t; q < %d; q += 256) {\n", EH * SW_ROW);
+    OUT("        const int x = ox + (q & %d), y = oy + q / %d;\n", SW_ROW - 1, SW_ROW);
+    OUT("        if (x >= 0 && x < W && y >= 0 && y < H) continue;\n");
+    OUT("        const int sx = x < 0 ? 0 : x >= W ? W - 1 : x, sy = y < 0 ? 0 : y >= H ? H - 1 : y;\n");
+    OUT("        nb[q] = nb[(sy - oy) * %d + (sx - ox)];\n      }\n      PXG_SYNC();\n    }\n", SW_ROW);
+  }
+  OUT("    PXR_LOCAL uint32_t *sw = cur;\n    cur = nxt;\n    nxt = sw;\n  }\n");
+  /* the output tile (the last step's), compared with the step before it (the test) */
+  OUT("  const PXR_LOCAL uint8_t *cb = (const PXR_LOCAL uint8_t *)cur, *nb = (const PXR_LOCAL uint8_t *)nxt;\n");
+  OUT("  const bool words = !((uintptr_t)o & 3u) && !(op & 3);\n  int changed = 0;\n");
+  OUT("  for (int q = t; q < %d; q += 256) {\n", NWO * SW_TY);
+  OUT("    const int r = q / %d, c = q - r * %d, x = PXG_BX * %d + 4 * c, y = PXG_BY * %d + r;\n", NWO, NWO, TX, SW_TY);
+  OUT("    if (x >= W || y >= H) continue;\n    const int bi = (r + %d) * %d + %d + 4 * c;\n", LY, SW_ROW, LX);
+  OUT("    if (words && x + 4 <= W) {\n");
+  OUT("      const uint32_t v = *(const PXR_LOCAL uint32_t *)(cb + bi);\n");
+  OUT("      if (v != *(const PXR_LOCAL uint32_t *)(nb + bi)) changed = 1;\n");
+  OUT("      *(PXR_GLOBAL uint32_t *)(o + (ptrdiff_t)y * op + x) = v;\n    } else {\n");
+  OUT("      for (int b = 0; b < 4 && x + b < W; b++) {\n");
+  OUT("        if (cb[bi + b] != nb[bi + b]) changed = 1;\n        o[(ptrdiff_t)y * op + x + b] = cb[bi + b];\n");
+  OUT("      }\n    }\n  }\n");
+  OUT("  if (changed && a.res) *(PXR_GLOBAL volatile uint32_t *)a.res = 1u;\n}\n");
+}
+
 bool gen_gpu_steps_plan(const Decl *D, const Border *borders, int carried, GpuSteps *plan) {
   if (!carries(D, carried)) return false;
   if (borders[carried].kind != B_CLAMP && borders[carried].kind != B_CONSTANT) return false;
+  if (steps_words_ok(D, borders, carried)) {
+    const Separable *S = sw_sep(D);
+    *plan = (GpuSteps){carried, SW_K, SW_ROW - SW_K * (S->x1 - S->x0), SW_TY, true};
+    return true;
+  }
   for (int i = 0; i < D->nimages; i++) {
     const Access *a = &D->access[i];
     if (a->read_abs || a->gather || (a->read_rel && !a->window_known) || borders[i].kind == B_NONE) return false;
     if (a->read_rel && !pow2(bytes_of(image_param(D, i)->type))) return false;
   }
-  if (!D->access[carried].read_rel) return false;
+  /* the tiles' extents (steps_smem, gen_gpu_steps) take the window around the pixel: a
+   * window beside it (`in(0, 1)` alone) would need the tile shifted, not widened */
+  const Access *ac = &D->access[carried];
+  if (!ac->read_rel || ac->x0 > 0 || ac->x1 < 0 || ac->y0 > 0 || ac->y1 < 0) return false;
   for (size_t s = 0; s < sizeof steps_shapes / sizeof *steps_shapes; s++) {
-    GpuSteps p = {carried, steps_shapes[s][0], steps_shapes[s][1], steps_shapes[s][2]};
+    GpuSteps p = {carried, steps_shapes[s][0], steps_shapes[s][1], steps_shapes[s][2], false};
     int ew, eh;
     if (steps_smem(D, &p, &ew, &eh) <= STAGE_SMEM) {
       *plan = p;
@@ -2946,10 +3138,17 @@ int gen_gpu_steps(StrBuf *out, const Decl *D, const Border *borders, GpuDialect 
   sb_append(out, pxl_prelude_text, strlen(pxl_prelude_text));
   header(g);
   cg_functions(g);
-  cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   StrBuf args = {0};
   cg_args_text(g, &args);
   const char *A = args.s ? args.s : "";
+  if (p->words) {
+    gp_pixel_fn(g, sw_variant(D), "pk");
+    steps_words(g, A, p, launch);
+    sb_free(&args);
+    if (out->oom) return err_set(err, PXL_ENOMEM, "out of memory generating the steps of %s", D->name);
+    return PXL_OK;
+  }
+  cg_pixel_fn(g, V_SMEM | V_DIRECT_REL, "ps", false);
   const Access *ac = &D->access[p->carried];
   int C = D->type.lanes, k = p->carried, ew, eh;
   steps_smem(D, p, &ew, &eh);

@@ -147,7 +147,8 @@ int gen_gpu_scan(StrBuf *out, const Decl *D, const Border *borders, GpuDialect d
 typedef struct {
   int carried; /* the image parameter (img_index) that each step's result replaces */
   int k;       /* the most steps per launch */
-  int tx, ty;  /* output pixels per block (multiples of 32 and 8) */
+  int tx, ty;  /* output pixels per block (multiples of 32 and 8; words: of 8 and 32) */
+  bool words;  /* a u8 separable window stepped a word of 4 pixels per lane (gen_gpu.c, steps_words) */
 } GpuSteps;
 
 /* Whether D (with these borders) can run so - relative reads of known windows only,

@@ -119,11 +119,27 @@ static bool holds(Scalar s, int64_t lo, int64_t hi) { return !scalar_is_float(s)
 static bool holds_byte(Scalar s) { return holds(s, 0, 255); }
 static bool holds_short(Scalar s) { return holds(s, -255, 510); }
 
+/* The separable window of a variant: Decl.sep_x with V_XREADS (reads beside the window
+ * loop given as q<j>), else Decl.sep. */
+static const Separable *psep(const Decl *D, int variant) { return (variant & V_XREADS) ? D->sep_x : D->sep; }
+
+/* Which of sep_x's reads beside the window read n is (V_XREADS): its index j, or -1. */
+static int xread(const Decl *D, int variant, const Node *n) {
+  const Separable *S = psep(D, variant);
+  int64_t dx, dy;
+  if (!(variant & V_XREADS) || !S || n->kind != ND_READ || n->param != S->img || !offset_value(n->a, &dx) ||
+      !offset_value(n->b, &dy))
+    return -1;
+  for (int j = 0; j < S->nxr; j++)
+    if (S->xr_dx[j] == dx && S->xr_dy[j] == dy) return j;
+  return -1;
+}
+
 /* The separable window's accumulator that v is, when it is a sum whose values are given
  * to the pixel function (V_ROWSUM): an unweighted sum of the u8 image's pixels, held in
  * an integer scalar. -1 otherwise. */
 static int sum_acc(const Decl *D, int variant, const Var *v) {
-  const Separable *S = D->sep;
+  const Separable *S = psep(D, variant);
   if (!(variant & V_ROWSUM) || !S || !v || S->img->type.s != T_U8) return -1;
   for (int i = 0; i < S->nacc; i++)
     if (S->acc[i] == v && S->op[i] < 0 && !S->wy[i] && !S->wx[i] && !S->wy_node[i] && v->type.lanes == 1 &&
@@ -148,8 +164,8 @@ static bool sum_start(const Node *s, const Var *v, int64_t *c) {
 
 /* The values of sum accumulator v (sum_acc) after the window: from its start to its
  * start plus 255 times the window's pixels. */
-static bool sum_range(const Decl *D, const Var *v, int64_t *lo, int64_t *hi) {
-  const Separable *S = D->sep;
+static bool sum_range(const Decl *D, int variant, const Var *v, int64_t *lo, int64_t *hi) {
+  const Separable *S = psep(D, variant);
   int64_t start;
   if (!sum_start(D->body, v, &start) || start < 0) return false;
   *lo = start;
@@ -203,6 +219,7 @@ static PkClass expr_class(const Decl *D, int variant, const Node *n) {
   case ND_READ: {
     int64_t dx, dy;
     const Param *p = n->param;
+    if (xread(D, variant, n) >= 0) return PK_BYTE; /* a read beside the window: q<j> */
     return (variant & V_SMEM) && p->type.s == T_U8 && p->type.lanes == 1 && offset_value(n->a, &dx) &&
                    offset_value(n->b, &dy)
                ? PK_BYTE
@@ -282,7 +299,7 @@ static bool value_range(const Decl *D, int variant, const Node *n, int64_t *lo, 
     *hi = ahi > bhi ? ahi : bhi;
     return true;
   case ND_VAR: {
-    if (sum_acc(D, variant, n->var) >= 0) return sum_range(D, n->var, lo, hi);
+    if (sum_acc(D, variant, n->var) >= 0) return sum_range(D, variant, n->var, lo, hi);
     if (!byte_var(n->var)) return false;
     *lo = 0, *hi = 255;
     return true;
@@ -313,7 +330,7 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
       if (!byte_var(s->var) || expr_class(D, variant, s->a) != PK_BYTE) return false;
       break;
     case ND_FOR: { /* the window loop of a separable kernel, whose values are given, or an unrolled loop */
-      const Separable *S = D->sep;
+      const Separable *S = psep(D, variant);
       if (!(variant & V_ROWSUM) || s != S->loop) {
         const Var *cv;
         int64_t lo, hi;
@@ -326,7 +343,7 @@ static bool stmt_ok(const Decl *D, int variant, const Node *s) {
       }
       for (int i = 0; i < S->nacc; i++) {
         int64_t lo, hi;
-        if (S->op[i] < 0 ? sum_acc(D, variant, S->acc[i]) < 0 || !sum_range(D, S->acc[i], &lo, &hi) ||
+        if (S->op[i] < 0 ? sum_acc(D, variant, S->acc[i]) < 0 || !sum_range(D, variant, S->acc[i], &lo, &hi) ||
                                !wide(S->acc[i]->type.s, lo, hi)
                          : !byte_var(S->acc[i]))
           return false;
@@ -349,6 +366,7 @@ bool gp_packable(const Gen *g, int variant) {
   if (D->kind != D_KERNEL || D->nouts || D->type.s != T_U8 || D->type.lanes != 1 ||
       (g->chg_img >= 0 && !(variant & (V_WIN | V_ROWSUM))) || g->virt >= 0 || g->nhoist)
     return false;
+  if ((variant & V_ROWSUM) && !psep(D, variant)) return false;
   for (int i = 0; i < D->nimages; i++) /* reads from the staged tile or the thread's window only */
     if ((variant & V_SMEM) && D->access[i].read_rel && !g->direct[i]) return false;
   ctrs.n = 0;
@@ -367,6 +385,11 @@ static void expr(Gen *g, const Node *n) {
     return;
   case ND_VAR: OUT("v%d", n->var->slot); return;
   case ND_READ: { /* pixels x + dx and x + 2 + dx of the staged tile or the thread's window */
+    int j = xread(g->D, g->variant, n);
+    if (j >= 0) { /* ... or given (V_XREADS) */
+      OUT("q%d", j);
+      return;
+    }
     int64_t dx = 0, dy = 0;
     offset_value(n->a, &dx);
     offset_value(n->b, &dy);
@@ -529,7 +552,7 @@ static void stmts(Gen *g, const Node *s, Known *k) {
       know(k, s->var, s->a);
       break;
     case ND_FOR: { /* OP(start, window): the window's value itself where the start is OP's identity */
-      const Separable *S = g->D->sep;
+      const Separable *S = psep(g->D, g->variant);
       if (!(g->variant & V_ROWSUM) || s != S->loop) { /* an unrolled loop: a block per value of its counter */
         const Var *cv = NULL;
         int64_t lo = 0, hi = -1;
@@ -583,7 +606,9 @@ void gp_pixel_fn(Gen *g, int variant, const char *name) {
             p->img_index);
     }
   if (variant & V_ROWSUM)
-    for (int i = 0; i < D->sep->nacc; i++) OUT(", uint32_t r%d", i);
+    for (int i = 0; i < psep(D, variant)->nacc; i++) OUT(", uint32_t r%d", i);
+  if (variant & V_XREADS)
+    for (int j = 0; j < D->sep_x->nxr; j++) OUT(", uint32_t q%d", j);
   OUT(", int x, int y) {\n  (void)x; (void)y;\n");
   g->depth = 1;
   Known k = {0};
