@@ -16,7 +16,8 @@
  * from a few levels (0, 1, 254, 255 and random: the values that min/max windows and
  * Canny-like growing act on). `BORDER` in a file reads as clamp, as in nvrtc_test. Units
  * on words (GpuSteps.words) are counted: the files must give at least one of each border
- * mode, or the test fails (it would test nothing new).
+ * mode and one with reads beside its window (Decl.sep_x: canny's grow), or the test
+ * fails (it would test nothing new).
  *
  * On a GPU the same units run in the differential tests with PXL_LOOP_STEPS=1
  * (tests/diff/CMakeLists.txt); this test is what CI has of them. Exits 77 ("skipped: no
@@ -236,7 +237,7 @@ int main(int argc, char **argv) {
             sb_free(&cu);
             continue;
           }
-          if (plan.words) words_made |= 1u << kb;
+          if (plan.words) words_made |= (1u << kb) | (D->sep_x ? 4u : 0u);
           void *h = NULL;
           emu_launch_fn fn = build(dir, argv[1], name, &cu, &h);
           sb_free(&cu);
@@ -263,9 +264,13 @@ int main(int argc, char **argv) {
     free(src);
   }
   pxl_context_free(ctx);
-  if (words_made != 3) {
+  if ((words_made & 3) != 3) {
     printf("FAIL: no unit on words for the %s border among the files (steps_words: nothing tested)\n",
            words_made & 1 ? "constant" : "clamp");
+    failed++;
+  }
+  if (!(words_made & 4)) {
+    printf("FAIL: no unit on words with reads beside its window (Decl.sep_x) among the files\n");
     failed++;
   }
   char cmd[600];
