@@ -22,6 +22,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ static const char HELP_MAIN[] =
     "  pxl run FILE.pxl [ENTRY] --in [NAME=]PATH ... [--out PATH ...] [OPTIONS]\n"
     "  pxl check FILE.pxl [--explain]\n"
     "  pxl compile FILE.pxl [-o BASE]\n"
+    "  pxl sparse info|spmv|eigs A.mtx | affinity|ncuts IMAGE [OPTIONS]\n"
     "  pxl help [COMMAND]\n"
     "  pxl --help | --version\n"
     "\n"
@@ -61,6 +63,8 @@ static const char HELP_MAIN[] =
     "           every frame of a video (.y4m) or of numbered image files\n"
     "  check    compile FILE.pxl and report its errors; --explain describes each entry\n"
     "  compile  write FILE.pxl's entry points as portable C: BASE.c and BASE.h\n"
+    "  sparse   sparse matrices (Matrix Market): describe one, multiply a vector, find\n"
+    "           eigenpairs; normalized cuts of an image (affinity, segmentation)\n"
     "  help     show this help, or the help of COMMAND\n"
     "\n"
     "Options:\n"
@@ -295,10 +299,84 @@ static const char HELP_COMPILE[] =
     "Exit status: 0 success, 1 source errors, 2 usage error, 3 read or write error,\n"
     "4 other error (see 'pxl --help').\n";
 
+static const char HELP_SPARSE[] =
+    "Usage:\n"
+    "  pxl sparse info A.mtx [--format F|auto] [OPTIONS]\n"
+    "  pxl sparse spmv A.mtx --x X.npy --out Y.npy [--format F|auto] [OPTIONS]\n"
+    "  pxl sparse eigs A.mtx --k K [--which largest|smallest] --out VALS.npy\n"
+    "                 [--vectors VECS.npy] [--tol T] [OPTIONS]\n"
+    "  pxl sparse affinity IMAGE --out W.mtx [AFFINITY OPTIONS]\n"
+    "  pxl sparse ncuts IMAGE --k REGIONS --out LABELS.png [--vals VALS.npy]\n"
+    "                 [AFFINITY OPTIONS]\n"
+    "\n"
+    "Sparse matrices from Matrix Market files (.mtx: coordinate real, integer or\n"
+    "pattern, general, symmetric or skew-symmetric; array real or integer), held in one\n"
+    "of the formats csr, coo, ell, sell (SELL-C-sigma), dia or bcsr (docs/SPARSE.md).\n"
+    "\n"
+    "  info      print the matrix's shape, entries, and the entries each format would\n"
+    "            store; with --format auto, also what the automatic choice measured\n"
+    "            and chose (\"choice: FORMAT: csr MS ms, ...\", or \"FORMAT (cached)\"\n"
+    "            when this structure was measured before)\n"
+    "  spmv      y = A x: x from a .npy vector of A's column count (shape (N,), (N, 1)\n"
+    "            or (1, N), any numeric dtype, converted to --type), y written as a .npy\n"
+    "            vector of shape (rows,). Every format and device gives the same bits\n"
+    "            for a finite x: each row's entries in column order, each product\n"
+    "            rounded, then added, from +0 (SciPy's CSR product)\n"
+    "  eigs      the K largest (default) or smallest eigenvalues of symmetric A into a\n"
+    "            .npy vector (largest or smallest first), their unit eigenvectors with\n"
+    "            --vectors as a (rows, K) array, each signed so that its largest\n"
+    "            component is positive (thick-restart Lanczos; --tol: the relative\n"
+    "            residual, default 1e-10, 1e-5 with --type f32)\n"
+    "  affinity  the normalized-cuts affinity of IMAGE's first channel (integer pixels\n"
+    "            scaled to [0, 1]): each pixel joined to those within --radius by\n"
+    "            exp(-(I_p - I_q)^2 / sigma_i^2) exp(-d^2 / sigma_x^2), written as .mtx\n"
+    "  ncuts     normalized-cuts segmentation of IMAGE into K regions (2 to 64): the\n"
+    "            affinity, the K largest eigenvectors of D^-1/2 W D^-1/2, k-means of\n"
+    "            the pixels' rows; LABELS (u8, 0 .. K-1) in any image format, the\n"
+    "            generalized eigenvalues of (D - W) y = lambda D y with --vals; prints\n"
+    "            \"IMAGE: K regions; eigenvalues ...\"\n"
+    "\n"
+    "Options:\n"
+    "  --format F      the storage format the product runs in: csr (default), coo,\n"
+    "                  ell, sell, dia, bcsr, or auto (measured once per structure\n"
+    "                  and device, the answer kept in the cache directory)\n"
+    "  --type T        value type: f64 (default) or f32\n"
+    "  --device D      cpu (default; auto means cpu) or ref (one thread; spmv: the\n"
+    "                  definition on CSR); GPUs have no sparse product yet (exit 4)\n"
+    "  --threads N     CPU threads, 0 = all cores (default 0)\n"
+    "  --time          spmv: print \"pxl: time: MS ms\" for the product alone\n"
+    "  --repeat N      with --time: N products (1 to 100000); prints the best of those\n"
+    "                  after the first as \"pxl: time: MS ms\", then \"pxl: times: ...\"\n"
+    "                  (the first, then the best, median and worst of the others)\n"
+    "  -k, --k K       eigs: eigenpairs (1 to 4096; default 6); ncuts: regions\n"
+    "Affinity options:\n"
+    "  --radius R      pixels joined within R (0 to 64; default 5: 81 diagonals)\n"
+    "  --sigma-i S     intensity scale (default 0.1)\n"
+    "  --sigma-x S     distance scale in pixels (default 4)\n"
+    "  --edges E       an edge-strength image of IMAGE's size: weights also times\n"
+    "                  exp(-e^2 / sigma_e^2), e the largest edge value on the segment\n"
+    "                  between the pixels (intervening contours)\n"
+    "  --sigma-e S     edge scale (default 0.1)\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Outputs are written under temporary names and renamed, so a failure leaves no\n"
+    "partial file, and may not name an input. spmv and eigs write .npy, affinity .mtx.\n"
+    "\n"
+    "Exit status: 0 success, 2 usage error or refused overwrite, 3 unreadable or bad\n"
+    ".mtx, .npy or image file, failed write, a format storing too much padding, 4 other\n"
+    "error, eigenpairs that did not converge included (see 'pxl --help').\n"
+    "\n"
+    "Examples:\n"
+    "  pxl sparse info affinity.mtx --format auto\n"
+    "  pxl sparse spmv affinity.mtx --x x.npy --out y.npy --format dia --time --repeat 20\n"
+    "  pxl sparse eigs graph.mtx --k 9 --out vals.npy --vectors vecs.npy\n"
+    "  pxl sparse ncuts samples/scene.png --k 6 --out regions.png --vals lambda.npy\n";
+
 static const char HELP_HELP[] =
     "Usage: pxl help [COMMAND]\n"
     "\n"
-    "Shows the overview of pxl, or the help of COMMAND (run, check, compile, help);\n"
+    "Shows the overview of pxl, or the help of COMMAND (run, check, compile, sparse,\n"
+    "help);"
     "the same as 'pxl --help' and 'pxl COMMAND --help'.\n";
 
 /* ---- messages and exit codes ---- */
@@ -1156,6 +1234,20 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Prints the times of --time: with several runs the best of those after the first (which
+ * may compile, and allocates what later runs reuse), then what they spread over; sorts
+ * ms[1..runs). */
+static void print_times(double *ms, int runs) {
+  if (runs > 1) {
+    qsort(ms + 1, (size_t)runs - 1, sizeof *ms, cmp_double);
+    fprintf(stderr, "pxl: time: %.3f ms\n", ms[1]);
+    fprintf(stderr, "pxl: times: first %.3f ms; of the %d after it: best %.3f ms, median %.3f ms, worst %.3f ms\n",
+            ms[0], runs - 1, ms[1], ms[1 + (runs - 1) / 2], ms[runs - 1]);
+  } else {
+    fprintf(stderr, "pxl: time: %.3f ms\n", ms[0]);
+  }
+}
+
 static double now_seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -1507,14 +1599,7 @@ static int do_run(pxl_context *ctx, RunOpts *o) {
   }
   print_warnings(ctx);
   if (o->time) {
-    if (runs > 1) { /* the best of the runs after the first, then what they spread over */
-      qsort(ms + 1, (size_t)runs - 1, sizeof *ms, cmp_double);
-      fprintf(stderr, "pxl: time: %.3f ms\n", ms[1]);
-      fprintf(stderr, "pxl: times: first %.3f ms; of the %d after it: best %.3f ms, median %.3f ms, worst %.3f ms\n",
-              ms[0], runs - 1, ms[1], ms[1 + (runs - 1) / 2], ms[runs - 1]);
-    } else {
-      fprintf(stderr, "pxl: time: %.3f ms\n", ms[0]);
-    }
+    print_times(ms, runs);
     /* the device that ran it: after a fallback of "auto", not the one first picked */
     fprintf(stderr, "pxl: device: %s\n", st == PXL_OK ? pxl_result_device(res) : pxl_device_name(ctx));
   }
@@ -1709,6 +1794,297 @@ done:
   return rc;
 }
 
+/* ---- pxl sparse ---- */
+
+enum {
+  O_SP_FORMAT = 1, O_SP_TYPE, O_SP_DEVICE, O_SP_THREADS, O_SP_X, O_SP_OUT, O_SP_TIME, O_SP_REPEAT, O_SP_K,
+  O_SP_WHICH, O_SP_TOL, O_SP_VECTORS, O_SP_RADIUS, O_SP_SIGMA_I, O_SP_SIGMA_X, O_SP_SIGMA_E, O_SP_EDGES,
+  O_SP_VALS, O_SP_HELP
+};
+
+static const Opt SPARSE_OPTS[] = {
+    {"format", 0, 1, O_SP_FORMAT, 0},   {"type", 0, 1, O_SP_TYPE, 0},       {"device", 0, 1, O_SP_DEVICE, 0},
+    {"threads", 0, 1, O_SP_THREADS, 0}, {"x", 0, 1, O_SP_X, 0},             {"out", 'o', 1, O_SP_OUT, 0},
+    {"time", 0, 0, O_SP_TIME, 0},       {"repeat", 0, 1, O_SP_REPEAT, 0},   {"k", 'k', 1, O_SP_K, 0},
+    {"which", 0, 1, O_SP_WHICH, 0},     {"tol", 0, 1, O_SP_TOL, 0},         {"vectors", 0, 1, O_SP_VECTORS, 0},
+    {"radius", 0, 1, O_SP_RADIUS, 0},   {"sigma-i", 0, 1, O_SP_SIGMA_I, 0}, {"sigma-x", 0, 1, O_SP_SIGMA_X, 0},
+    {"sigma-e", 0, 1, O_SP_SIGMA_E, 0}, {"edges", 0, 1, O_SP_EDGES, 0},     {"vals", 0, 1, O_SP_VALS, 0},
+    {"help", 'h', 0, O_SP_HELP, 1},     {NULL, 0, 0, 0, 0}};
+
+/* A number > 0 (or >= 0 with zero_ok) from an option's value; 0 on success. */
+static int parse_positive(const char *s, bool zero_ok, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok)) return -1;
+  *out = v;
+  return 0;
+}
+
+/* What the eigs, affinity and ncuts verbs take. */
+typedef struct {
+  int k, radius;
+  bool largest;
+  double tol, sigma_i, sigma_x, sigma_e;
+  const char *vectors, *edges, *vals;
+} SpectralOpts;
+
+/* pxl sparse eigs: the k extreme eigenpairs of A.mtx into .npy files. */
+static int sparse_eigs_cmd(pxl_context *ctx, pxl_sparse *A, const SpectralOpts *so, const char *out) {
+  int64_t n = pxl_sparse_rows(A);
+  if (n != pxl_sparse_cols(A)) {
+    error("eigenpairs need a square matrix, not %" PRId64 " x %" PRId64, n, pxl_sparse_cols(A));
+    return RC_RUN;
+  }
+  if (so->k > n) {
+    error("--k %d: the matrix has %" PRId64 " rows", so->k, n);
+    return RC_RUN;
+  }
+  double *vals = malloc((size_t)so->k * sizeof *vals), *vecs = malloc((size_t)n * so->k * sizeof *vecs);
+  double *rows = vecs ? malloc((size_t)n * so->k * sizeof *rows) : NULL;
+  int rc = RC_OK, st = rows ? pxl_sparse_eigsh(ctx, A, so->k, so->largest, so->tol, vals, vecs) : PXL_ENOMEM;
+  if (st) rc = fail(ctx, st, "eigs");
+  if (!rc) st = pxl_vector_save(ctx, out, vals, so->k, PXL_F64);
+  if (!rc && !st && so->vectors) {
+    /* column c of the result is vector c: a (rows, k) array like SciPy's eigsh gives */
+    for (int64_t r = 0; r < n; r++)
+      for (int c = 0; c < so->k; c++) rows[r * so->k + c] = vecs[(int64_t)c * n + r];
+    st = pxl_array_save(ctx, so->vectors, rows, n, so->k, PXL_F64);
+  }
+  if (!rc && st) rc = fail(ctx, st, NULL);
+  free(vals), free(vecs), free(rows);
+  return rc;
+}
+
+/* pxl sparse affinity and ncuts: the affinity of an image, written as .mtx or cut into
+ * regions written as a label image. */
+static int sparse_image_cmd(pxl_context *ctx, const char *file, bool cut, const SpectralOpts *so, pxl_type type,
+                            const char *out) {
+  pxl_image *img = NULL, *edges = NULL, *labels = NULL;
+  pxl_sparse *W = NULL;
+  int st = pxl_image_load(ctx, file, &img), rc = RC_OK;
+  if (!st && so->edges) st = pxl_image_load(ctx, so->edges, &edges);
+  if (!st)
+    st = pxl_sparse_affinity(ctx, img, edges, so->radius, so->sigma_i, so->sigma_x, so->sigma_e, type, &W);
+  if (!st && !cut) st = pxl_sparse_save(ctx, W, out);
+  double vals[64];
+  if (!st && cut) {
+    st = pxl_image_create(ctx, pxl_image_width(img), pxl_image_height(img), PXL_U8, 1, &labels);
+    if (!st) st = pxl_sparse_ncuts(ctx, W, so->k, labels, vals);
+    if (!st) st = pxl_image_save(ctx, labels, out);
+    if (!st && so->vals) st = pxl_vector_save(ctx, so->vals, vals, so->k, PXL_F64);
+  }
+  if (st) rc = fail(ctx, st, NULL);
+  if (!rc && cut) {
+    printf("%s: %d regions; eigenvalues", file, so->k);
+    for (int c = 0; c < so->k; c++) printf(" %.9g", vals[c]);
+    printf("\n");
+  }
+  pxl_image_free(labels), pxl_image_free(edges), pxl_image_free(img);
+  pxl_sparse_free(W);
+  return rc;
+}
+
+/* pxl sparse info: the shape, the rows' lengths, and what each format would store. */
+static int sparse_info(pxl_context *ctx, const char *file, pxl_sparse *A, bool choose) {
+  printf("%s: %" PRId64 " x %" PRId64 ", %" PRId64 " entries, %s\n", file, pxl_sparse_rows(A), pxl_sparse_cols(A),
+         pxl_sparse_nnz(A), pxl_sparse_type(A) == PXL_F32 ? "f32" : "f64");
+  static const char *const formats[] = {"csr", "coo", "ell", "sell", "dia", "bcsr"};
+  for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+    pxl_sparse *B;
+    int st = pxl_sparse_convert(ctx, A, formats[f], &B);
+    if (st == PXL_ETOOBIG) {
+      printf("  %-5s too much padding (%s)\n", formats[f], pxl_errmsg(ctx));
+      continue;
+    }
+    if (st) return fail(ctx, st, formats[f]);
+    double fill = pxl_sparse_nnz(A) ? (double)pxl_sparse_stored(B) / (double)pxl_sparse_nnz(A) : 1.0;
+    printf("  %-5s %" PRId64 " stored (%.2fx)\n", formats[f], pxl_sparse_stored(B), fill);
+    pxl_sparse_free(B);
+  }
+  if (choose) {
+    const char *fmt;
+    char report[512];
+    int st = pxl_sparse_choose(ctx, A, &fmt, report, sizeof report);
+    print_warnings(ctx);
+    if (st) return fail(ctx, st, "choosing a format");
+    printf("choice: %s\n", report);
+  }
+  return RC_OK;
+}
+
+/* pxl sparse spmv: y = A x into --out, timed with --time. */
+static int sparse_spmv_cmd(pxl_context *ctx, pxl_sparse *A, const char *xpath, const char *out, bool time,
+                           int repeat) {
+  pxl_type t = pxl_sparse_type(A);
+  void *x = NULL, *y = NULL;
+  int64_t nx = 0, ny = pxl_sparse_rows(A);
+  int st = pxl_vector_load(ctx, xpath, t, &x, &nx);
+  if (st) return fail(ctx, st, NULL);
+  if (nx != pxl_sparse_cols(A)) {
+    pxl_vector_free(x);
+    error("%s has %" PRId64 " elements; the matrix has %" PRId64 " columns", xpath, nx, pxl_sparse_cols(A));
+    return RC_RUN;
+  }
+  y = malloc((size_t)(ny > 0 ? ny : 1) * (t == PXL_F32 ? 4 : 8));
+  int runs = repeat > 0 ? repeat : 1;
+  double *ms = y ? malloc((size_t)runs * sizeof *ms) : NULL;
+  if (!ms) {
+    free(y);
+    pxl_vector_free(x);
+    error("out of memory");
+    return RC_RUN;
+  }
+  for (int r = 0; r < runs && !st; r++) {
+    double t0 = now_seconds();
+    st = pxl_sparse_spmv(ctx, A, x, nx, y, ny);
+    ms[r] = (now_seconds() - t0) * 1e3;
+  }
+  int rc = st ? fail(ctx, st, "spmv") : RC_OK;
+  if (!rc) {
+    st = pxl_vector_save(ctx, out, y, ny, t);
+    if (st) rc = fail(ctx, st, NULL);
+  }
+  if (!rc && time) {
+    print_times(ms, runs);
+    fprintf(stderr, "pxl: format: %s\n", pxl_sparse_format(A));
+  }
+  free(ms);
+  free(y);
+  pxl_vector_free(x);
+  return rc;
+}
+
+/* pxl sparse info|spmv A.mtx [options] */
+static int cmd_sparse(int argc, char **argv) {
+  ArgIter it = {"sparse", SPARSE_OPTS, argv, argc, 0, 0, 0};
+  const char *v, *verb = NULL, *file = NULL, *format = "csr", *device = "cpu", *xpath = NULL, *out = NULL;
+  int id, threads = 0, repeat = 0;
+  bool time = false, eig_opt = false, k_given = false, image_opt = false;
+  pxl_type type = PXL_F64;
+  SpectralOpts so = {6, 5, true, 0, 0.1, 4, 0.1, NULL, NULL, NULL};
+  while ((id = next_arg(&it, &v)) != ARG_END) {
+    switch (id) {
+    case ARG_BAD: return RC_USAGE;
+    case ARG_POS:
+      if (!verb) verb = v;
+      else if (!file) file = v;
+      else return usage_error("sparse", "unexpected argument '%s' (one A.mtx at a time)", v);
+      break;
+    case O_SP_FORMAT: format = v; break;
+    case O_SP_TYPE:
+      if (strcmp(v, "f64") && strcmp(v, "f32")) return usage_error("sparse", "--type needs f64 or f32, got '%s'", v);
+      type = strcmp(v, "f32") ? PXL_F64 : PXL_F32;
+      break;
+    case O_SP_DEVICE: device = v; break;
+    case O_SP_THREADS:
+      if (parse_int(v, strlen(v), 0, 4096, &threads))
+        return usage_error("sparse", "--threads needs a number from 0 to 4096, got '%s'", v);
+      break;
+    case O_SP_X: xpath = v; break;
+    case O_SP_OUT: out = v; break;
+    case O_SP_TIME: time = true; break;
+    case O_SP_REPEAT:
+      if (parse_int(v, strlen(v), 1, 100000, &repeat))
+        return usage_error("sparse", "--repeat needs a number of products from 1 to 100000, got '%s'", v);
+      break;
+    case O_SP_K:
+      if (parse_int(v, strlen(v), 1, 4096, &so.k))
+        return usage_error("sparse", "--k needs a number from 1 to 4096, got '%s'", v);
+      k_given = true;
+      break;
+    case O_SP_WHICH:
+      if (strcmp(v, "largest") && strcmp(v, "smallest"))
+        return usage_error("sparse", "--which needs largest or smallest, got '%s'", v);
+      so.largest = !strcmp(v, "largest");
+      eig_opt = true;
+      break;
+    case O_SP_TOL:
+      if (parse_positive(v, false, &so.tol) || so.tol >= 1)
+        return usage_error("sparse", "--tol needs a number in (0, 1), got '%s'", v);
+      eig_opt = true;
+      break;
+    case O_SP_VECTORS: so.vectors = v; eig_opt = true; break;
+    case O_SP_RADIUS:
+      if (parse_int(v, strlen(v), 0, 64, &so.radius))
+        return usage_error("sparse", "--radius needs 0 to 64, got '%s'", v);
+      image_opt = true;
+      break;
+    case O_SP_SIGMA_I:
+    case O_SP_SIGMA_X:
+    case O_SP_SIGMA_E:
+      if (parse_positive(v, false, id == O_SP_SIGMA_I ? &so.sigma_i : id == O_SP_SIGMA_X ? &so.sigma_x : &so.sigma_e))
+        return usage_error("sparse", "--%s needs a number > 0, got '%s'", id == O_SP_SIGMA_I ? "sigma-i" : id == O_SP_SIGMA_X ? "sigma-x" : "sigma-e", v);
+      image_opt = true;
+      break;
+    case O_SP_EDGES: so.edges = v; image_opt = true; break;
+    case O_SP_VALS: so.vals = v; image_opt = true; break;
+    case O_SP_HELP: fputs(HELP_SPARSE, stdout); return RC_OK;
+    }
+  }
+  if (!verb) return usage_error("sparse", "missing info, spmv, eigs, affinity or ncuts");
+  bool spmv = !strcmp(verb, "spmv"), eigs = !strcmp(verb, "eigs"), aff = !strcmp(verb, "affinity"),
+       cut = !strcmp(verb, "ncuts");
+  if (!spmv && !eigs && !aff && !cut && strcmp(verb, "info"))
+    return usage_error("sparse", "unknown verb '%s' (info, spmv, eigs, affinity or ncuts)", verb);
+  if (!file) return usage_error("sparse", aff || cut ? "missing IMAGE" : "missing A.mtx");
+  if (eig_opt && !eigs) return usage_error("sparse", "--which, --tol and --vectors are for eigs");
+  if (k_given && !eigs && !cut) return usage_error("sparse", "--k is for eigs and ncuts");
+  if (image_opt && !aff && !cut)
+    return usage_error("sparse", "--radius, --sigma-i, --sigma-x, --sigma-e, --edges and --vals are for affinity and ncuts");
+  if (so.vals && !cut) return usage_error("sparse", "--vals is for ncuts");
+  if (cut && (so.k < 2 || so.k > 64)) return usage_error("sparse", "ncuts makes 2 to 64 regions (--k), not %d", so.k);
+  if (eigs || aff || cut) {
+    if (!out) return usage_error("sparse", "%s needs --out", verb);
+    const char *want = eigs ? "npy" : aff ? "mtx" : NULL;
+    if (want && strcasecmp(extension(out), want))
+      return usage_error("sparse", "--out %s: %s writes .%s", out, verb, want);
+    const char *ins[] = {file, so.edges, NULL}, *outs[] = {out, so.vectors, so.vals};
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 2 && outs[a]; b++)
+        if (ins[b] && same_file(outs[a], ins[b]))
+          return usage_error("sparse", "%s names an input (%s): refusing to overwrite it", outs[a], ins[b]);
+    if (strcmp(format, "csr") && !eigs) return usage_error("sparse", "--format is for info, spmv and eigs");
+    if (xpath || time) return usage_error("sparse", "--x and --time are for spmv");
+  }
+  static const char *const known[] = {"csr", "coo", "ell", "sell", "dia", "bcsr", "auto"};
+  bool ok = false;
+  for (size_t k = 0; k < sizeof known / sizeof *known; k++) ok |= !strcmp(format, known[k]);
+  if (!ok) return usage_error("sparse", "--format needs csr, coo, ell, sell, dia, bcsr or auto, got '%s'", format);
+  if (spmv) {
+    if (!xpath) return usage_error("sparse", "spmv needs --x X.npy");
+    if (!out) return usage_error("sparse", "spmv needs --out Y.npy");
+    if (strcasecmp(extension(out), "npy")) return usage_error("sparse", "--out %s: y is written as .npy", out);
+    if (same_file(out, file) || same_file(out, xpath))
+      return usage_error("sparse", "--out %s names an input (%s): refusing to overwrite it", out,
+                         same_file(out, file) ? file : xpath);
+  } else if (!eigs && !aff && !cut && (xpath || out || time)) {
+    return usage_error("sparse", "--x, --out and --time are for spmv");
+  }
+  if (repeat && !time) return usage_error("sparse", "--repeat is for timing: give --time too");
+  pxl_context *ctx = pxl_context_new();
+  if (!ctx) {
+    error("out of memory");
+    return RC_RUN;
+  }
+  int st = pxl_set_device(ctx, device);
+  if (!st) st = pxl_set_threads(ctx, threads);
+  int rc = st ? (st == PXL_EARG ? RC_USAGE : fail(ctx, st, NULL)) : RC_OK;
+  if (st == PXL_EARG) error("%s", pxl_errmsg(ctx));
+  pxl_sparse *A = NULL, *B = NULL;
+  if (!rc && (aff || cut)) rc = sparse_image_cmd(ctx, file, cut, &so, type, out);
+  if (!rc && !aff && !cut && (st = pxl_sparse_load(ctx, file, type, &A))) rc = fail(ctx, st, NULL);
+  if (!rc && !spmv && !eigs && !aff && !cut) rc = sparse_info(ctx, file, A, !strcmp(format, "auto"));
+  if (!rc && (spmv || eigs) && (st = pxl_sparse_convert(ctx, A, format, &B))) rc = fail(ctx, st, NULL);
+  print_warnings(ctx);
+  if (!rc && spmv) rc = sparse_spmv_cmd(ctx, B, xpath, out, time, repeat);
+  if (!rc && eigs) rc = sparse_eigs_cmd(ctx, B, &so, out);
+  pxl_sparse_free(B);
+  pxl_sparse_free(A);
+  pxl_context_free(ctx);
+  return rc;
+}
+
 /* ---- pxl help, and dispatch ---- */
 
 static int cmd_help(int argc, char **argv);
@@ -1723,6 +2099,7 @@ static const Command COMMAND_TABLE[] = {
     {"run", cmd_run, HELP_RUN},
     {"check", cmd_check, HELP_CHECK},
     {"compile", cmd_compile, HELP_COMPILE},
+    {"sparse", cmd_sparse, HELP_SPARSE},
     {"help", cmd_help, HELP_HELP},
 };
 
@@ -1741,7 +2118,7 @@ static int cmd_help(int argc, char **argv) {
   }
   if (argc > 1) return usage_error("help", "unexpected argument '%s'", argv[1]);
   const Command *c = find_command(argv[0]);
-  if (!c) return usage_error(NULL, "no command '%s' (commands: run, check, compile, help)", argv[0]);
+  if (!c) return usage_error(NULL, "no command '%s' (commands: run, check, compile, sparse, help)", argv[0]);
   fputs(c->help, stdout);
   return RC_OK;
 }
@@ -1766,7 +2143,7 @@ int main(int argc, char **argv) {
   } else if (name[0] == '-') {
     rc = usage_error(NULL, "unknown option '%s'", name);
   } else {
-    rc = usage_error(NULL, "unknown command '%s' (commands: run, check, compile, help)", name);
+    rc = usage_error(NULL, "unknown command '%s' (commands: run, check, compile, sparse, help)", name);
   }
   /* Results on stdout count only if they reached it. */
   if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -509,6 +509,87 @@ const char *pxl_result_name(const pxl_run_result *res);
  * that failed, a missing C compiler) the one that really ran. */
 const char *pxl_result_device(const pxl_run_result *res);
 
+/* ---- sparse matrices and vectors ----
+ *
+ * A sparse matrix of f32 or f64 values, held in one storage format at a time: "csr",
+ * "coo", "ell", "sell" (SELL-C-sigma), "dia" or "bcsr" (docs/SPARSE.md gives each
+ * layout and the one definition of the product, which every format and device meets
+ * bit for bit for finite x). Matrices are read from and written to Matrix Market files
+ * (.mtx); vectors are plain arrays of the matrix's value type, read from and written to
+ * NumPy .npy files of shape (N,), (N, 1) or (1, N). Products run on the context's device:
+ * "cpu" (and "auto") on its threads, "ref" the definition on one thread; a GPU device is
+ * refused with PXL_EDEVICE (not yet).
+ *
+ *   pxl_sparse *A, *B;
+ *   if (pxl_sparse_load(ctx, "a.mtx", PXL_F64, &A) == PXL_OK &&
+ *       pxl_sparse_convert(ctx, A, "auto", &B) == PXL_OK)
+ *     pxl_sparse_spmv(ctx, B, x, pxl_sparse_cols(B), y, pxl_sparse_rows(B));
+ */
+typedef struct pxl_sparse pxl_sparse;
+
+/* Reads a Matrix Market file (coordinate real, integer or pattern; general, symmetric or
+ * skew-symmetric; or array real/integer general) as CSR with values of type (PXL_F32 or
+ * PXL_F64); duplicate entries are summed in file order. PXL_EFORMAT names the line. */
+int pxl_sparse_load(pxl_context *ctx, const char *path, pxl_type type, pxl_sparse **out);
+/* Writes A as `coordinate real general`, values that read back to the same bits;
+ * atomically (nothing is left at path on failure). */
+int pxl_sparse_save(pxl_context *ctx, const pxl_sparse *A, const char *path);
+/* A CSR matrix from n entries (i[e], j[e], v[e]), 0-based, in any order; duplicates are
+ * summed in the order given. */
+int pxl_sparse_from_triplets(pxl_context *ctx, int64_t rows, int64_t cols, pxl_type type, int64_t n,
+                             const int64_t *i, const int64_t *j, const double *v, pxl_sparse **out);
+/* A copy of A in `format`, or with "auto" in the format products of A's structure are
+ * fastest in on the context's device: formats are predicted from the bytes they move,
+ * the likely ones built and timed, and the answer is kept in the cache directory per
+ * structure and device (a second "auto" for the same structure measures nothing).
+ * PXL_ETOOBIG when the format would store over 16 times A's entries (padding: ELL
+ * with a long row, DIA with scattered diagonals). */
+int pxl_sparse_convert(pxl_context *ctx, const pxl_sparse *A, const char *format, pxl_sparse **out);
+/* What "auto" chose for A and why, as text ("dia: csr 1.90 ms, dia 0.71 ms, ..." or
+ * "dia (cached)") into report[n]; the format's name into *format (static). */
+int pxl_sparse_choose(pxl_context *ctx, const pxl_sparse *A, const char **format, char *report, size_t n);
+/* y = A x: x has pxl_sparse_cols(A) elements (nx), y pxl_sparse_rows(A) (ny), both of
+ * A's value type; y must not overlap x. */
+int pxl_sparse_spmv(pxl_context *ctx, const pxl_sparse *A, const void *x, int64_t nx, void *y, int64_t ny);
+void pxl_sparse_free(pxl_sparse *A);
+const char *pxl_sparse_format(const pxl_sparse *A);
+pxl_type pxl_sparse_type(const pxl_sparse *A);
+int64_t pxl_sparse_rows(const pxl_sparse *A);
+int64_t pxl_sparse_cols(const pxl_sparse *A);
+int64_t pxl_sparse_nnz(const pxl_sparse *A);    /* entries of the CSR form */
+int64_t pxl_sparse_stored(const pxl_sparse *A); /* entries the format stores, padding included */
+
+/* A vector from a .npy file, converted to type (PXL_F32 or PXL_F64): *data (free with
+ * pxl_vector_free) of *n elements. */
+int pxl_vector_load(pxl_context *ctx, const char *path, pxl_type type, void **data, int64_t *n);
+/* Writes n elements of type as a .npy file of shape (n,), atomically. */
+int pxl_vector_save(pxl_context *ctx, const char *path, const void *data, int64_t n, pxl_type type);
+void pxl_vector_free(void *data);
+/* Writes rows x cols elements of type (row-major) as a .npy array of shape (rows, cols). */
+int pxl_array_save(pxl_context *ctx, const char *path, const void *data, int64_t rows, int64_t cols, pxl_type type);
+
+/* ---- normalized cuts (docs/SPARSE.md) ---- */
+
+/* The normalized-cuts affinity of img's first channel (integer types scaled to [0, 1]
+ * by their maximum, floats as they are): a DIA matrix of width * height rows joining
+ * each pixel to those within `radius` (0 to 64; 5 gives 81 diagonals) with the weight
+ * exp(-(I_p - I_q)^2 / sigma_i^2) * exp(-d^2 / sigma_x^2), times exp(-E^2 / sigma_e^2)
+ * with an edge image (NULL: none), E the largest edge value on the segment from p to q. */
+int pxl_sparse_affinity(pxl_context *ctx, const pxl_image *img, const pxl_image *edges, int radius, double sigma_i,
+                        double sigma_x, double sigma_e, pxl_type type, pxl_sparse **out);
+/* The k largest (largest != 0) or smallest eigenvalues of symmetric A into vals and their
+ * unit eigenvectors into vecs (rows x k, column-major: vector c at vecs + c * rows), each
+ * signed so that its largest component is positive; tol: relative residual (0: 1e-10,
+ * for f32 matrices 1e-5).
+ * Thick-restart Lanczos with full reorthogonalisation, on the host. */
+int pxl_sparse_eigsh(pxl_context *ctx, const pxl_sparse *A, int k, int largest, double tol, double *vals,
+                     double *vecs);
+/* Normalized-cuts segmentation: `regions` (2 to 64) regions of W's pixels (W from
+ * pxl_sparse_affinity) into labels (a host u8 or u16 image of one channel with W's pixel
+ * count, values 0 .. regions - 1), and the generalized eigenvalues lambda of
+ * (D - W) y = lambda D y into vals (regions of them, smallest first). */
+int pxl_sparse_ncuts(pxl_context *ctx, const pxl_sparse *W, int regions, pxl_image *labels, double *vals);
+
 #ifdef __cplusplus
 }
 #endif

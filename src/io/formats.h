@@ -33,6 +33,13 @@ int io_tiff_save(FILE *f, const struct pxl_image *img, const char *name, Err *er
 int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
                 Err *err);                        /* versions 1.0-3.0, (H, W[, C]) */
 int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err); /* 1.0 */
+/* A vector: shape (N,), (N, 1) or (1, N) of any element type above, converted to type
+ * (PXL_F32 or PXL_F64) into *out (PXL_FREE), N in *len; saved as (N,), or with cols > 0
+ * as a C-order array (len / cols, cols). */
+int io_npy_load_vector(const uint8_t *buf, size_t n, const char *name, pxl_type type, void **out, int64_t *len,
+                       Err *err);
+int io_npy_save_vector(FILE *f, const void *v, int64_t len, int64_t cols, pxl_type type, const char *name,
+                       Err *err);
 
 /* Records code and "name: <formatted message>" in err; returns code. */
 int io_err(Err *err, int code, const char *name, const char *fmt, ...)

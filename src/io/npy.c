@@ -198,9 +198,8 @@ static void put_elem(uint8_t *dst, const uint8_t *src, int size, int swap) {
   for (int k = 0; k < size; k++) dst[k] = src[size - 1 - k];
 }
 
-int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
-                Err *err) {
-  *out = NULL;
+/* The magic, version and header of a .npy file in buf: *h, and where the data starts. */
+static int read_header(const uint8_t *buf, size_t n, const char *name, Header *h, size_t *data, Err *err) {
   if (n < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) return io_err(err, PXL_EFORMAT, name, "not a .npy file");
   unsigned major = buf[6], minor = buf[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0)
@@ -214,10 +213,18 @@ int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
     return io_err(err, PXL_EFORMAT, name, "invalid .npy header: %zu bytes long (at most %d read)", hlen,
                   NPY_HEADER_LIMIT);
   if (hlen > n - pre) return io_err(err, PXL_EFORMAT, name, "truncated .npy header");
-
-  Header h = {.type = -1, .fortran = -1, .ndim = -1};
+  *h = (Header){.type = -1, .fortran = -1, .ndim = -1};
   Parser ps = {(const char *)buf + pre, (const char *)buf + pre + hlen, name, err};
-  int rc = parse_dict(&ps, &h);
+  *data = pre + hlen;
+  return parse_dict(&ps, h);
+}
+
+int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image **out,
+                Err *err) {
+  *out = NULL;
+  Header h;
+  size_t pre_hlen;
+  int rc = read_header(buf, n, name, &h, &pre_hlen, err);
   if (rc != PXL_OK) return rc;
   if (h.ndim != 2 && h.ndim != 3)
     return io_err(err, PXL_EFORMAT, name, "unsupported .npy shape: %d dimension%s (pxl reads (H, W) or (H, W, C))",
@@ -231,7 +238,7 @@ int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   rc = io_check_dims(name, W > INT_MAX ? INT_MAX : (int)W, H > INT_MAX ? INT_MAX : (int)H, type, (int)C, err);
   if (rc != PXL_OK) return rc;
   /* dims are within the limits now, so this product cannot overflow */
-  unsigned long long need = H * W * C * (unsigned long long)es, have = n - pre - hlen;
+  unsigned long long need = H * W * C * (unsigned long long)es, have = n - pre_hlen;
   if (have < need)
     return io_err(err, PXL_EFORMAT, name, "truncated .npy data (%llu bytes, the shape needs %llu)", have, need);
   if (have > need)
@@ -240,7 +247,7 @@ int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   struct pxl_image *img;
   rc = io_image_new(name, (int)W, (int)H, type, (int)C, &img, err);
   if (rc != PXL_OK) return rc;
-  const uint8_t *data = buf + pre + hlen;
+  const uint8_t *data = buf + pre_hlen;
   size_t row = (size_t)W * (size_t)C * (size_t)es;
   for (size_t y = 0; y < H; y++) {
     uint8_t *dst = image_row(img, (int)y);
@@ -280,5 +287,79 @@ int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
   for (size_t k = (size_t)len; ok && k + 1 < hlen; k++) ok = fputc(' ', f) != EOF;
   ok = ok && fputc('\n', f) != EOF;
   for (int y = 0; ok && y < img->height; y++) ok = fwrite(image_row(img, y), 1, row, f) == row;
+  return ok ? PXL_OK : io_write_error(err, name, errno);
+}
+
+/* One element of npy type t at src (byte-swapped when asked) as double. */
+static double elem_value(const uint8_t *src, int t, int swap) {
+  uint8_t b[8];
+  put_elem(b, src, npy_types[t].size, swap);
+  switch (npy_types[t].type) {
+  case PXL_U8: return b[0];
+  case PXL_U16: { uint16_t v; memcpy(&v, b, 2); return v; }
+  case PXL_I16: { int16_t v; memcpy(&v, b, 2); return v; }
+  case PXL_I32: { int32_t v; memcpy(&v, b, 4); return v; }
+  case PXL_U32: { uint32_t v; memcpy(&v, b, 4); return v; }
+  case PXL_F32: { float v; memcpy(&v, b, 4); return v; }
+  default: { double v; memcpy(&v, b, 8); return v; }
+  }
+}
+
+int io_npy_load_vector(const uint8_t *buf, size_t n, const char *name, pxl_type type, void **out, int64_t *len,
+                       Err *err) {
+  *out = NULL;
+  *len = 0;
+  Header h;
+  size_t pre_hlen;
+  int rc = read_header(buf, n, name, &h, &pre_hlen, err);
+  if (rc != PXL_OK) return rc;
+  if (type != PXL_F32 && type != PXL_F64) return io_err(err, PXL_EARG, name, "vectors are f32 or f64");
+  /* (N,), (N, 1) and (1, N): a vector either way */
+  bool vec = h.ndim == 1 || (h.ndim == 2 && (h.shape[0] == 1 || h.shape[1] == 1));
+  if (!vec)
+    return io_err(err, PXL_EFORMAT, name, "a vector must have shape (N,), (N, 1) or (1, N), not %d dimensions%s",
+                  h.ndim, h.ndim == 2 ? " of more than one element each" : "");
+  unsigned long long N = h.ndim == 1 ? h.shape[0] : h.shape[0] * h.shape[1];
+  if (N > (unsigned long long)INT32_MAX)
+    return io_err(err, PXL_ETOOBIG, name, "a vector of %llu elements (at most %d)", N, INT32_MAX);
+  int es = npy_types[h.type].size;
+  unsigned long long need = N * (unsigned long long)es, have = n - pre_hlen;
+  if (have < need)
+    return io_err(err, PXL_EFORMAT, name, "truncated .npy data (%llu bytes, the shape needs %llu)", have, need);
+  if (have > need)
+    return io_err(err, PXL_EFORMAT, name, "invalid .npy file: %llu bytes after the array's %llu", have - need, need);
+  size_t os = type == PXL_F32 ? 4 : 8;
+  void *v = PXL_MALLOC(N ? (size_t)N * os : 1);
+  if (!v) return io_err(err, PXL_ENOMEM, name, "out of memory for a vector of %llu elements", N);
+  /* (1, N) and (N, 1) hold their elements in order in either memory order */
+  for (size_t k = 0; k < N; k++) {
+    double d = elem_value(buf + pre_hlen + k * (size_t)es, h.type, h.swap);
+    if (type == PXL_F32)
+      ((float *)v)[k] = (float)d;
+    else
+      ((double *)v)[k] = d;
+  }
+  *out = v;
+  *len = (int64_t)N;
+  return PXL_OK;
+}
+
+int io_npy_save_vector(FILE *f, const void *v, int64_t len, int64_t cols, pxl_type type, const char *name,
+                       Err *err) {
+  if (type != PXL_F32 && type != PXL_F64) return io_err(err, PXL_EARG, name, "vectors are f32 or f64");
+  int es = type == PXL_F32 ? 4 : 8;
+  char dict[160], shape[64];
+  if (cols > 0)
+    snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)(len / cols), (long long)cols);
+  else
+    snprintf(shape, sizeof shape, "(%lld,)", (long long)len);
+  int dl = snprintf(dict, sizeof dict, "{'descr': '%cf%d', 'fortran_order': False, 'shape': %s, }",
+                    host_is_little() ? '<' : '>', es, shape);
+  size_t hlen = ((10 + (size_t)dl + 1 + NPY_ALIGN - 1) / NPY_ALIGN) * NPY_ALIGN - 10;
+  uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)hlen, (uint8_t)(hlen >> 8)};
+  errno = 0;
+  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)dl, f) == (size_t)dl;
+  for (size_t k = (size_t)dl; ok && k + 1 < hlen; k++) ok = fputc(' ', f) != EOF;
+  ok = ok && fputc('\n', f) != EOF && fwrite(v, (size_t)es, (size_t)len, f) == (size_t)len;
   return ok ? PXL_OK : io_write_error(err, name, errno);
 }
