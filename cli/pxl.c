@@ -376,7 +376,7 @@ static const char HELP_HELP[] =
     "Usage: pxl help [COMMAND]\n"
     "\n"
     "Shows the overview of pxl, or the help of COMMAND (run, check, compile, sparse,\n"
-    "help);"
+    "help); "
     "the same as 'pxl --help' and 'pxl COMMAND --help'.\n";
 
 /* ---- messages and exit codes ---- */
@@ -2044,6 +2044,9 @@ static int cmd_sparse(int argc, char **argv) {
       for (int b = 0; b < 2 && outs[a]; b++)
         if (ins[b] && same_file(outs[a], ins[b]))
           return usage_error("sparse", "%s names an input (%s): refusing to overwrite it", outs[a], ins[b]);
+    for (int a = 1; a < 3; a++)
+      if (outs[a] && (same_file(outs[a], out) || !strcmp(outs[a], out)))
+        return usage_error("sparse", "%s is given for two outputs", out);
     if (strcmp(format, "csr") && !eigs) return usage_error("sparse", "--format is for info, spmv and eigs");
     if (xpath || time) return usage_error("sparse", "--x and --time are for spmv");
   }

@@ -132,9 +132,12 @@ static int choose(pxl_context *ctx, const SpMat *A, int *format, char *report, s
   *format = ch.format;
   if (report && rn) {
     size_t len = (size_t)snprintf(report, rn, "%s:", sparse_format_name(ch.format));
+    const char *sep = " ";
     for (int f = 0; f < SP_NFORMATS && len < rn; f++)
-      if (ch.ms[f] >= 0)
-        len += (size_t)snprintf(report + len, rn - len, " %s %.3f ms", sparse_format_name(f), ch.ms[f]);
+      if (ch.ms[f] >= 0) {
+        len += (size_t)snprintf(report + len, rn - len, "%s%s %.3f ms", sep, sparse_format_name(f), ch.ms[f]);
+        sep = ", ";
+      }
   }
   char line[32];
   int n = snprintf(line, sizeof line, "format=%s\n", sparse_format_name(ch.format));

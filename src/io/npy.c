@@ -15,7 +15,8 @@
  * as NumPy's own reader limits them) is refused. An array of shape (H, W) is a 1-channel
  * image, (H, W, C) has C = 1, 3 or 4 channels. Elements: unsigned u1 u2 u4, signed i2 i4,
  * float f4 f8, little-endian ('<'), big-endian ('>', byte-swapped on load) or, for one
- * byte, '|'. Fortran (column-major) arrays are transposed on load. The data must be
+ * byte, '|'. Vectors (shape (N,), (N, 1) or (1, N), io_npy_load_vector) also take b1, i1,
+ * i8, u8 and f2, converted to f32 or f64. Fortran (column-major) arrays are transposed on load. The data must be
  * exactly H*W*C elements long: short data is truncated and trailing bytes are refused.
  *
  * Saving writes what numpy.save writes: version 1.0, the header padded so that the data
@@ -24,6 +25,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,9 +41,11 @@ static const struct {
   pxl_type type;
   char kind;
   int size;
+  bool vector_only; /* read as vectors (converted to f32 or f64), never as images */
 } npy_types[] = {
-    {PXL_U8, 'u', 1},  {PXL_U16, 'u', 2}, {PXL_I16, 'i', 2}, {PXL_I32, 'i', 4},
-    {PXL_U32, 'u', 4}, {PXL_F32, 'f', 4}, {PXL_F64, 'f', 8},
+    {PXL_U8, 'u', 1, false},  {PXL_U16, 'u', 2, false}, {PXL_I16, 'i', 2, false}, {PXL_I32, 'i', 4, false},
+    {PXL_U32, 'u', 4, false}, {PXL_F32, 'f', 4, false}, {PXL_F64, 'f', 8, false}, {PXL_F64, 'b', 1, true},
+    {PXL_F64, 'i', 1, true},  {PXL_F64, 'i', 8, true},  {PXL_F64, 'u', 8, true},  {PXL_F64, 'f', 2, true},
 };
 #define NNPY_TYPES (sizeof npy_types / sizeof npy_types[0])
 
@@ -55,6 +60,7 @@ typedef struct {
   int swap;            /* elements are in the other byte order */
   int fortran;         /* 1: column-major, 0: C order, -1 until read */
   int ndim;            /* shape's length, -1 until read */
+  char descr[16];      /* the descr as written, for messages */
   unsigned long long shape[3];
 } Header;
 
@@ -111,11 +117,12 @@ static int parse_descr(Parser *ps, Header *h) {
     if (d[0] != '<' && d[0] != '>' && !(one && d[0] == '|')) break;
     h->type = (int)i;
     h->swap = !one && (d[0] == '>') == host_is_little();
+    memcpy(h->descr, d, sizeof h->descr);
     return PXL_OK;
   }
   return io_err(ps->err, PXL_EFORMAT, ps->name,
                 "unsupported .npy element type '%s' (pxl reads u1 u2 u4 i2 i4 f4 f8, "
-                "little- or big-endian)",
+                "little- or big-endian; vectors also b1 i1 i8 u8 f2)",
                 d);
 }
 
@@ -226,6 +233,11 @@ int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   size_t pre_hlen;
   int rc = read_header(buf, n, name, &h, &pre_hlen, err);
   if (rc != PXL_OK) return rc;
+  if (npy_types[h.type].vector_only)
+    return io_err(err, PXL_EFORMAT, name,
+                  "unsupported .npy element type '%s' for an image (pxl reads u1 u2 u4 i2 i4 f4 f8, "
+                  "little- or big-endian)",
+                  h.descr);
   if (h.ndim != 2 && h.ndim != 3)
     return io_err(err, PXL_EFORMAT, name, "unsupported .npy shape: %d dimension%s (pxl reads (H, W) or (H, W, C))",
                   h.ndim, h.ndim == 1 ? "" : "s");
@@ -290,17 +302,31 @@ int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err
   return ok ? PXL_OK : io_write_error(err, name, errno);
 }
 
-/* One element of npy type t at src (byte-swapped when asked) as double. */
+/* An IEEE half (binary16) as double, exactly. */
+static double half_value(uint16_t h) {
+  int e = h >> 10 & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+  return h >> 15 ? -v : v;
+}
+
+/* One element of npy type t at src (byte-swapped when asked) as double (64-bit integers
+ * rounded to the nearest double). */
 static double elem_value(const uint8_t *src, int t, int swap) {
   uint8_t b[8];
   put_elem(b, src, npy_types[t].size, swap);
-  switch (npy_types[t].type) {
-  case PXL_U8: return b[0];
-  case PXL_U16: { uint16_t v; memcpy(&v, b, 2); return v; }
-  case PXL_I16: { int16_t v; memcpy(&v, b, 2); return v; }
-  case PXL_I32: { int32_t v; memcpy(&v, b, 4); return v; }
-  case PXL_U32: { uint32_t v; memcpy(&v, b, 4); return v; }
-  case PXL_F32: { float v; memcpy(&v, b, 4); return v; }
+  char kind = npy_types[t].kind;
+  switch (npy_types[t].size * 4 + (kind == 'f' ? 0 : kind == 'u' ? 1 : kind == 'i' ? 2 : 3)) {
+  case 4 * 1 + 3: return b[0] != 0;
+  case 4 * 1 + 1: return b[0];
+  case 4 * 1 + 2: return (int8_t)b[0];
+  case 4 * 2 + 0: { uint16_t v; memcpy(&v, b, 2); return half_value(v); }
+  case 4 * 2 + 1: { uint16_t v; memcpy(&v, b, 2); return v; }
+  case 4 * 2 + 2: { int16_t v; memcpy(&v, b, 2); return v; }
+  case 4 * 4 + 0: { float v; memcpy(&v, b, 4); return v; }
+  case 4 * 4 + 1: { uint32_t v; memcpy(&v, b, 4); return v; }
+  case 4 * 4 + 2: { int32_t v; memcpy(&v, b, 4); return v; }
+  case 4 * 8 + 1: { uint64_t v; memcpy(&v, b, 8); return (double)v; }
+  case 4 * 8 + 2: { int64_t v; memcpy(&v, b, 8); return (double)v; }
   default: { double v; memcpy(&v, b, 8); return v; }
   }
 }

@@ -209,6 +209,10 @@ static RowLen *sell_order(const SpMat *A, int sigma, Err *err) {
   return o;
 }
 
+/* SELL's slice height for A: a matrix of fewer rows gets one slice of its rows (a slice
+ * of 32 for a row vector would be 32 times its entries) */
+static int sell_height(const SpMat *A, int c) { return A->rows < c ? (A->rows > 0 ? (int)A->rows : 1) : c; }
+
 static int64_t sell_stored(const RowLen *o, int64_t rows, int c) {
   int64_t s = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += c) {
@@ -286,7 +290,7 @@ int64_t sparse_stored_for(const SpMat *A, SpFormat f, const SpOpts *opts) {
   case SP_ELL: return longest_row(A) * A->rows;
   case SP_SELL: {
     RowLen *ord = sell_order(A, o.sell_sigma, &ignored);
-    int64_t s = ord ? sell_stored(ord, A->rows, o.sell_c) : -1;
+    int64_t s = ord ? sell_stored(ord, A->rows, sell_height(A, o.sell_c)) : -1;
     PXL_FREE(ord);
     return s;
   }
@@ -390,9 +394,8 @@ static int to_ell(const SpMat *A, SpMat *M, const SpOpts *o, Err *err) {
 }
 
 static int to_sell(const SpMat *A, SpMat *M, const SpOpts *o, Err *err) {
-  int c = o->sell_c;
-  if (c > 1024 || o->sell_sigma > SP_MAX_DIM)
-    return err_set(err, PXL_EARG, "SELL slices of %d rows: at most 1024", c);
+  if (o->sell_c > 1024) return err_set(err, PXL_EARG, "SELL slices of %d rows: at most 1024", o->sell_c);
+  int c = sell_height(A, o->sell_c);
   RowLen *ord = sell_order(A, o->sell_sigma, err);
   if (!ord) return err->code;
   int64_t stored = sell_stored(ord, A->rows, c);
