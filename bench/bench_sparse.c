@@ -15,8 +15,9 @@
  * and times y = A x in each format (and the automatic choice) on each thread count: the
  * best of N products after a warm-up. Each matrix's CSR arrays, x and pxl's y go to DIR
  * as .npy files (NAME_indptr.npy, NAME_indices.npy, NAME_data.npy, NAME_x.npy and
- * NAME_y_FORMAT.npy, on the first thread count) for bench/bench_sparse.py, which times SciPy's CSR product on the same data
- * and checks y; the table lines are "MATRIX FORMAT THREADS MS GB/s".
+ * NAME_y_FORMAT.npy, on the first thread count) for bench/bench_sparse.py, which times
+ * SciPy's CSR product on the same data and checks y; the table lines are "MATRIX FORMAT
+ * THREADS MS GB/s".
  */
 #include <math.h>
 #include <stdio.h>

@@ -2014,7 +2014,8 @@ static int cmd_sparse(int argc, char **argv) {
     case O_SP_SIGMA_X:
     case O_SP_SIGMA_E:
       if (parse_positive(v, false, id == O_SP_SIGMA_I ? &so.sigma_i : id == O_SP_SIGMA_X ? &so.sigma_x : &so.sigma_e))
-        return usage_error("sparse", "--%s needs a number > 0, got '%s'", id == O_SP_SIGMA_I ? "sigma-i" : id == O_SP_SIGMA_X ? "sigma-x" : "sigma-e", v);
+        return usage_error("sparse", "--%s needs a number > 0, got '%s'",
+                           id == O_SP_SIGMA_I ? "sigma-i" : id == O_SP_SIGMA_X ? "sigma-x" : "sigma-e", v);
       image_opt = true;
       break;
     case O_SP_EDGES: so.edges = v; image_opt = true; break;
@@ -2031,7 +2032,8 @@ static int cmd_sparse(int argc, char **argv) {
   if (eig_opt && !eigs) return usage_error("sparse", "--which, --tol and --vectors are for eigs");
   if (k_given && !eigs && !cut) return usage_error("sparse", "--k is for eigs and ncuts");
   if (image_opt && !aff && !cut)
-    return usage_error("sparse", "--radius, --sigma-i, --sigma-x, --sigma-e, --edges and --vals are for affinity and ncuts");
+    return usage_error("sparse", "--radius, --sigma-i, --sigma-x, --sigma-e, --edges and --vals are for affinity "
+                                 "and ncuts");
   if (so.vals && !cut) return usage_error("sparse", "--vals is for ncuts");
   if (cut && (so.k < 2 || so.k > 64)) return usage_error("sparse", "ncuts makes 2 to 64 regions (--k), not %d", so.k);
   if (eigs || aff || cut) {

@@ -186,14 +186,15 @@ int sparse_eigsh(const SpMat *A, int k, bool largest, const SpEigOpts *opts, dou
   double *S = Tc ? PXL_MALLOC(mm * sizeof *S) : NULL, *theta = S ? PXL_MALLOC((size_t)m * sizeof *theta) : NULL;
   double *h = theta ? PXL_MALLOC((size_t)(m + 1) * 3 * sizeof *h) : NULL; /* h, g, discarded */
   int *order = h ? PXL_MALLOC((size_t)m * sizeof *order) : NULL;
-  w.partial = order ? PXL_MALLOC((size_t)((n + DOT_BLOCK - 1) / DOT_BLOCK + 1) * (size_t)(m + 1) * sizeof *w.partial) : NULL;
+  size_t nparts = (size_t)((n + DOT_BLOCK - 1) / DOT_BLOCK + 1) * (size_t)(m + 1); /* a sum a block and column */
+  w.partial = order ? PXL_MALLOC(nparts * sizeof *w.partial) : NULL;
   if (w.partial && A->type == PXL_F32) {
     w.xs = PXL_MALLOC((size_t)n * 4 + 4);
     w.ys = w.xs ? PXL_MALLOC((size_t)n * 4 + 4) : NULL;
   }
-  int rc = w.partial && (A->type == PXL_F64 || w.ys) ? PXL_OK : err_set(err, PXL_ENOMEM,
-                                                                        "out of memory for a Lanczos basis of %d x %lld",
-                                                                        m + 1, (long long)n);
+  int rc = w.partial && (A->type == PXL_F64 || w.ys)
+               ? PXL_OK
+               : err_set(err, PXL_ENOMEM, "out of memory for a Lanczos basis of %d x %lld", m + 1, (long long)n);
   double beta = 0, *g = h ? h + m + 1 : NULL, *junk = h ? h + 2 * (m + 1) : NULL;
   int p = 0, it = 0, conv = 0;
   if (!rc) {
@@ -233,7 +234,8 @@ int sparse_eigsh(const SpMat *A, int k, bool largest, const SpEigOpts *opts, dou
     jacobi(Tc, m, theta, S);
     for (int i = 0; i < m; i++) order[i] = i;
     for (int a = 1; a < m; a++) /* wanted first: largest or smallest values */
-      for (int b = a; b > 0 && (largest ? theta[order[b]] > theta[order[b - 1]] : theta[order[b]] < theta[order[b - 1]]);
+      for (int b = a; b > 0 && (largest ? theta[order[b]] > theta[order[b - 1]]
+                                         : theta[order[b]] < theta[order[b - 1]]);
            b--) {
         int t = order[b]; order[b] = order[b - 1]; order[b - 1] = t;
       }

@@ -27,7 +27,8 @@ static int failures;
   } while (0)
 
 /* The call failed with status st and left a message. */
-#define REFUSED(ctx, call, st) CHECK((call) == (st) && *pxl_errmsg(ctx), "%s: want %s, message '%s'", #call, #st, pxl_errmsg(ctx))
+#define REFUSED(ctx, call, st) \
+  CHECK((call) == (st) && *pxl_errmsg(ctx), "%s: want %s, message '%s'", #call, #st, pxl_errmsg(ctx))
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
