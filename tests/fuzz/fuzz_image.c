@@ -281,28 +281,7 @@ int main(int argc, char **argv) {
     LLVMFuzzerTestOneInput(seeds[i].data, seeds[i].n);
     inputs++;
   }
-  while (now() - start < seconds) {
-    next_input(&b);
-    cur_data = b.data, cur_size = b.n;
-    violation = NULL;
-    int inject = below(20) == 0;
-    if (inject) pxl_test_fail_alloc_after((long)below(12));
-    double t0 = now();
-    LLVMFuzzerTestOneInput(b.data, b.n);
-    double dt = now() - t0;
-    if (inject) pxl_test_fail_alloc_after(-1);
-    inputs++;
-    if (violation) {
-      crashes++;
-      fprintf(stderr, "fuzz_image: %s\n", violation);
-      save_input("contract");
-    }
-    if (dt > SLOW_SECONDS) {
-      slow++;
-      fprintf(stderr, "fuzz_image: slow input (%.1f s)\n", dt);
-      save_input("slow");
-    }
-  }
+  mutation_loop(&b, start, seconds, &inputs, &crashes, &slow);
   printf("fuzz_image: %lu inputs, %lu crashes\n", inputs, crashes);
   printf("fuzz_image: %lu decoded, %lu bad format, %lu too big, %lu out of memory\n",
          by_status[PXL_OK], by_status[PXL_EFORMAT], by_status[PXL_ETOOBIG], by_status[PXL_ENOMEM]);

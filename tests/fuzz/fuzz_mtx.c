@@ -440,28 +440,7 @@ int main(int argc, char **argv) {
       save_input("seed");
     }
   }
-  while (now() - start < seconds) {
-    next_input(&b);
-    cur_data = b.data, cur_size = b.n;
-    violation = NULL;
-    int inject = below(20) == 0;
-    if (inject) pxl_test_fail_alloc_after((long)below(12));
-    double t0 = now();
-    LLVMFuzzerTestOneInput(b.data, b.n);
-    double dt = now() - t0;
-    if (inject) pxl_test_fail_alloc_after(-1);
-    inputs++;
-    if (violation) {
-      crashes++;
-      fprintf(stderr, "fuzz_mtx: %s\n", violation);
-      save_input("contract");
-    }
-    if (dt > SLOW_SECONDS) {
-      slow++;
-      fprintf(stderr, "fuzz_mtx: slow input (%.1f s)\n", dt);
-      save_input("slow");
-    }
-  }
+  mutation_loop(&b, start, seconds, &inputs, &crashes, &slow);
   printf("fuzz_mtx: %lu inputs, %lu crashes\n", inputs, crashes);
   printf("fuzz_mtx: %lu read (%lu written and read back), %lu bad format, %lu out of memory, %lu skipped "
          "(over 2^20 rows)\n",

@@ -5,7 +5,8 @@
  * monotonic clock (now), crash reporting (save_input writes the input being tried,
  * cur_data/cur_size, to FUZZ_NAME-crash-TAG-PID.bin in the current directory; on_signal
  * does so for a signal and re-raises it) and seed loading (add_seeds: a file, or every
- * file of a directory, into seeds/nseeds).
+ * file of a directory, into seeds/nseeds), and the loop of mutated inputs
+ * (mutation_loop: the includer's next_input, LLVMFuzzerTestOneInput and `violation`).
  *
  * Included by those two files inside their #ifndef PXL_LIBFUZZER block, after they
  * define FUZZ_NAME (the program name their messages and crash files carry, e.g.
@@ -119,6 +120,40 @@ static void add_seeds(const char *path) {
     closedir(d);
   } else {
     add_seed(path);
+  }
+}
+
+/* ---- the mutation loop ---- */
+
+static void next_input(Buf *b); /* the includer's: the next mutated input into b */
+
+/* Runs mutated inputs through LLVMFuzzerTestOneInput until `seconds` have passed since
+ * start, one in 20 with an allocation failure injected; counts them, the contract
+ * violations (the includer's `violation`, reset before each input) and the inputs slower
+ * than SLOW_SECONDS, saving each such input. */
+static void mutation_loop(Buf *b, double start, double seconds, unsigned long *inputs, unsigned long *crashes,
+                          unsigned long *slow) {
+  while (now() - start < seconds) {
+    next_input(b);
+    cur_data = b->data, cur_size = b->n;
+    violation = NULL;
+    int inject = below(20) == 0;
+    if (inject) pxl_test_fail_alloc_after((long)below(12));
+    double t0 = now();
+    LLVMFuzzerTestOneInput(b->data, b->n);
+    double dt = now() - t0;
+    if (inject) pxl_test_fail_alloc_after(-1);
+    (*inputs)++;
+    if (violation) {
+      (*crashes)++;
+      fprintf(stderr, FUZZ_NAME ": %s\n", violation);
+      save_input("contract");
+    }
+    if (dt > SLOW_SECONDS) {
+      (*slow)++;
+      fprintf(stderr, FUZZ_NAME ": slow input (%.1f s)\n", dt);
+      save_input("slow");
+    }
   }
 }
 
