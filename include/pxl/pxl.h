@@ -139,6 +139,21 @@ int pxl_program_entry_find(const pxl_program *prog, const char *name);
 /* Entry i as declared, e.g. "kernel u8 blur3(image u8 in : mirror)" or
  * "pipeline edges(image u8 in, u8 t) -> image u8"; owned by prog; NULL if out of range. */
 const char *pxl_program_entry_signature(const pxl_program *prog, int i);
+/* The parameters of entry i, in declaration order: how many (-1: no such entry), and
+ * parameter k's name (owned by prog), kind, element type (an image's pixel type, a
+ * scalar's or array element's type; f64 for a type pxl_type does not name, such as
+ * bool), channels (images; 1 otherwise) and length (arrays: N of `T name[N]`; else 0).
+ * pxl_program_entry_param returns 1, or 0 when i or k is out of range. */
+typedef enum { PXL_PARAM_IMAGE, PXL_PARAM_SCALAR, PXL_PARAM_ARRAY } pxl_param_kind;
+typedef struct {
+  const char *name;
+  pxl_param_kind kind;
+  pxl_type type;
+  int channels;
+  int length;
+} pxl_param_info;
+int pxl_program_entry_param_count(const pxl_program *prog, int i);
+int pxl_program_entry_param(const pxl_program *prog, int i, int k, pxl_param_info *out);
 /* 1 if entry i produces an image (a kernel, scan or pipeline), 0 if a value or histogram. */
 int pxl_program_entry_makes_image(const pxl_program *prog, int i);
 /* 1 when entry i produces an image, with its element type and channel count in *type and

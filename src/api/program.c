@@ -150,6 +150,21 @@ int pxl_program_entry_output_at(const pxl_program *prog, int i, int k, pxl_type 
   return 1;
 }
 
+int pxl_program_entry_param_count(const pxl_program *prog, int i) {
+  if (!prog || i < 0 || i >= prog->prog->ndecls) return -1;
+  return prog->prog->decls[i]->nparams;
+}
+
+int pxl_program_entry_param(const pxl_program *prog, int i, int k, pxl_param_info *out) {
+  if (!out || k < 0 || k >= pxl_program_entry_param_count(prog, i)) return 0;
+  const Param *P = prog->prog->decls[i]->params[k];
+  pxl_type pt = pxl_of_scalar(P->type.s);
+  *out = (pxl_param_info){P->name, P->is_image ? PXL_PARAM_IMAGE : P->len ? PXL_PARAM_ARRAY : PXL_PARAM_SCALAR,
+                          scalar_of_pxl(pt) == P->type.s ? pt : PXL_F64, P->type.lanes > 0 ? P->type.lanes : 1,
+                          P->len};
+  return 1;
+}
+
 const char *pxl_program_entry_signature(const pxl_program *prog, int i) {
   if (!prog || i < 0 || i >= prog->prog->ndecls) return NULL;
   const Decl *D = prog->prog->decls[i];
