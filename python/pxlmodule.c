@@ -303,7 +303,9 @@ static PyObject *run_entry(Program *p, const char *name, PyObject *images, PyObj
     char what[32];
     snprintf(what, sizeof what, "image %zd", k + 1);
     imgs[k] = image_of(p->ctx, PyTuple_GET_ITEM(images, k), what, &keep[k]);
-    ok = imgs[k] && !pxl_args_image(args, NULL, imgs[k]);
+    int rc = imgs[k] ? pxl_args_image(args, NULL, imgs[k]) : PXL_OK;
+    if (rc) raise_status(p->ctx, rc);
+    ok = imgs[k] && !rc;
   }
   PyObject *key, *val;
   Py_ssize_t pos = 0;
