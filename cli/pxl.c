@@ -1796,6 +1796,10 @@ done:
 
 /* ---- pxl sparse ---- */
 
+/* The storage formats, as pxl_sparse_convert names them (docs/SPARSE.md). */
+static const char *const SPARSE_FORMAT_NAMES[] = {"csr", "coo", "ell", "sell", "dia", "bcsr"};
+#define SPARSE_FORMATS (sizeof SPARSE_FORMAT_NAMES / sizeof *SPARSE_FORMAT_NAMES)
+
 enum {
   O_SP_FORMAT = 1, O_SP_TYPE, O_SP_DEVICE, O_SP_THREADS, O_SP_X, O_SP_OUT, O_SP_TIME, O_SP_REPEAT, O_SP_K,
   O_SP_WHICH, O_SP_TOL, O_SP_VECTORS, O_SP_RADIUS, O_SP_SIGMA_I, O_SP_SIGMA_X, O_SP_SIGMA_E, O_SP_EDGES,
@@ -1889,17 +1893,16 @@ static int sparse_image_cmd(pxl_context *ctx, const char *file, bool cut, const 
 static int sparse_info(pxl_context *ctx, const char *file, pxl_sparse *A, bool choose) {
   printf("%s: %" PRId64 " x %" PRId64 ", %" PRId64 " entries, %s\n", file, pxl_sparse_rows(A), pxl_sparse_cols(A),
          pxl_sparse_nnz(A), pxl_sparse_type(A) == PXL_F32 ? "f32" : "f64");
-  static const char *const formats[] = {"csr", "coo", "ell", "sell", "dia", "bcsr"};
-  for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+  for (size_t f = 0; f < SPARSE_FORMATS; f++) {
     pxl_sparse *B;
-    int st = pxl_sparse_convert(ctx, A, formats[f], &B);
+    int st = pxl_sparse_convert(ctx, A, SPARSE_FORMAT_NAMES[f], &B);
     if (st == PXL_ETOOBIG) {
-      printf("  %-5s too much padding (%s)\n", formats[f], pxl_errmsg(ctx));
+      printf("  %-5s too much padding (%s)\n", SPARSE_FORMAT_NAMES[f], pxl_errmsg(ctx));
       continue;
     }
-    if (st) return fail(ctx, st, formats[f]);
+    if (st) return fail(ctx, st, SPARSE_FORMAT_NAMES[f]);
     double fill = pxl_sparse_nnz(A) ? (double)pxl_sparse_stored(B) / (double)pxl_sparse_nnz(A) : 1.0;
-    printf("  %-5s %" PRId64 " stored (%.2fx)\n", formats[f], pxl_sparse_stored(B), fill);
+    printf("  %-5s %" PRId64 " stored (%.2fx)\n", SPARSE_FORMAT_NAMES[f], pxl_sparse_stored(B), fill);
     pxl_sparse_free(B);
   }
   if (choose) {
@@ -2052,9 +2055,8 @@ static int cmd_sparse(int argc, char **argv) {
     if (strcmp(format, "csr") && !eigs) return usage_error("sparse", "--format is for info, spmv and eigs");
     if (xpath || time) return usage_error("sparse", "--x and --time are for spmv");
   }
-  static const char *const known[] = {"csr", "coo", "ell", "sell", "dia", "bcsr", "auto"};
-  bool ok = false;
-  for (size_t k = 0; k < sizeof known / sizeof *known; k++) ok |= !strcmp(format, known[k]);
+  bool ok = !strcmp(format, "auto");
+  for (size_t k = 0; k < SPARSE_FORMATS; k++) ok |= !strcmp(format, SPARSE_FORMAT_NAMES[k]);
   if (!ok) return usage_error("sparse", "--format needs csr, coo, ell, sell, dia, bcsr or auto, got '%s'", format);
   if (spmv) {
     if (!xpath) return usage_error("sparse", "spmv needs --x X.npy");

@@ -16,6 +16,7 @@
 #include "image/image.h"
 #include "io/formats.h"
 #include "io/imageio.h"
+#include "ops/ops.h"
 #include "runtime/cache.h"
 #include "sparse/sparse.h"
 #include "util/alloc.h"
@@ -291,23 +292,17 @@ static float *image_floats(pxl_context *ctx, const pxl_image *img, const char *w
     api_fail(ctx, PXL_ENOMEM, "out of memory for the %s", what);
     return NULL;
   }
-  for (int y = 0; y < img->height; y++) {
-    const char *row = image_row(img, y);
-    for (int x = 0; x < img->width; x++) {
-      size_t at = (size_t)x * (size_t)img->channels;
-      double v;
-      switch (img->type) {
-      case PXL_U8: v = ((const uint8_t *)row)[at] / 255.0; break;
-      case PXL_U16: v = ((const uint16_t *)row)[at] / 65535.0; break;
-      case PXL_I16: v = ((const int16_t *)row)[at] / 32767.0; break;
-      case PXL_I32: v = ((const int32_t *)row)[at] / 2147483647.0; break;
-      case PXL_U32: v = ((const uint32_t *)row)[at] / 4294967295.0; break;
-      case PXL_F32: v = ((const float *)row)[at]; break;
-      default: v = ((const double *)row)[at]; break;
-      }
-      f[(size_t)y * img->width + x] = (float)v;
-    }
-  }
+  /* integer types scaled by their maximum; ops_value reads element x * channels of a row:
+   * the first channel's */
+  double top = img->type == PXL_U8    ? 255.0
+               : img->type == PXL_U16 ? 65535.0
+               : img->type == PXL_I16 ? 32767.0
+               : img->type == PXL_I32 ? 2147483647.0
+               : img->type == PXL_U32 ? 4294967295.0
+                                      : 1.0;
+  for (int y = 0; y < img->height; y++)
+    for (int x = 0; x < img->width; x++)
+      f[(size_t)y * img->width + x] = (float)(ops_value(img, x * img->channels, y) / top);
   return f;
 }
 

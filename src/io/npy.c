@@ -278,26 +278,40 @@ int io_npy_load(const uint8_t *buf, size_t n, const char *name, struct pxl_image
   return PXL_OK;
 }
 
-int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
+/* Writes the magic, version 1.0 and the header of an array of element type t (an index
+ * in npy_types) and shape (its tuple's text), padded so that the data starts at a
+ * multiple of NPY_ALIGN; 1 when every byte was written (errno says why not). */
+static int write_header(FILE *f, size_t t, const char *shape) {
+  char dict[160];
+  int len = snprintf(dict, sizeof dict, "{'descr': '%c%c%d', 'fortran_order': False, 'shape': %s, }",
+                     npy_types[t].size == 1 ? '|' : host_is_little() ? '<' : '>', npy_types[t].kind,
+                     npy_types[t].size, shape);
+  /* magic (6) + version (2) + length (2) + dict + spaces + '\n' is a multiple of 64 */
+  size_t hlen = ((10 + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN) * NPY_ALIGN - 10;
+  uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)hlen, (uint8_t)(hlen >> 8)};
+  errno = 0;
+  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
+  for (size_t k = (size_t)len; ok && k + 1 < hlen; k++) ok = fputc(' ', f) != EOF;
+  return ok && fputc('\n', f) != EOF;
+}
+
+/* The npy_types index of an image type pxl saves (not a vector-only one); NNPY_TYPES if none. */
+static size_t saved_type(pxl_type type) {
   size_t i = 0;
-  while (i < NNPY_TYPES && npy_types[i].type != img->type) i++;
+  while (i < NNPY_TYPES && (npy_types[i].type != type || npy_types[i].vector_only)) i++;
+  return i;
+}
+
+int io_npy_save(FILE *f, const struct pxl_image *img, const char *name, Err *err) {
+  size_t i = saved_type(img->type);
   if (i == NNPY_TYPES) return io_err(err, PXL_EARG, name, ".npy cannot store this type");
-  char dict[160], shape[64];
+  char shape[64];
   if (img->channels == 1)
     snprintf(shape, sizeof shape, "(%d, %d)", img->height, img->width);
   else
     snprintf(shape, sizeof shape, "(%d, %d, %d)", img->height, img->width, img->channels);
-  int len = snprintf(dict, sizeof dict, "{'descr': '%c%c%d', 'fortran_order': False, 'shape': %s, }",
-                     npy_types[i].size == 1 ? '|' : host_is_little() ? '<' : '>', npy_types[i].kind,
-                     npy_types[i].size, shape);
-  /* magic (6) + version (2) + length (2) + dict + spaces + '\n' is a multiple of 64 */
-  size_t hlen = ((10 + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN) * NPY_ALIGN - 10;
-  uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)hlen, (uint8_t)(hlen >> 8)};
   size_t row = (size_t)img->width * (size_t)img->channels * (size_t)pxl_type_size(img->type);
-  errno = 0;
-  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
-  for (size_t k = (size_t)len; ok && k + 1 < hlen; k++) ok = fputc(' ', f) != EOF;
-  ok = ok && fputc('\n', f) != EOF;
+  int ok = write_header(f, i, shape);
   for (int y = 0; ok && y < img->height; y++) ok = fwrite(image_row(img, y), 1, row, f) == row;
   return ok ? PXL_OK : io_write_error(err, name, errno);
 }
@@ -373,19 +387,12 @@ int io_npy_load_vector(const uint8_t *buf, size_t n, const char *name, pxl_type 
 int io_npy_save_vector(FILE *f, const void *v, int64_t len, int64_t cols, pxl_type type, const char *name,
                        Err *err) {
   if (type != PXL_F32 && type != PXL_F64) return io_err(err, PXL_EARG, name, "vectors are f32 or f64");
-  int es = type == PXL_F32 ? 4 : 8;
-  char dict[160], shape[64];
+  char shape[64];
   if (cols > 0)
     snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)(len / cols), (long long)cols);
   else
     snprintf(shape, sizeof shape, "(%lld,)", (long long)len);
-  int dl = snprintf(dict, sizeof dict, "{'descr': '%cf%d', 'fortran_order': False, 'shape': %s, }",
-                    host_is_little() ? '<' : '>', es, shape);
-  size_t hlen = ((10 + (size_t)dl + 1 + NPY_ALIGN - 1) / NPY_ALIGN) * NPY_ALIGN - 10;
-  uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)hlen, (uint8_t)(hlen >> 8)};
-  errno = 0;
-  int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)dl, f) == (size_t)dl;
-  for (size_t k = (size_t)dl; ok && k + 1 < hlen; k++) ok = fputc(' ', f) != EOF;
-  ok = ok && fputc('\n', f) != EOF && fwrite(v, (size_t)es, (size_t)len, f) == (size_t)len;
+  size_t es = (size_t)pxl_type_size(type);
+  int ok = write_header(f, saved_type(type), shape) && fwrite(v, es, (size_t)len, f) == (size_t)len;
   return ok ? PXL_OK : io_write_error(err, name, errno);
 }

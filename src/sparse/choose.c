@@ -34,7 +34,7 @@ static double predicted_bytes(const SpMat *A, SpFormat f, const SpOpts *o, int64
   shape.format = f;
   shape.stored = stored;
   shape.k = f == SP_DIA ? (A->rows ? stored / A->rows : 0) : f == SP_BCSR ? stored / (o->br * o->bc) : 0;
-  int64_t c = A->rows < o->sell_c ? (A->rows > 0 ? A->rows : 1) : o->sell_c; /* sparse.c's sell_height */
+  int64_t c = sparse_sell_height(A, o->sell_c);
   shape.nparts = f == SP_SELL ? (A->rows + c - 1) / c : f == SP_BCSR ? (A->rows + o->br - 1) / o->br : 0;
   return (double)sparse_bytes(&shape);
 }

@@ -106,15 +106,8 @@ static double orthogonalise(Work *w, const double *V, int j, double *v, double *
   return sqrt(dot(w, v, v));
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static void random_vector(double *v, int64_t n, uint64_t *seed) {
-  for (int64_t i = 0; i < n; i++) v[i] = (double)(splitmix(seed) >> 11) / 9007199254740992.0 - 0.5;
+  for (int64_t i = 0; i < n; i++) v[i] = (double)(sparse_splitmix(seed) >> 11) / 9007199254740992.0 - 0.5;
 }
 
 /* The eigenpairs of symmetric T (m x m, row-major; destroyed): values in theta, vectors

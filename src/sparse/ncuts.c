@@ -68,13 +68,6 @@ int sparse_normalize(const SpMat *W, SpMat **out, double *d, Err *err) {
   return PXL_OK;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static double dist2(const double *a, const double *b, int dim) {
   double s = 0;
   for (int c = 0; c < dim; c++) s += (a[c] - b[c]) * (a[c] - b[c]);
@@ -86,12 +79,12 @@ static void kmeans(const double *X, int64_t n, int dim, int k, uint64_t seed, in
                    double *near) {
   /* k-means++: the first centre a uniform draw, each next one drawn with probability
    * proportional to the squared distance to the nearest centre so far */
-  memcpy(centres, X + (int64_t)(splitmix(&seed) % (uint64_t)n) * dim, (size_t)dim * sizeof *X);
+  memcpy(centres, X + (int64_t)(sparse_splitmix(&seed) % (uint64_t)n) * dim, (size_t)dim * sizeof *X);
   for (int64_t i = 0; i < n; i++) near[i] = dist2(X + i * dim, centres, dim);
   for (int c = 1; c < k; c++) {
     double total = 0;
     for (int64_t i = 0; i < n; i++) total += near[i];
-    double u = (double)(splitmix(&seed) >> 11) / 9007199254740992.0 * total, acc = 0;
+    double u = (double)(sparse_splitmix(&seed) >> 11) / 9007199254740992.0 * total, acc = 0;
     int64_t pick = n - 1;
     for (int64_t i = 0; i < n; i++)
       if ((acc += near[i]) > u) {

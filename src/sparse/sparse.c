@@ -209,9 +209,7 @@ static RowLen *sell_order(const SpMat *A, int sigma, Err *err) {
   return o;
 }
 
-/* SELL's slice height for A: a matrix of fewer rows gets one slice of its rows (a slice
- * of 32 for a row vector would be 32 times its entries) */
-static int sell_height(const SpMat *A, int c) { return A->rows < c ? (A->rows > 0 ? (int)A->rows : 1) : c; }
+int sparse_sell_height(const SpMat *A, int c) { return A->rows < c ? (A->rows > 0 ? (int)A->rows : 1) : c; }
 
 static int64_t sell_stored(const RowLen *o, int64_t rows, int c) {
   int64_t s = 0;
@@ -290,7 +288,7 @@ int64_t sparse_stored_for(const SpMat *A, SpFormat f, const SpOpts *opts) {
   case SP_ELL: return longest_row(A) * A->rows;
   case SP_SELL: {
     RowLen *ord = sell_order(A, o.sell_sigma, &ignored);
-    int64_t s = ord ? sell_stored(ord, A->rows, sell_height(A, o.sell_c)) : -1;
+    int64_t s = ord ? sell_stored(ord, A->rows, sparse_sell_height(A, o.sell_c)) : -1;
     PXL_FREE(ord);
     return s;
   }
@@ -335,18 +333,6 @@ static int fill_ok(const SpMat *A, SpFormat f, int64_t stored, const SpOpts *o, 
   if (o->max_fill > 0 && (double)stored > o->max_fill * (double)(A->nnz > 0 ? A->nnz : 1))
     return err_set(err, PXL_ETOOBIG, "%s would store %lld entries for %lld nonzeros (more than %g times)",
                    sparse_format_name(f), (long long)stored, (long long)A->nnz, o->max_fill);
-  return PXL_OK;
-}
-
-static int to_csr_copy(const SpMat *A, SpMat *M, Err *err) {
-  M->stored = A->nnz;
-  M->ptr = zalloc(A->rows + 1, sizeof *M->ptr, err);
-  M->col = M->ptr ? zalloc(A->nnz, sizeof *M->col, err) : NULL;
-  M->val = M->col ? zalloc(A->nnz, elem_size(A->type), err) : NULL;
-  if (!M->val) return err->code;
-  memcpy(M->ptr, A->ptr, (size_t)(A->rows + 1) * sizeof *M->ptr);
-  memcpy(M->col, A->col, (size_t)A->nnz * sizeof *M->col);
-  memcpy(M->val, A->val, (size_t)A->nnz * elem_size(A->type));
   return PXL_OK;
 }
 
@@ -395,7 +381,7 @@ static int to_ell(const SpMat *A, SpMat *M, const SpOpts *o, Err *err) {
 
 static int to_sell(const SpMat *A, SpMat *M, const SpOpts *o, Err *err) {
   if (o->sell_c > 1024) return err_set(err, PXL_EARG, "SELL slices of %d rows: at most 1024", o->sell_c);
-  int c = sell_height(A, o->sell_c);
+  int c = sparse_sell_height(A, o->sell_c);
   RowLen *ord = sell_order(A, o->sell_sigma, err);
   if (!ord) return err->code;
   int64_t stored = sell_stored(ord, A->rows, c);
@@ -551,7 +537,6 @@ static void row_entries(const SpMat *A, int64_t r, Builder *b, const int64_t *sl
 }
 
 static int to_csr(const SpMat *A, SpMat *M, Err *err) {
-  if (A->format == SP_CSR) return to_csr_copy(A, M, err);
   /* COO: each row's first entry; SELL: each row's sorted position */
   int64_t *slot = NULL;
   if (A->format == SP_COO || A->format == SP_SELL) {
@@ -622,7 +607,7 @@ int sparse_convert(const SpMat *A, SpFormat f, const SpOpts *opts, SpMat **out, 
   if (f != SP_CSR && A->format != SP_CSR && A->format != f)
     return err_set(err, PXL_EARG, "a %s matrix converts to CSR only (then to %s)", sparse_format_name(A->format),
                    sparse_format_name(f));
-  if (A->format == f && f != SP_CSR) return clone(A, out, err);
+  if (A->format == f) return clone(A, out, err);
   SpOpts o = defaults(opts);
   SpMat *M = shell(A, f, err);
   if (!M) return err->code;

@@ -82,6 +82,19 @@ typedef struct {
                        max_fill * nnz entries (default 0: no limit beyond SP_MAX_STORED) */
 } SpOpts;
 
+/* SELL's slice height for A with slices of c rows asked: c, or A's rows where it has
+ * fewer (a slice of 32 for a row vector would store 32 times its entries). */
+int sparse_sell_height(const SpMat *A, int c);
+
+/* SplitMix64: the next draw from state *s (Lanczos' start vector, the k-means seeding of
+ * normalized cuts: runs repeat exactly for a seed). */
+static inline uint64_t sparse_splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 /* The format's name ("csr", "coo", "ell", "sell", "dia", "bcsr") and back (-1: none). */
 const char *sparse_format_name(SpFormat f);
 int sparse_format_parse(const char *name);
