@@ -1893,17 +1893,16 @@ static int sparse_image_cmd(pxl_context *ctx, const char *file, bool cut, const 
 static int sparse_info(pxl_context *ctx, const char *file, pxl_sparse *A, bool choose) {
   printf("%s: %" PRId64 " x %" PRId64 ", %" PRId64 " entries, %s\n", file, pxl_sparse_rows(A), pxl_sparse_cols(A),
          pxl_sparse_nnz(A), pxl_sparse_type(A) == PXL_F32 ? "f32" : "f64");
-  for (size_t f = 0; f < SPARSE_FORMATS; f++) {
-    pxl_sparse *B;
-    int st = pxl_sparse_convert(ctx, A, SPARSE_FORMAT_NAMES[f], &B);
+  for (size_t f = 0; f < SPARSE_FORMATS; f++) { /* counted, not built */
+    int64_t stored;
+    int st = pxl_sparse_stored_as(ctx, A, SPARSE_FORMAT_NAMES[f], &stored);
     if (st == PXL_ETOOBIG) {
       printf("  %-5s too much padding (%s)\n", SPARSE_FORMAT_NAMES[f], pxl_errmsg(ctx));
       continue;
     }
     if (st) return fail(ctx, st, SPARSE_FORMAT_NAMES[f]);
-    double fill = pxl_sparse_nnz(A) ? (double)pxl_sparse_stored(B) / (double)pxl_sparse_nnz(A) : 1.0;
-    printf("  %-5s %" PRId64 " stored (%.2fx)\n", SPARSE_FORMAT_NAMES[f], pxl_sparse_stored(B), fill);
-    pxl_sparse_free(B);
+    double fill = pxl_sparse_nnz(A) ? (double)stored / (double)pxl_sparse_nnz(A) : 1.0;
+    printf("  %-5s %" PRId64 " stored (%.2fx)\n", SPARSE_FORMAT_NAMES[f], stored, fill);
   }
   if (choose) {
     const char *fmt;

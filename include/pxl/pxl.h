@@ -560,6 +560,10 @@ int pxl_sparse_from_triplets(pxl_context *ctx, int64_t rows, int64_t cols, pxl_t
  * PXL_ETOOBIG when the format would store over 16 times A's entries (padding: ELL
  * with a long row, DIA with scattered diagonals). */
 int pxl_sparse_convert(pxl_context *ctx, const pxl_sparse *A, const char *format, pxl_sparse **out);
+/* The entries A would store in `format` (padding included) into *stored, without
+ * building it; PXL_ETOOBIG, as pxl_sparse_convert would refuse, past 16 times A's
+ * entries. */
+int pxl_sparse_stored_as(pxl_context *ctx, const pxl_sparse *A, const char *format, int64_t *stored);
 /* What "auto" chose for A and why, as text ("dia: csr 1.90 ms, dia 0.71 ms, ..." or
  * "dia (cached)") into report[n]; the format's name into *format (static). */
 int pxl_sparse_choose(pxl_context *ctx, const pxl_sparse *A, const char **format, char *report, size_t n);

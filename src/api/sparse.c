@@ -198,6 +198,26 @@ int pxl_sparse_convert(pxl_context *ctx, const pxl_sparse *A, const char *format
   return rc ? rc : wrap(ctx, m, out);
 }
 
+int pxl_sparse_stored_as(pxl_context *ctx, const pxl_sparse *A, const char *format, int64_t *stored) {
+  api_clear(ctx);
+  if (!A || !format || !stored) return api_fail(ctx, PXL_EARG, "no matrix, format or place for the count");
+  int f = sparse_format_parse(format);
+  if (f < 0) return api_fail(ctx, PXL_EARG, "unknown sparse format '%s' (csr, coo, ell, sell, dia or bcsr)", format);
+  const SpMat *csr;
+  SpMat *tmp = NULL;
+  int rc = csr_of(ctx, A->m, &csr, &tmp);
+  if (!rc) {
+    *stored = sparse_stored_for(csr, (SpFormat)f, NULL);
+    if (*stored < 0)
+      rc = api_fail(ctx, PXL_ENOMEM, "out of memory counting the entries of %s", format);
+    else if ((double)*stored > SPARSE_MAX_FILL * (double)(csr->nnz > 0 ? csr->nnz : 1))
+      rc = api_fail(ctx, PXL_ETOOBIG, "%s would store %lld entries for %lld nonzeros (more than %d times)", format,
+                    (long long)*stored, (long long)csr->nnz, SPARSE_MAX_FILL);
+  }
+  sparse_free(tmp);
+  return rc;
+}
+
 int pxl_sparse_spmv(pxl_context *ctx, const pxl_sparse *A, const void *x, int64_t nx, void *y, int64_t ny) {
   api_clear(ctx);
   if (!A || (!x && nx) || (!y && ny)) return api_fail(ctx, PXL_EARG, "no matrix or no vector");
